@@ -1,0 +1,41 @@
+# Thought-log notices (moderators)
+notice-tool-failed-title = Tool call failed
+notice-deliberate-title = Tool admitted by a trigger
+notice-progress-title = Quiet turn progress
+notice-field-tool = Tool
+notice-field-kind = Kind
+notice-field-code = Code
+notice-field-reason = Reason
+notice-field-arguments = Arguments (redacted)
+notice-field-effect = Effect
+notice-field-trigger = Trigger
+notice-field-channel = Channel
+notice-field-progress = Progress
+notice-effect-unknown = Unknown: the tool timed out and may still have finished its work. Nothing was rolled back.
+notice-kind-unknown-tool = Unknown tool
+notice-kind-invalid-arguments = Invalid arguments
+notice-kind-denied = Permission denied
+notice-kind-truncated = Truncated arguments (not run)
+notice-kind-blocked = Blocked before running
+notice-kind-execution = Execution failed
+notice-kind-business = Refused by the tool
+notice-kind-timed-out = Timed out
+
+# Progress lines shown in the conversation while a tool works
+progress-generic = Working on { $tool }…
+progress-plan-image = 🎨 Planning an image…
+progress-fetch-older-messages = 📜 Reading older messages…
+
+# Recovery tips, shared by error replies and failed tools
+tip-rate-limited-wait = The provider is busy. Wait a minute and try again.
+tip-balance-top-up = The provider account is out of credit: a bot admin needs to top it up.
+tip-balance-other-key = A bot admin can add another API key or switch providers.
+tip-unauthorized-check-key = A bot admin should check the provider API key.
+tip-model-unknown-check-name = A bot admin should check the configured model name.
+tip-context-shorter = Try a shorter message or start a fresh conversation.
+tip-safety-rephrase = The request was refused by the provider's safety policy. Try rephrasing it.
+tip-invalid-request-rephrase = Try rephrasing the request.
+tip-missing-model-install = A bot admin needs to install the model file the image workflow uses.
+tip-timeout-retry-later = The provider did not answer in time. Try again later.
+tip-server-error-retry-later = The provider had an internal error. Try again later.
+tip-network-check-endpoint = The provider could not be reached. A bot admin should check the endpoint.

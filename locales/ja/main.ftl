@@ -1,0 +1,41 @@
+# 思考ログの通知（モデレーター向け）
+notice-tool-failed-title = ツール呼び出しに失敗しました
+notice-deliberate-title = トリガーによりツールが許可されました
+notice-progress-title = 静かなターンの進行状況
+notice-field-tool = ツール
+notice-field-kind = 種類
+notice-field-code = コード
+notice-field-reason = 理由
+notice-field-arguments = 引数（秘匿済み）
+notice-field-effect = 影響
+notice-field-trigger = トリガー
+notice-field-channel = チャンネル
+notice-field-progress = 進行状況
+notice-effect-unknown = 不明：ツールがタイムアウトしましたが、処理自体は完了している可能性があります。取り消しは行われていません。
+notice-kind-unknown-tool = 不明なツール
+notice-kind-invalid-arguments = 無効な引数
+notice-kind-denied = 権限がありません
+notice-kind-truncated = 引数が途切れています（未実行）
+notice-kind-blocked = 実行前にブロックされました
+notice-kind-execution = 実行に失敗しました
+notice-kind-business = ツールが拒否しました
+notice-kind-timed-out = タイムアウト
+
+# ツール実行中に会話に表示する進行状況
+progress-generic = { $tool } を実行中…
+progress-plan-image = 🎨 画像を計画しています…
+progress-fetch-older-messages = 📜 過去のメッセージを読んでいます…
+
+# 回復のヒント（エラー返信と失敗したツールで共通）
+tip-rate-limited-wait = プロバイダーが混雑しています。1分ほど待ってから再度お試しください。
+tip-balance-top-up = プロバイダーの残高が不足しています。ボット管理者によるチャージが必要です。
+tip-balance-other-key = ボット管理者は別のAPIキーを追加するか、プロバイダーを切り替えられます。
+tip-unauthorized-check-key = ボット管理者はプロバイダーのAPIキーを確認してください。
+tip-model-unknown-check-name = ボット管理者は設定されたモデル名を確認してください。
+tip-context-shorter = 短いメッセージにするか、新しい会話を始めてください。
+tip-safety-rephrase = プロバイダーの安全ポリシーにより拒否されました。言い換えてお試しください。
+tip-invalid-request-rephrase = リクエストを言い換えてお試しください。
+tip-missing-model-install = ボット管理者は画像ワークフローが使うモデルファイルをインストールする必要があります。
+tip-timeout-retry-later = プロバイダーが時間内に応答しませんでした。後でもう一度お試しください。
+tip-server-error-retry-later = プロバイダーで内部エラーが発生しました。後でもう一度お試しください。
+tip-network-check-endpoint = プロバイダーに接続できませんでした。ボット管理者はエンドポイントを確認してください。

@@ -1,0 +1,41 @@
+# 思考日志通知（管理员可见）
+notice-tool-failed-title = 工具调用失败
+notice-deliberate-title = 触发词允许了工具
+notice-progress-title = 静默回合进度
+notice-field-tool = 工具
+notice-field-kind = 类型
+notice-field-code = 代码
+notice-field-reason = 原因
+notice-field-arguments = 参数（已脱敏）
+notice-field-effect = 影响
+notice-field-trigger = 触发词
+notice-field-channel = 频道
+notice-field-progress = 进度
+notice-effect-unknown = 未知：工具已超时，但可能仍完成了其操作。没有进行任何回滚。
+notice-kind-unknown-tool = 未知工具
+notice-kind-invalid-arguments = 参数无效
+notice-kind-denied = 权限被拒绝
+notice-kind-truncated = 参数被截断（未执行）
+notice-kind-blocked = 执行前被拦截
+notice-kind-execution = 执行失败
+notice-kind-business = 工具拒绝了请求
+notice-kind-timed-out = 超时
+
+# 工具运行时在对话中显示的进度
+progress-generic = 正在执行 { $tool }…
+progress-plan-image = 🎨 正在规划图片…
+progress-fetch-older-messages = 📜 正在读取更早的消息…
+
+# 恢复建议（错误回复与失败的工具共用）
+tip-rate-limited-wait = 服务商繁忙，请稍等一分钟后再试。
+tip-balance-top-up = 服务商账户余额不足，需要机器人管理员充值。
+tip-balance-other-key = 机器人管理员可以添加其他 API 密钥或更换服务商。
+tip-unauthorized-check-key = 机器人管理员应检查服务商 API 密钥。
+tip-model-unknown-check-name = 机器人管理员应检查配置的模型名称。
+tip-context-shorter = 请尝试缩短消息或开始新的对话。
+tip-safety-rephrase = 请求被服务商的安全策略拒绝，请换一种说法再试。
+tip-invalid-request-rephrase = 请换一种说法再试。
+tip-missing-model-install = 机器人管理员需要安装图像工作流所用的模型文件。
+tip-timeout-retry-later = 服务商未及时响应，请稍后再试。
+tip-server-error-retry-later = 服务商发生内部错误，请稍后再试。
+tip-network-check-endpoint = 无法连接服务商，机器人管理员应检查接口地址。

@@ -1,0 +1,41 @@
+# 思考日誌通知（管理員可見）
+notice-tool-failed-title = 工具呼叫失敗
+notice-deliberate-title = 觸發詞允許了工具
+notice-progress-title = 靜默回合進度
+notice-field-tool = 工具
+notice-field-kind = 類型
+notice-field-code = 代碼
+notice-field-reason = 原因
+notice-field-arguments = 參數（已遮蔽）
+notice-field-effect = 影響
+notice-field-trigger = 觸發詞
+notice-field-channel = 頻道
+notice-field-progress = 進度
+notice-effect-unknown = 未知：工具已逾時，但可能仍完成了其操作。沒有進行任何復原。
+notice-kind-unknown-tool = 未知工具
+notice-kind-invalid-arguments = 參數無效
+notice-kind-denied = 權限遭拒
+notice-kind-truncated = 參數被截斷（未執行）
+notice-kind-blocked = 執行前遭攔截
+notice-kind-execution = 執行失敗
+notice-kind-business = 工具拒絕了請求
+notice-kind-timed-out = 逾時
+
+# 工具執行時在對話中顯示的進度
+progress-generic = 正在執行 { $tool }…
+progress-plan-image = 🎨 正在規劃圖片…
+progress-fetch-older-messages = 📜 正在讀取更早的訊息…
+
+# 復原建議（錯誤回覆與失敗的工具共用）
+tip-rate-limited-wait = 服務商繁忙，請稍候一分鐘再試。
+tip-balance-top-up = 服務商帳戶餘額不足，需要機器人管理員儲值。
+tip-balance-other-key = 機器人管理員可以新增其他 API 金鑰或更換服務商。
+tip-unauthorized-check-key = 機器人管理員應檢查服務商 API 金鑰。
+tip-model-unknown-check-name = 機器人管理員應檢查設定的模型名稱。
+tip-context-shorter = 請嘗試縮短訊息或開始新的對話。
+tip-safety-rephrase = 請求被服務商的安全政策拒絕，請換個說法再試。
+tip-invalid-request-rephrase = 請換個說法再試。
+tip-missing-model-install = 機器人管理員需要安裝圖像工作流程所用的模型檔案。
+tip-timeout-retry-later = 服務商未及時回應，請稍後再試。
+tip-server-error-retry-later = 服務商發生內部錯誤，請稍後再試。
+tip-network-check-endpoint = 無法連線到服務商，機器人管理員應檢查端點位址。

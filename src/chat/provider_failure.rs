@@ -1,0 +1,359 @@
+//! Classification of provider failures (LLM and media backends), shared by the provider client
+//! (SPEC C11), the tool failure builder (SPEC T8) and the user-facing error replies.
+//!
+//! The provider's message is read before its HTTP status: providers answer an exhausted balance
+//! with 429 and report safety refusals as invalid requests (400), so the status alone misleads.
+
+use crate::locale::{self, Locale};
+
+/// What went wrong, in terms a user, a moderator and the model can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FailureClass {
+    RateLimited,
+    InsufficientBalance,
+    Unauthorized,
+    ModelUnknown,
+    ContextTooLong,
+    SafetyRefusal,
+    InvalidRequest,
+    MissingModelFile,
+    Timeout,
+    ServerError,
+    Network,
+}
+
+/// A failure reported by a provider-backed tool or call. `message` is the provider's raw text: it
+/// is read by the classifier and never copied into model history or a channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderFailure {
+    /// HTTP status, `None` when no response arrived (network failure, timeout).
+    pub status: Option<u16>,
+    /// The provider's error text, for classification only.
+    pub message: String,
+    /// For ComfyUI: the model file name the workflow sent. The only value a failure reason may
+    /// name, because it is ours, not the endpoint's.
+    pub workflow_model_file: Option<String>,
+}
+
+impl ProviderFailure {
+    pub fn class(&self) -> FailureClass {
+        if let Some(file) = &self.workflow_model_file
+            && !file.is_empty()
+            && mentions_missing_model_file(&self.message)
+        {
+            return FailureClass::MissingModelFile;
+        }
+        classify(self.status, &self.message)
+    }
+
+    /// The reason given to the model: a fixed sentence per class, plus the workflow's own file
+    /// name for a missing model file. Nothing from the provider's text.
+    pub fn model_reason(&self) -> String {
+        match (self.class(), &self.workflow_model_file) {
+            (FailureClass::MissingModelFile, Some(file)) => {
+                format!("The image backend does not have the model file `{file}` the workflow uses.")
+            }
+            (class, _) => class.model_reason().to_owned(),
+        }
+    }
+}
+
+const BALANCE: &[&str] = &[
+    "insufficient_quota",
+    "insufficient balance",
+    "insufficient_balance",
+    "insufficient funds",
+    "insufficient credits",
+    "exceeded your current quota",
+    "credit balance",
+    "out of credits",
+    "billing",
+    "payment required",
+    "余额不足",
+    "残高",
+];
+const SAFETY: &[&str] = &[
+    "content_policy",
+    "content policy",
+    "content_filter",
+    "content filter",
+    "safety",
+    "moderation",
+    "flagged",
+    "nsfw",
+    "responsible ai",
+    "refused",
+];
+const CONTEXT: &[&str] = &[
+    "context_length_exceeded",
+    "context length",
+    "context window",
+    "maximum context",
+    "too many tokens",
+    "prompt is too long",
+    "input is too long",
+];
+const MODEL_UNKNOWN: &[&str] = &[
+    "model_not_found",
+    "model not found",
+    "unknown model",
+    "no such model",
+    "invalid model",
+    "model does not exist",
+    "is not a valid model",
+];
+const RATE: &[&str] = &[
+    "rate limit",
+    "rate_limit",
+    "ratelimit",
+    "too many requests",
+    "slow down",
+];
+const TIMEOUT: &[&str] = &["timed out", "timeout", "deadline exceeded"];
+const SERVER: &[&str] = &[
+    "overloaded",
+    "internal server error",
+    "internal error",
+    "bad gateway",
+    "service unavailable",
+    "upstream",
+];
+const NETWORK: &[&str] = &[
+    "connection refused",
+    "connection reset",
+    "connection closed",
+    "dns error",
+    "error sending request",
+    "broken pipe",
+];
+const MISSING_MODEL_FILE: &[&str] = &[
+    "value not in list",
+    "ckpt_name",
+    "unet_name",
+    "lora_name",
+    "vae_name",
+    "clip_name",
+    "model file",
+    "no such file",
+    "file not found",
+];
+
+fn mentions(message: &str, needles: &[&str]) -> bool {
+    needles.iter().any(|n| message.contains(n))
+}
+
+fn mentions_missing_model_file(message: &str) -> bool {
+    mentions(&message.to_lowercase(), MISSING_MODEL_FILE)
+}
+
+/// Classifies a failure: the message first, then the HTTP status, then "network" when neither
+/// says anything (no response at all).
+pub fn classify(status: Option<u16>, message: &str) -> FailureClass {
+    let message = message.to_lowercase();
+    let by_message = [
+        (BALANCE, FailureClass::InsufficientBalance),
+        (SAFETY, FailureClass::SafetyRefusal),
+        (CONTEXT, FailureClass::ContextTooLong),
+        (MODEL_UNKNOWN, FailureClass::ModelUnknown),
+        (RATE, FailureClass::RateLimited),
+        (TIMEOUT, FailureClass::Timeout),
+        (SERVER, FailureClass::ServerError),
+        (NETWORK, FailureClass::Network),
+    ];
+    if let Some((_, class)) = by_message.iter().find(|(n, _)| mentions(&message, n)) {
+        return *class;
+    }
+    match status {
+        Some(429) => FailureClass::RateLimited,
+        Some(402) => FailureClass::InsufficientBalance,
+        Some(401 | 403) => FailureClass::Unauthorized,
+        Some(404) => FailureClass::ModelUnknown,
+        Some(413) => FailureClass::ContextTooLong,
+        Some(408 | 504) => FailureClass::Timeout,
+        Some(s) if s >= 500 => FailureClass::ServerError,
+        Some(_) => FailureClass::InvalidRequest,
+        None => FailureClass::Network,
+    }
+}
+
+impl FailureClass {
+    /// A stable, safe code for the model, logs and stats.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::RateLimited => "rate_limited",
+            Self::InsufficientBalance => "insufficient_balance",
+            Self::Unauthorized => "unauthorized",
+            Self::ModelUnknown => "model_unknown",
+            Self::ContextTooLong => "context_too_long",
+            Self::SafetyRefusal => "safety_refusal",
+            Self::InvalidRequest => "invalid_request",
+            Self::MissingModelFile => "missing_model_file",
+            Self::Timeout => "timeout",
+            Self::ServerError => "server_error",
+            Self::Network => "network_error",
+        }
+    }
+
+    /// The fixed English reason given to the model.
+    pub fn model_reason(self) -> &'static str {
+        match self {
+            Self::RateLimited => "The provider is rate limiting requests right now.",
+            Self::InsufficientBalance => "The provider account has run out of balance or quota.",
+            Self::Unauthorized => "The provider refused the configured credentials.",
+            Self::ModelUnknown => "The provider does not know the configured model.",
+            Self::ContextTooLong => "The request was too long for the model's context.",
+            Self::SafetyRefusal => "The provider refused the request under its safety policy.",
+            Self::InvalidRequest => "The provider rejected the request as invalid.",
+            Self::MissingModelFile => "The image backend is missing a model file.",
+            Self::Timeout => "The provider did not answer in time.",
+            Self::ServerError => "The provider had an internal error.",
+            Self::Network => "The provider could not be reached.",
+        }
+    }
+
+    /// Whether another key may succeed where this one failed (key rotation, SPEC C11).
+    pub fn rotates_key(self) -> bool {
+        matches!(
+            self,
+            Self::RateLimited | Self::InsufficientBalance | Self::Unauthorized
+        )
+    }
+
+    /// Whether another model may succeed (model fallback, SPEC C11).
+    pub fn falls_back(self) -> bool {
+        matches!(
+            self,
+            Self::ModelUnknown
+                | Self::ContextTooLong
+                | Self::Timeout
+                | Self::ServerError
+                | Self::Network
+                | Self::RateLimited
+                | Self::InsufficientBalance
+                | Self::Unauthorized
+        )
+    }
+
+    fn tip_keys(self) -> &'static [&'static str] {
+        match self {
+            Self::RateLimited => &["tip-rate-limited-wait"],
+            Self::InsufficientBalance => &["tip-balance-top-up", "tip-balance-other-key"],
+            Self::Unauthorized => &["tip-unauthorized-check-key"],
+            Self::ModelUnknown => &["tip-model-unknown-check-name"],
+            Self::ContextTooLong => &["tip-context-shorter"],
+            Self::SafetyRefusal => &["tip-safety-rephrase"],
+            Self::InvalidRequest => &["tip-invalid-request-rephrase"],
+            Self::MissingModelFile => &["tip-missing-model-install"],
+            Self::Timeout => &["tip-timeout-retry-later"],
+            Self::ServerError => &["tip-server-error-retry-later"],
+            Self::Network => &["tip-network-check-endpoint"],
+        }
+    }
+}
+
+/// Localized recovery tips for a failure class: the same list the error replies show users and
+/// the `suggested_actions` a failed media tool gives the model.
+pub fn recovery_tips(class: FailureClass, locale: Locale) -> Vec<String> {
+    class
+        .tip_keys()
+        .iter()
+        .map(|key| locale::text(locale, key))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // SPEC T8: the message is read before the status: an exhausted balance answered with 429 is
+    // a balance problem, not a rate limit.
+    #[test]
+    fn exhausted_balance_with_429_is_classified_as_balance() {
+        let class = classify(
+            Some(429),
+            "You exceeded your current quota, please check your plan and billing details.",
+        );
+        assert_eq!(class, FailureClass::InsufficientBalance);
+        assert_eq!(classify(Some(429), "Too Many Requests"), FailureClass::RateLimited);
+        assert_eq!(classify(Some(429), ""), FailureClass::RateLimited);
+    }
+
+    // SPEC T8: safety refusals reported as invalid requests are safety refusals.
+    #[test]
+    fn safety_refusal_reported_as_400_is_a_safety_refusal() {
+        let class = classify(
+            Some(400),
+            "Your request was rejected as a result of our safety system.",
+        );
+        assert_eq!(class, FailureClass::SafetyRefusal);
+        assert_eq!(classify(Some(400), "bad size"), FailureClass::InvalidRequest);
+    }
+
+    // SPEC C11: every class can be told apart.
+    #[test]
+    fn statuses_classify_when_the_message_says_nothing() {
+        assert_eq!(classify(Some(401), ""), FailureClass::Unauthorized);
+        assert_eq!(classify(Some(402), ""), FailureClass::InsufficientBalance);
+        assert_eq!(classify(Some(404), ""), FailureClass::ModelUnknown);
+        assert_eq!(classify(Some(413), ""), FailureClass::ContextTooLong);
+        assert_eq!(classify(Some(503), ""), FailureClass::ServerError);
+        assert_eq!(classify(Some(504), ""), FailureClass::Timeout);
+        assert_eq!(classify(None, ""), FailureClass::Network);
+        assert_eq!(
+            classify(Some(400), "This model's maximum context length is 8192 tokens"),
+            FailureClass::ContextTooLong
+        );
+        assert_eq!(
+            classify(Some(400), "The model `gpt-9` does not exist (model_not_found)"),
+            FailureClass::ModelUnknown
+        );
+    }
+
+    // SPEC T8: a missing ComfyUI model names the workflow's file, never the endpoint's text.
+    #[test]
+    fn missing_comfyui_model_names_only_the_workflow_file() {
+        let failure = ProviderFailure {
+            status: Some(400),
+            message: "Prompt outputs failed validation: CheckpointLoaderSimple: Value not in \
+                      list: ckpt_name: 'private/secret_model.safetensors' not in ['x.ckpt']"
+                .into(),
+            workflow_model_file: Some("sd_xl_base_1.0.safetensors".into()),
+        };
+        assert_eq!(failure.class(), FailureClass::MissingModelFile);
+        let reason = failure.model_reason();
+        assert!(reason.contains("sd_xl_base_1.0.safetensors"), "{reason}");
+        assert!(!reason.contains("secret_model"), "{reason}");
+        assert!(!reason.contains("x.ckpt"), "{reason}");
+    }
+
+    // SPEC T8: without a workflow file the same text is an ordinary invalid request.
+    #[test]
+    fn missing_model_text_without_a_workflow_file_is_not_named() {
+        let failure = ProviderFailure {
+            status: Some(400),
+            message: "Value not in list: ckpt_name: 'a.safetensors'".into(),
+            workflow_model_file: None,
+        };
+        assert_eq!(failure.class(), FailureClass::InvalidRequest);
+        assert_eq!(failure.model_reason(), FailureClass::InvalidRequest.model_reason());
+    }
+
+    // SPEC T8: tips are localized, and the same list serves the error UI and the model.
+    #[test]
+    fn recovery_tips_are_localized() {
+        let en = recovery_tips(FailureClass::InsufficientBalance, Locale::En);
+        let ja = recovery_tips(FailureClass::InsufficientBalance, Locale::Ja);
+        assert_eq!(en.len(), 2);
+        assert_eq!(ja.len(), 2);
+        assert_ne!(en, ja);
+        assert!(en.iter().all(|t| !t.starts_with("tip-")), "{en:?}");
+    }
+
+    #[test]
+    fn rotation_and_fallback_policy_follow_the_class() {
+        assert!(FailureClass::InsufficientBalance.rotates_key());
+        assert!(!FailureClass::SafetyRefusal.rotates_key());
+        assert!(!FailureClass::SafetyRefusal.falls_back());
+        assert!(FailureClass::ModelUnknown.falls_back());
+    }
+}

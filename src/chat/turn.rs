@@ -1,0 +1,348 @@
+//! The turn: one run of the persona answering in one channel, and the state its passes share.
+//!
+//! A [`Turn`] is created by the orchestrator for each triggering message and shared (`Arc`) by the
+//! pass loop, the tool stage and `/kill`. Its mutable part sits behind a std `Mutex` held only for
+//! short, non-async critical sections.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use super::history::ToolHistoryEntry;
+use super::ledger::{OutcomeLedger, PlanLedger};
+use super::ports::HistoryMessage;
+use super::scope::{MessageId, Scope};
+use crate::locale::Locale;
+
+/// A turn's id: a UUIDv7, unique across restarts and processes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct TurnId(pub Uuid);
+
+impl TurnId {
+    pub fn new() -> Self {
+        TurnId(Uuid::now_v7())
+    }
+}
+
+impl Default for TurnId {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Display for TurnId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// How a turn (or the pass that ended it) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    Completed,
+    /// `/kill` (SPEC C6, T2, T5).
+    StoppedByUser,
+    /// A follow-up interrupted the pass (SPEC C5, C7) or, with drafting On, the tool chain (T2).
+    FollowUpInterrupt,
+    /// A sticker send was not confirmed: nothing more may be sent this turn (SPEC T9).
+    DeliveryUnconfirmed,
+    /// A malformed call or an internal error.
+    Error,
+}
+
+impl TurnStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::StoppedByUser => "stopped_by_user",
+            Self::FollowUpInterrupt => "follow_up_interrupt",
+            Self::DeliveryUnconfirmed => "delivery_unconfirmed",
+            Self::Error => "error",
+        }
+    }
+}
+
+/// Stop requests for one turn: `/kill` cancels the token; a follow-up sets the interrupt flag.
+#[derive(Debug)]
+pub struct StopSignal {
+    /// The turn's kill token: a child of the channel's token, cancelled by `/kill`.
+    kill: CancellationToken,
+    /// Set when the requester sent a follow-up during the turn (SPEC C7); cleared by whoever
+    /// acts on it.
+    follow_up: AtomicBool,
+}
+
+impl StopSignal {
+    pub fn new(kill: CancellationToken) -> Self {
+        Self {
+            kill,
+            follow_up: AtomicBool::new(false),
+        }
+    }
+
+    /// `/kill`: cancels the turn and everything running under it.
+    pub fn kill(&self) {
+        self.kill.cancel();
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.kill.is_cancelled()
+    }
+
+    /// The token tools and provider calls select against.
+    pub fn kill_token(&self) -> &CancellationToken {
+        &self.kill
+    }
+
+    pub fn note_follow_up(&self) {
+        self.follow_up.store(true, Ordering::Release);
+    }
+
+    pub fn follow_up_pending(&self) -> bool {
+        self.follow_up.load(Ordering::Acquire)
+    }
+
+    /// Clears the interrupt flag; returns whether it was set.
+    pub fn clear_follow_up(&self) -> bool {
+        self.follow_up.swap(false, Ordering::AcqRel)
+    }
+}
+
+/// What a channel is doing right now, shared between its worker and `/kill`.
+#[derive(Debug, Default)]
+pub struct ChannelActivity {
+    /// The tool running in the channel, so `/kill` can say what it stopped (SPEC C6, T5).
+    active_tool: Mutex<Option<Arc<str>>>,
+}
+
+impl ChannelActivity {
+    pub fn active_tool(&self) -> Option<Arc<str>> {
+        lock(&self.active_tool).clone()
+    }
+
+    /// Marks `name` as the running tool until the guard drops, however the run ends.
+    pub fn mark_tool(&self, name: &str) -> ActiveToolGuard<'_> {
+        *lock(&self.active_tool) = Some(Arc::from(name));
+        ActiveToolGuard(self)
+    }
+}
+
+/// Clears the channel's active tool name on drop (SPEC T5).
+#[must_use = "the active tool name is cleared when the guard drops"]
+pub struct ActiveToolGuard<'a>(&'a ChannelActivity);
+
+impl Drop for ActiveToolGuard<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.active_tool) = None;
+    }
+}
+
+/// The turn's single sticker allowance (SPEC T9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExpressionState {
+    #[default]
+    Available,
+    Delivered {
+        sticker_id: u64,
+    },
+    /// A send was not confirmed: no further send this turn, by anyone.
+    Blocked,
+}
+
+/// Which tools a turn admits (SPEC T4).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolAdmission {
+    /// Deliberate tool mode is off: every tool of the role is offered.
+    #[default]
+    Open,
+    /// Deliberate tool mode is on: only these tools, each with the trigger that admitted it
+    /// (`None` for tools the mode does not gate).
+    Deliberate {
+        admitted: HashMap<String, Option<String>>,
+    },
+}
+
+impl ToolAdmission {
+    pub fn admits(&self, tool: &str) -> bool {
+        match self {
+            Self::Open => true,
+            Self::Deliberate { admitted } => admitted.contains_key(tool),
+        }
+    }
+
+    /// The trigger that admitted `tool`, when deliberate mode admitted it by a match.
+    pub fn trigger_for(&self, tool: &str) -> Option<&str> {
+        match self {
+            Self::Open => None,
+            Self::Deliberate { admitted } => admitted.get(tool).and_then(|t| t.as_deref()),
+        }
+    }
+
+    /// The admitted tool names, sorted (for messages to the model).
+    pub fn admitted_names(&self) -> Option<Vec<&str>> {
+        match self {
+            Self::Open => None,
+            Self::Deliberate { admitted } => {
+                let mut names: Vec<&str> = admitted.keys().map(String::as_str).collect();
+                names.sort_unstable();
+                Some(names)
+            }
+        }
+    }
+}
+
+/// The mutable state a turn's passes share.
+#[derive(Debug, Default)]
+pub struct TurnState {
+    pub expression: ExpressionState,
+    /// Something reached the channel (text or a sticker): a sticker-only turn is not empty.
+    pub response_delivered: bool,
+    /// Set by a successful `update_short_term_memory` (SPEC T12).
+    pub short_term_memory_locked: bool,
+    pub plans: PlanLedger,
+    pub outcomes: OutcomeLedger,
+    /// The provider invocation (attempt) in progress; bumped on key rotation and fallback.
+    pub invocation: u32,
+    /// Messages a context-restart tool brought in, for the next pass's request.
+    pub injected_context: Vec<HistoryMessage>,
+    /// The oldest message already in the turn's context (where older history continues).
+    pub oldest_context_message: Option<MessageId>,
+    /// With drafting On, restart entries kept for the reviewer's view of the turn.
+    pub review_history: Vec<ToolHistoryEntry>,
+}
+
+/// One turn.
+#[derive(Debug)]
+pub struct Turn {
+    pub id: TurnId,
+    pub scope: Scope,
+    /// The requester's locale (tool tips, progress lines).
+    pub locale: Locale,
+    /// Started by the bot itself (reminder, random trigger, nudge): progress goes to the thought
+    /// log, not the conversation (SPEC T11).
+    pub quiet: bool,
+    /// The server's Response Drafting switch, read once at turn start (SPEC C8).
+    pub drafting: bool,
+    /// Hidden image planning and persona generation post no progress notices (SPEC T11).
+    pub hide_progress: bool,
+    pub admission: ToolAdmission,
+    pub stop: StopSignal,
+    pub channel: Arc<ChannelActivity>,
+    state: Mutex<TurnState>,
+}
+
+impl Turn {
+    /// A plain persona turn: not quiet, drafting off, every tool admitted, fresh kill token.
+    pub fn new(scope: Scope, locale: Locale) -> Self {
+        Self {
+            id: TurnId::new(),
+            scope,
+            locale,
+            quiet: false,
+            drafting: false,
+            hide_progress: false,
+            admission: ToolAdmission::Open,
+            stop: StopSignal::new(CancellationToken::new()),
+            channel: Arc::new(ChannelActivity::default()),
+            state: Mutex::new(TurnState::default()),
+        }
+    }
+
+    pub fn quiet(mut self, quiet: bool) -> Self {
+        self.quiet = quiet;
+        self
+    }
+
+    pub fn drafting(mut self, drafting: bool) -> Self {
+        self.drafting = drafting;
+        self
+    }
+
+    pub fn hide_progress(mut self, hide: bool) -> Self {
+        self.hide_progress = hide;
+        self
+    }
+
+    pub fn admission(mut self, admission: ToolAdmission) -> Self {
+        self.admission = admission;
+        self
+    }
+
+    /// Runs the turn under `kill` (a child of the channel's token) in `channel`.
+    pub fn in_channel(mut self, channel: Arc<ChannelActivity>, kill: CancellationToken) -> Self {
+        self.channel = channel;
+        self.stop = StopSignal::new(kill);
+        self
+    }
+
+    /// Short, synchronous access to the shared state. Never hold it across an `.await`.
+    pub fn state(&self) -> MutexGuard<'_, TurnState> {
+        lock(&self.state)
+    }
+
+    /// Starts the next provider invocation (key rotation or model fallback).
+    pub fn begin_invocation(&self) -> u32 {
+        let mut state = self.state();
+        state.invocation += 1;
+        state.invocation
+    }
+}
+
+/// Locks a mutex, recovering the data if a panicking holder poisoned it: the state stays valid
+/// because every critical section here is a plain field update.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::scope::{ChannelId, PersonaId, UserId, Visibility};
+
+    fn dm_scope() -> Scope {
+        Scope {
+            server: None,
+            channel: ChannelId(1),
+            user: UserId(2),
+            persona: PersonaId("p".into()),
+            visibility: Visibility::Dm,
+        }
+    }
+
+    // SPEC T5: the active tool name is cleared when the guard drops.
+    #[test]
+    fn active_tool_guard_clears_on_drop() {
+        let activity = ChannelActivity::default();
+        {
+            let _guard = activity.mark_tool("plan_image");
+            assert_eq!(activity.active_tool().as_deref(), Some("plan_image"));
+        }
+        assert_eq!(activity.active_tool(), None);
+    }
+
+    #[test]
+    fn follow_up_flag_is_cleared_once() {
+        let turn = Turn::new(dm_scope(), Locale::En);
+        assert!(!turn.stop.follow_up_pending());
+        turn.stop.note_follow_up();
+        assert!(turn.stop.follow_up_pending());
+        assert!(turn.stop.clear_follow_up());
+        assert!(!turn.stop.clear_follow_up());
+    }
+
+    #[test]
+    fn invocations_count_up() {
+        let turn = Turn::new(dm_scope(), Locale::En);
+        assert_eq!(turn.state().invocation, 0);
+        assert_eq!(turn.begin_invocation(), 1);
+        assert_eq!(turn.state().invocation, 1);
+    }
+}

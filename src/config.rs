@@ -1,0 +1,481 @@
+//! Typed settings and their layered loading.
+//!
+//! Layers, later ones winning: `config/default.toml` (required; every key is documented there),
+//! `config/local.toml` (optional, for one deployment), then environment variables named
+//! `PERSONA_BOT_<SECTION>__<KEY>`. Secrets (tokens, provider keys) come only from the environment
+//! ([`Secrets`]); a secret-looking key in a file is refused. Any missing, unknown or invalid key
+//! stops start-up with one line naming it ([`ConfigError`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use figment::{Figment, Provider};
+use figment::providers::{Env, Format, Toml};
+use figment::value::{Dict, Value};
+use secrecy::SecretString;
+use serde::Deserialize;
+
+use crate::locale::Locale;
+
+/// Environment prefix for overrides: `PERSONA_BOT_TOOLS__DEFAULT_TIMEOUT_SECS=60`.
+pub const ENV_PREFIX: &str = "PERSONA_BOT_";
+/// The environment variable holding the Discord bot token.
+pub const DISCORD_TOKEN_ENV: &str = "DISCORD_TOKEN";
+/// The environment variable holding provider API keys, comma-separated (several enable rotation).
+pub const PROVIDER_KEYS_ENV: &str = "PROVIDER_API_KEYS";
+
+/// The whole configuration. Every field is required in the merged layers; the defaults live in
+/// `config/default.toml`, not in code, so there is one place that documents them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub general: GeneralConfig,
+    pub tools: ToolsConfig,
+    pub memory: MemoryConfig,
+    pub image: ImageConfig,
+    pub thought_log: ThoughtLogConfig,
+    pub deliberate: DeliberateConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GeneralConfig {
+    /// Locale for servers and users whose own locale is unknown or not translated.
+    pub default_locale: Locale,
+    /// `tracing` filter used when `RUST_LOG` is not set.
+    pub log_filter: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Watchdog timeout for a tool without its own entry in `timeouts_secs`.
+    pub default_timeout_secs: u64,
+    /// Per-tool watchdog timeouts, by tool name.
+    pub timeouts_secs: BTreeMap<String, u64>,
+    /// Most messages one `fetch_older_messages` call may bring into context.
+    pub older_messages_max: u8,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryConfig {
+    /// Longest short-term (channel working) summary, in characters.
+    pub summary_max_chars: usize,
+    /// Longest single long-term fact, in characters.
+    pub fact_max_chars: usize,
+    /// Most server-wide facts a persona keeps per server.
+    pub facts_per_server: u32,
+    /// Most facts a persona keeps about one user.
+    pub facts_per_user: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageConfig {
+    /// Most distinct image plans one turn may record.
+    pub max_plans_per_turn: u32,
+    /// Longest image prompt, in characters.
+    pub prompt_max_chars: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThoughtLogConfig {
+    /// Free-text argument values longer than this are cut in notices and tool events.
+    pub argument_max_chars: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeliberateConfig {
+    /// Keyword packs: tool name, then locale tag, then trigger phrases.
+    pub keywords: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+}
+
+impl ToolsConfig {
+    /// The watchdog timeout for `tool`: its own entry, else the default.
+    pub fn timeout_for(&self, tool: &str) -> Duration {
+        let secs = self
+            .timeouts_secs
+            .get(tool)
+            .copied()
+            .unwrap_or(self.default_timeout_secs);
+        Duration::from_secs(secs)
+    }
+}
+
+/// Why the configuration could not be loaded. Its `Display` is one line naming the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The required defaults file is absent.
+    MissingFile(PathBuf),
+    /// A key is missing, unknown, malformed or out of range.
+    Key { key: String, problem: String },
+    /// A secret was put in a file instead of the environment.
+    SecretInFile { key: String },
+    /// A file could not be read or parsed.
+    File { problem: String },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::MissingFile(path) => {
+                write!(f, "config: required file {} is missing", path.display())
+            }
+            Self::Key { key, problem } => write!(f, "config: `{key}`: {problem}"),
+            Self::SecretInFile { key } => write!(
+                f,
+                "config: `{key}` looks like a secret; secrets come only from the environment \
+                 ({DISCORD_TOKEN_ENV}, {PROVIDER_KEYS_ENV})"
+            ),
+            Self::File { problem } => write!(f, "config: {problem}"),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+impl Config {
+    /// Loads `dir/default.toml`, then `dir/local.toml` if present, then the environment.
+    pub fn load(dir: &Path) -> Result<Self, ConfigError> {
+        Self::load_with_env(dir, Env::prefixed(ENV_PREFIX).split("__"))
+    }
+
+    fn load_with_env(dir: &Path, env: Env) -> Result<Self, ConfigError> {
+        let defaults = dir.join("default.toml");
+        if !defaults.is_file() {
+            return Err(ConfigError::MissingFile(defaults));
+        }
+        let local = dir.join("local.toml");
+        let mut files = Figment::new().merge(Toml::file_exact(&defaults));
+        if local.is_file() {
+            files = files.merge(Toml::file_exact(local));
+        }
+        let files_data = files.data().map_err(|e| from_figment(&e))?;
+        for dict in files_data.values() {
+            if let Some(key) = find_secret_key(dict, "") {
+                return Err(ConfigError::SecretInFile { key });
+            }
+        }
+        let config: Config = files.merge(env).extract().map_err(|e| from_figment(&e))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Parses a configuration from TOML text alone (tests, benchmarks).
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let config: Config = Figment::new()
+            .merge(Toml::string(text))
+            .extract()
+            .map_err(|e| from_figment(&e))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// The defaults shipped in `config/default.toml`, compiled in (tests, benchmarks).
+    pub fn shipped_defaults() -> Self {
+        // The shipped file is checked by this crate's tests, so it always parses.
+        Self::from_toml(include_str!("../config/default.toml"))
+            .expect("config/default.toml is valid")
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let positive = |key: &str, value: u64| {
+            if value == 0 {
+                Err(ConfigError::Key {
+                    key: key.to_owned(),
+                    problem: "must be greater than 0".to_owned(),
+                })
+            } else {
+                Ok(())
+            }
+        };
+        positive("tools.default_timeout_secs", self.tools.default_timeout_secs)?;
+        for (tool, secs) in &self.tools.timeouts_secs {
+            positive(&format!("tools.timeouts_secs.{tool}"), *secs)?;
+        }
+        positive(
+            "tools.older_messages_max",
+            self.tools.older_messages_max.into(),
+        )?;
+        positive(
+            "memory.summary_max_chars",
+            self.memory.summary_max_chars as u64,
+        )?;
+        positive("memory.fact_max_chars", self.memory.fact_max_chars as u64)?;
+        positive("image.max_plans_per_turn", self.image.max_plans_per_turn.into())?;
+        positive("image.prompt_max_chars", self.image.prompt_max_chars as u64)?;
+        positive(
+            "thought_log.argument_max_chars",
+            self.thought_log.argument_max_chars as u64,
+        )?;
+        for (tool, packs) in &self.deliberate.keywords {
+            for tag in packs.keys() {
+                if Locale::from_tag(tag).is_none() {
+                    return Err(ConfigError::Key {
+                        key: format!("deliberate.keywords.{tool}.{tag}"),
+                        problem: "unknown locale (expected en, ja, zh-CN or zh-TW)".to_owned(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Turns figment's (possibly chained) error into one line naming the first bad key.
+fn from_figment(error: &figment::Error) -> ConfigError {
+    use figment::error::Kind;
+    let mut path = error.path.clone();
+    let mut name = |field: &str| {
+        if path.last().map(String::as_str) != Some(field) {
+            path.push(field.to_owned());
+        }
+    };
+    let problem = match &error.kind {
+        Kind::MissingField(field) => {
+            name(field);
+            "is missing".to_owned()
+        }
+        Kind::UnknownField(field, _) => {
+            name(field);
+            "is not a known setting".to_owned()
+        }
+        // Parse errors may span lines; the first one says what and where.
+        other => other.to_string().lines().next().unwrap_or_default().to_owned(),
+    };
+    let source = error
+        .metadata
+        .as_ref()
+        .and_then(|md| md.source.as_ref().map(|s| format!(" (in {s})")))
+        .unwrap_or_default();
+    if path.is_empty() {
+        ConfigError::File {
+            problem: format!("{problem}{source}"),
+        }
+    } else {
+        ConfigError::Key {
+            key: path.join("."),
+            problem: format!("{problem}{source}"),
+        }
+    }
+}
+
+fn find_secret_key(dict: &Dict, prefix: &str) -> Option<String> {
+    for (key, value) in dict {
+        let full = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        if crate::thought_log::is_secret_key(key) {
+            return Some(full);
+        }
+        if let Value::Dict(_, inner) = value
+            && let Some(found) = find_secret_key(inner, &full)
+        {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// Secrets, read from the environment only. `Debug` never shows their values.
+#[derive(Debug, Default)]
+pub struct Secrets {
+    pub discord_token: Option<SecretString>,
+    pub provider_keys: Vec<SecretString>,
+}
+
+impl Secrets {
+    /// Reads [`DISCORD_TOKEN_ENV`] and [`PROVIDER_KEYS_ENV`]; empty values count as unset.
+    pub fn from_env() -> Self {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let discord_token = lookup(DISCORD_TOKEN_ENV)
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .map(SecretString::from);
+        let provider_keys = lookup(PROVIDER_KEYS_ENV)
+            .unwrap_or_default()
+            .split(',')
+            .map(str::trim)
+            .filter(|k| !k.is_empty())
+            .map(|k| SecretString::from(k.to_owned()))
+            .collect();
+        Self {
+            discord_token,
+            provider_keys,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secrecy::ExposeSecret;
+
+    fn shipped_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("config")
+    }
+
+    fn temp_config(local: Option<&str>) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::copy(
+            shipped_dir().join("default.toml"),
+            dir.path().join("default.toml"),
+        )
+        .expect("copy defaults");
+        if let Some(text) = local {
+            std::fs::write(dir.path().join("local.toml"), text).expect("write local");
+        }
+        dir
+    }
+
+    fn no_env() -> Env {
+        Env::prefixed("PERSONA_BOT_TEST_UNUSED_PREFIX_").split("__")
+    }
+
+    // SPEC D2: the shipped defaults load, and every key in them is documented by a comment.
+    #[test]
+    fn shipped_defaults_load_and_every_key_is_commented() {
+        let config = Config::load_with_env(&shipped_dir(), no_env()).expect("defaults load");
+        assert_eq!(config.tools.default_timeout_secs, 300);
+        let text = std::fs::read_to_string(shipped_dir().join("default.toml")).expect("read");
+        let mut previous = "";
+        for line in text.lines() {
+            let trimmed = line.trim();
+            let is_key = !trimmed.is_empty()
+                && !trimmed.starts_with('#')
+                && !trimmed.starts_with('[')
+                && trimmed.contains('=');
+            if is_key {
+                assert!(
+                    previous.trim_start().starts_with('#'),
+                    "key without a comment above it: {trimmed}"
+                );
+            }
+            if !trimmed.is_empty() {
+                previous = line;
+            }
+        }
+    }
+
+    // SPEC D2: a local file overrides the defaults.
+    #[test]
+    fn local_file_overrides_defaults() {
+        let dir = temp_config(Some("[tools]\ndefault_timeout_secs = 42\n"));
+        let config = Config::load_with_env(dir.path(), no_env()).expect("load");
+        assert_eq!(config.tools.default_timeout_secs, 42);
+        assert_eq!(config.tools.timeout_for("no_such_tool"), Duration::from_secs(42));
+    }
+
+    // SPEC D2: the environment overrides files.
+    #[test]
+    fn environment_overrides_files() {
+        let dir = temp_config(Some("[tools]\ndefault_timeout_secs = 42\n"));
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("PBTEST_TOOLS__DEFAULT_TIMEOUT_SECS", "7");
+            let env = Env::prefixed("PBTEST_").split("__");
+            let config = Config::load_with_env(dir.path(), env).expect("load");
+            assert_eq!(config.tools.default_timeout_secs, 7);
+            Ok(())
+        });
+    }
+
+    // SPEC D2: an invalid value stops start-up with one line naming the key.
+    #[test]
+    fn invalid_value_is_one_line_naming_the_key() {
+        let dir = temp_config(Some("[tools]\ndefault_timeout_secs = \"soon\"\n"));
+        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        let line = err.to_string();
+        assert!(line.contains("`tools.default_timeout_secs`"), "{line}");
+        assert!(!line.contains('\n'), "{line}");
+    }
+
+    // SPEC D2: a missing key is named.
+    #[test]
+    fn missing_key_is_named() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let text = std::fs::read_to_string(shipped_dir().join("default.toml")).expect("read");
+        let without: String = text
+            .lines()
+            .filter(|l| !l.starts_with("fact_max_chars"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        std::fs::write(dir.path().join("default.toml"), without).expect("write");
+        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        let ConfigError::Key { key, problem } = &err else {
+            panic!("expected a key error, got {err:?}");
+        };
+        assert_eq!(key, "memory.fact_max_chars");
+        assert!(problem.starts_with("is missing"), "{problem}");
+    }
+
+    // SPEC D2: an unknown key (a typo) is named rather than ignored.
+    #[test]
+    fn unknown_key_is_named() {
+        let dir = temp_config(Some("[tools]\ndefault_timeout_sec = 5\n"));
+        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        assert!(
+            err.to_string().contains("`tools.default_timeout_sec`"),
+            "{err}"
+        );
+    }
+
+    // SPEC D2: zero is out of range for a timeout.
+    #[test]
+    fn zero_timeout_is_refused() {
+        let dir = temp_config(Some("[tools.timeouts_secs]\nplan_image = 0\n"));
+        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("`tools.timeouts_secs.plan_image`: must be greater than 0"),
+            "{err}"
+        );
+    }
+
+    // SPEC D2: secrets only from the environment; a token in a file is refused by name.
+    #[test]
+    fn secret_in_file_is_refused() {
+        let dir = temp_config(Some("[general]\ndiscord_token = \"abc\"\n"));
+        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        assert_eq!(
+            err,
+            ConfigError::SecretInFile {
+                key: "general.discord_token".into()
+            }
+        );
+        assert!(!err.to_string().contains("abc"));
+    }
+
+    // SPEC D2: a missing defaults file is one clear line.
+    #[test]
+    fn missing_defaults_file_is_named() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        assert!(err.to_string().contains("default.toml is missing"), "{err}");
+    }
+
+    #[test]
+    fn secrets_come_from_the_environment_and_never_print() {
+        let secrets = Secrets::from_lookup(|name| match name {
+            DISCORD_TOKEN_ENV => Some(" tok-123 ".into()),
+            PROVIDER_KEYS_ENV => Some("k1, ,k2".into()),
+            _ => None,
+        });
+        assert_eq!(
+            secrets.discord_token.as_ref().map(|t| t.expose_secret()),
+            Some("tok-123")
+        );
+        assert_eq!(secrets.provider_keys.len(), 2);
+        let shown = format!("{secrets:?}");
+        assert!(!shown.contains("tok-123") && !shown.contains("k1"), "{shown}");
+    }
+}

@@ -1,0 +1,21 @@
+//! persona-bot: a Discord persona bot with a built-in, role-scoped LLM tool loop.
+//!
+//! The core (`chat`, `tool_loop`, `tools`) knows nothing of Discord, HTTP or SQL; it reaches the
+//! outside only through the ports in [`chat::ports`].
+
+/// The chat core: turn context, scope, ports and the provider-failure classifier.
+pub mod chat;
+/// Typed settings, layered loading (file defaults, local file, environment) and secrets.
+pub mod config;
+/// Localized strings (Fluent): English, Japanese, Simplified and Traditional Chinese.
+pub mod locale;
+/// In-process fakes of the core's ports, for unit tests and benchmarks.
+pub mod testkit;
+/// Tracing set-up, done once per process.
+pub mod telemetry;
+/// Moderator notices: their data, rendering and argument redaction.
+pub mod thought_log;
+/// The tool-call stage: `execute_tool_call`, its gates, the watchdog and payload builders.
+pub mod tool_loop;
+/// The tool registry, role-scoped tool sessions and the built-in tools.
+pub mod tools;

@@ -1,0 +1,17 @@
+//! Tracing set-up. Call [`init`] once, early in `main`; later calls are no-ops, so tests may call
+//! it freely. The filter comes from `RUST_LOG` when set, else from the configured default.
+
+use tracing_subscriber::EnvFilter;
+
+/// Installs the global subscriber (compact text to stderr). Returns `false` when one was
+/// already installed.
+pub fn init(default_filter: &str) -> bool {
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .compact()
+        .try_init()
+        .is_ok()
+}

@@ -1,0 +1,380 @@
+//! `execute_tool_call`: the gates in SPEC order, the watchdog, and what follows a run (sticker
+//! delivery, context restart, one-shot memory, usage stats, outcome reuse, thought-log notices,
+//! tool events).
+
+use std::time::Instant;
+
+use serde_json::{Value, json};
+
+use super::expression::{self, Delivery};
+use super::payload::{Failure, success_payload};
+use super::watchdog::{Watched, run_under_watchdog};
+use super::{ToolCallOutcome, ToolCallRequest};
+use crate::chat::history::{EntryStatus, ToolHistoryEntry};
+use crate::chat::ports::{EventOutcome, Metric, UsageRecord};
+use crate::chat::role::Role;
+use crate::chat::turn::{Turn, TurnStatus};
+use crate::locale;
+use crate::thought_log::{FailureKind, Notice, redact_arguments};
+use crate::tools::registry::canonical_json;
+use crate::tools::update_short_term_memory::UpdateShortTermMemory;
+use crate::tools::{
+    ContextRestart, PreparedCall, RegisteredTool, Tool, ToolError, ToolOutput, ToolSession,
+};
+
+/// Executes one function call from the model and returns exactly one outcome.
+///
+/// `streamed_text` is the visible text the pass streamed before the call; once the call gets
+/// this far it moves onto the history entry (SPEC T6) and the buffer is left empty, so the loop
+/// never sends it twice.
+pub async fn execute_tool_call(
+    session: &ToolSession,
+    call: Option<&ToolCallRequest>,
+    streamed_text: &mut Vec<String>,
+) -> ToolCallOutcome {
+    let turn = session.turn();
+
+    // T1: payload.
+    let Some(call) = call.filter(|c| !c.name.trim().is_empty()) else {
+        tracing::error!(turn = %turn.id, "tool call without a payload or a tool name; nothing dispatched");
+        return ToolCallOutcome::Abort {
+            status: TurnStatus::Error,
+        };
+    };
+
+    // T2: stop requests. An unconfirmed sticker send also stops every further call (T9).
+    if let Some(status) = stop_requested(turn) {
+        return ToolCallOutcome::Abort { status };
+    }
+
+    let mut stage = Stage {
+        session,
+        call,
+        pre_tool_text: take_pre_tool_text(streamed_text),
+        started: Instant::now(),
+        redacted: String::new(),
+        history_arguments: "{}".to_owned(),
+    };
+
+    // T3: truncated arguments are never dispatched, not even partially.
+    let arguments = match call.parse_arguments() {
+        Ok(arguments) => arguments,
+        Err(truncation) => {
+            let max = session.env().config.thought_log.argument_max_chars;
+            stage.redacted = redact_arguments(&call.arguments, max);
+            return stage
+                .fail(Failure::truncated(truncation), EventOutcome::Truncated)
+                .await;
+        }
+    };
+    stage.redacted = session.redact(&arguments);
+    stage.history_arguments = canonical_json(&arguments);
+
+    // T4: deliberate tool mode allowlist.
+    if session.role() == Role::Persona && !turn.admission.admits(&call.name) {
+        let allowed = session.offered_names();
+        return stage
+            .fail(
+                Failure::blocked_by_deliberate_mode(&call.name, &allowed),
+                EventOutcome::Blocked,
+            )
+            .await;
+    }
+
+    // S2, T12: authorize the role, then availability, then parse and validate.
+    let prepared = match session.prepare(&call.name, arguments) {
+        Ok(prepared) => prepared,
+        Err(refusal) => {
+            let outcome = refusal.event_outcome();
+            return stage.fail(Failure::from_session(&refusal), outcome).await;
+        }
+    };
+    stage.history_arguments = canonical_json(&prepared.arguments);
+    let Some(tool) = session.registry().get(prepared.name) else {
+        // `prepare` only succeeds for registered tools.
+        return ToolCallOutcome::Abort {
+            status: TurnStatus::Error,
+        };
+    };
+
+    // R4: a request the turn already completed is answered from its record, never re-run.
+    let reused = {
+        let state = turn.state();
+        state
+            .outcomes
+            .reusable(&prepared.identity, state.invocation, turn.drafting)
+            .cloned()
+    };
+    if let Some(response) = reused {
+        stage.record(EventOutcome::Reused, None).await;
+        return stage.history(response, EntryStatus::Succeeded);
+    }
+
+    // T11: notices before the run.
+    if let (Some(trigger), Some(server)) = (
+        turn.admission.trigger_for(prepared.name),
+        turn.scope.thought_log_server(),
+    ) {
+        let notice = Notice::DeliberateTrigger {
+            tool: prepared.name.to_owned(),
+            trigger: trigger.to_owned(),
+        };
+        session.env().ports.thought_log.post(server, notice).await;
+    }
+    announce_progress(session, tool).await;
+
+    // T5: the watchdog.
+    match run_under_watchdog(session, &prepared, tool.timeout).await {
+        Watched::Killed => {
+            stage.record(EventOutcome::Cancelled, None).await;
+            ToolCallOutcome::Abort {
+                status: TurnStatus::StoppedByUser,
+            }
+        }
+        Watched::TimedOut => {
+            let failure = Failure::timed_out(prepared.name, tool.timeout.as_secs());
+            stage.fail(failure, EventOutcome::TimedOut).await
+        }
+        Watched::Finished(Err(error)) => {
+            if let ToolError::Port(detail) = &error {
+                tracing::warn!(turn = %turn.id, tool = prepared.name, %detail, "tool port failed");
+            }
+            let failure = Failure::from_tool_error(&error, turn.locale);
+            stage.fail(failure, EventOutcome::Failed).await
+        }
+        Watched::Finished(Ok(output)) => stage.complete(&prepared, output).await,
+    }
+}
+
+/// A pending `/kill`, a follow-up with drafting On, or a blocked delivery ends the chain here.
+/// With drafting Off a follow-up only clears its interrupt flag: the chain goes on and the
+/// follow-up stays queued (SPEC T2, C8).
+fn stop_requested(turn: &Turn) -> Option<TurnStatus> {
+    if turn.stop.is_killed() {
+        return Some(TurnStatus::StoppedByUser);
+    }
+    if turn.stop.follow_up_pending() {
+        if turn.drafting {
+            return Some(TurnStatus::FollowUpInterrupt);
+        }
+        turn.stop.clear_follow_up();
+    }
+    if !expression::sends_allowed(turn) {
+        return Some(TurnStatus::DeliveryUnconfirmed);
+    }
+    None
+}
+
+/// The pass's streamed text, kept as the entry's pre-tool parts unless it is only white space.
+fn take_pre_tool_text(streamed: &mut Vec<String>) -> Vec<String> {
+    let parts = std::mem::take(streamed);
+    if parts.iter().all(|p| p.trim().is_empty()) {
+        Vec::new()
+    } else {
+        parts
+    }
+}
+
+/// Posts the tool's progress line: in the conversation normally, as a full card in the thought
+/// log on a quiet turn, nowhere for hidden work (SPEC T11).
+async fn announce_progress(session: &ToolSession, tool: &RegisteredTool) {
+    let turn = session.turn();
+    let Some(key) = tool.progress_key else {
+        return;
+    };
+    if turn.hide_progress {
+        return;
+    }
+    let ports = &session.env().ports;
+    let text = locale::text(turn.locale, key);
+    if !turn.quiet {
+        ports.sink.send_progress(turn.scope.channel, text).await;
+    } else if let Some(server) = turn.scope.thought_log_server() {
+        let notice = Notice::Progress {
+            channel: turn.scope.channel,
+            tool: tool.name.to_owned(),
+            text,
+        };
+        ports.thought_log.post(server, notice).await;
+    }
+}
+
+/// Feeds a restart payload to the turn's context. Returns whether it was consumed.
+fn consume_restart(turn: &Turn, restart: ContextRestart) -> bool {
+    match restart {
+        ContextRestart::OlderMessages(messages) if !messages.is_empty() => {
+            let mut state = turn.state();
+            let oldest = messages.iter().map(|m| m.id).min();
+            state.oldest_context_message = match (state.oldest_context_message, oldest) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            state.injected_context.extend(messages);
+            true
+        }
+        ContextRestart::OlderMessages(_) => false,
+    }
+}
+
+/// One call on its way through the stage.
+struct Stage<'a> {
+    session: &'a ToolSession,
+    call: &'a ToolCallRequest,
+    pre_tool_text: Vec<String>,
+    started: Instant,
+    /// Redacted arguments for events and notices.
+    redacted: String,
+    /// The arguments as history shows them.
+    history_arguments: String,
+}
+
+impl Stage<'_> {
+    async fn record(&self, outcome: EventOutcome, code: Option<String>) {
+        self.session
+            .record_event(
+                &self.call.name,
+                self.redacted.clone(),
+                outcome,
+                code,
+                self.started,
+            )
+            .await;
+    }
+
+    fn entry(&mut self, response: Value, status: EntryStatus) -> ToolHistoryEntry {
+        ToolHistoryEntry {
+            call_id: self.call.id.clone(),
+            tool_name: self.call.name.clone(),
+            arguments: self.history_arguments.clone(),
+            response,
+            pre_tool_text: std::mem::take(&mut self.pre_tool_text),
+            status,
+        }
+    }
+
+    fn history(mut self, response: Value, status: EntryStatus) -> ToolCallOutcome {
+        ToolCallOutcome::History {
+            entry: self.entry(response, status),
+        }
+    }
+
+    /// A failed or refused call: a notice for the moderators (public channels only), an event,
+    /// and a failure entry that counts toward the failure cap.
+    async fn fail(self, failure: Failure, outcome: EventOutcome) -> ToolCallOutcome {
+        let turn = self.session.turn();
+        tracing::info!(
+            turn = %turn.id, tool = %self.call.name, code = %failure.code,
+            arguments = %self.redacted, "tool call failed"
+        );
+        if let Some(server) = turn.scope.thought_log_server() {
+            let notice = Notice::ToolFailed {
+                tool: self.call.name.clone(),
+                kind: failure.kind,
+                code: failure.code.clone(),
+                reason: failure.reason.clone(),
+                arguments: self.redacted.clone(),
+                effect_unknown: failure.kind == FailureKind::TimedOut,
+            };
+            self.session.env().ports.thought_log.post(server, notice).await;
+        }
+        self.record(outcome, Some(failure.code.clone())).await;
+        let response = failure.payload(&self.call.name);
+        self.history(response, EntryStatus::Failed)
+    }
+
+    /// What follows a successful run.
+    async fn complete(mut self, prepared: &PreparedCall, mut output: ToolOutput) -> ToolCallOutcome {
+        let turn = self.session.turn();
+        let ports = &self.session.env().ports;
+        // A sticker already posted, or over the allowance, is not a use of the tool (T10).
+        let mut counted = true;
+
+        // T9: expression delivery, at once, at most one per turn.
+        if let Some(sticker) = output.sticker.take() {
+            if turn.stop.is_killed() {
+                self.record(EventOutcome::Cancelled, None).await;
+                return ToolCallOutcome::Abort {
+                    status: TurnStatus::StoppedByUser,
+                };
+            }
+            match expression::deliver(turn, ports.sink.as_ref(), &sticker).await {
+                Delivery::Sent => {}
+                Delivery::AlreadyDelivered => {
+                    counted = false;
+                    output.data = Some(json!({ "status": "already_delivered", "sent": false }));
+                    output.message =
+                        Some("This sticker was already sent in this reply; it was not sent again.".into());
+                }
+                Delivery::LimitReached => {
+                    counted = false;
+                    output.data = Some(json!({ "status": "limit_reached", "sent": false }));
+                    output.message = Some(
+                        "Only one sticker per reply, and one was already sent; this one was not."
+                            .into(),
+                    );
+                }
+                Delivery::Refused { reason } => {
+                    tracing::warn!(turn = %turn.id, %reason, "Discord refused a sticker");
+                    return self.fail(Failure::sticker_refused(), EventOutcome::Failed).await;
+                }
+                Delivery::Unconfirmed | Delivery::Blocked => {
+                    // No notice: the delivery is unconfirmed (T11). Nothing more is sent.
+                    self.record(EventOutcome::Failed, Some("delivery_unconfirmed".into()))
+                        .await;
+                    return ToolCallOutcome::Abort {
+                        status: TurnStatus::DeliveryUnconfirmed,
+                    };
+                }
+            }
+        }
+
+        let response = success_payload(&output);
+
+        // T6: a consumed context restart re-runs the pass; no history entry.
+        if let Some(restart) = output.restart.take()
+            && consume_restart(turn, restart)
+        {
+            self.record_use(prepared.name).await;
+            self.record(EventOutcome::Succeeded, None).await;
+            if turn.drafting {
+                let entry = self.entry(response, EntryStatus::Succeeded);
+                turn.state().review_history.push(entry);
+            }
+            return ToolCallOutcome::Restart;
+        }
+
+        // T12: one short-term memory update per turn.
+        if prepared.name == UpdateShortTermMemory::NAME {
+            turn.state().short_term_memory_locked = true;
+        }
+        if counted {
+            self.record_use(prepared.name).await;
+            let mut state = turn.state();
+            let invocation = state.invocation;
+            state
+                .outcomes
+                .record(prepared.identity.clone(), response.clone(), invocation);
+        }
+        self.record(EventOutcome::Succeeded, None).await;
+        self.history(response, EntryStatus::Succeeded)
+    }
+
+    /// T10: `tool_used` for server channels; DMs record nothing.
+    async fn record_use(&self, tool: &str) {
+        let turn = self.session.turn();
+        let Some(server) = turn.scope.stats_server() else {
+            return;
+        };
+        let ports = &self.session.env().ports;
+        let usage = UsageRecord {
+            server,
+            channel: turn.scope.channel,
+            user: turn.scope.user,
+            persona: turn.scope.persona.clone(),
+            metric: Metric::ToolUsed,
+            key: tool.to_owned(),
+            at_ms: ports.clock.now_ms(),
+        };
+        ports.stats.record(usage).await;
+    }
+}

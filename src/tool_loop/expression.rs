@@ -1,0 +1,57 @@
+//! Expression (sticker) delivery: at most one per persona turn (SPEC T9). The allowance lives on
+//! the turn, so it survives passes, restarts, key rotation, fallback and retries.
+
+use crate::chat::ports::{ChatSink, Sticker, StickerSend};
+use crate::chat::turn::{ExpressionState, Turn};
+
+/// What happened to a sticker the model selected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// Posted and confirmed; the turn's allowance is used.
+    Sent,
+    /// This same sticker was already posted this turn; nothing was posted.
+    AlreadyDelivered,
+    /// A different sticker was already posted this turn; nothing was posted.
+    LimitReached,
+    /// Discord definitely refused; nothing was posted and the allowance is free again.
+    Refused { reason: String },
+    /// The send was not confirmed: it may be posted. Every later send of the turn is blocked.
+    Unconfirmed,
+    /// An earlier send was not confirmed: nothing may be sent this turn.
+    Blocked,
+}
+
+/// Whether the turn may still send anything: false once a send went unconfirmed. Key rotation,
+/// fallback and review check this before sending again.
+pub fn sends_allowed(turn: &Turn) -> bool {
+    turn.state().expression != ExpressionState::Blocked
+}
+
+/// Delivers `sticker` under the turn's allowance.
+pub async fn deliver(turn: &Turn, sink: &dyn ChatSink, sticker: &Sticker) -> Delivery {
+    match turn.state().expression {
+        ExpressionState::Blocked => return Delivery::Blocked,
+        ExpressionState::Delivered { sticker_id } if sticker_id == sticker.id => {
+            return Delivery::AlreadyDelivered;
+        }
+        ExpressionState::Delivered { .. } => return Delivery::LimitReached,
+        ExpressionState::Available => {}
+    }
+    // Calls in a turn run one at a time, so the allowance cannot change during the send.
+    let sent = sink.send_sticker(turn.scope.channel, sticker).await;
+    let mut state = turn.state();
+    match sent {
+        StickerSend::Confirmed => {
+            state.expression = ExpressionState::Delivered {
+                sticker_id: sticker.id,
+            };
+            state.response_delivered = true;
+            Delivery::Sent
+        }
+        StickerSend::Refused { reason } => Delivery::Refused { reason },
+        StickerSend::Unconfirmed => {
+            state.expression = ExpressionState::Blocked;
+            Delivery::Unconfirmed
+        }
+    }
+}

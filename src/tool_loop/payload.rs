@@ -1,0 +1,280 @@
+//! The payloads the model sees for a tool call: success (SPEC T7) and failure (SPEC T8). One
+//! builder each, used by the normal entry, the reusable outcome, the restart entry kept for
+//! review and the hidden image agent alike.
+
+use serde_json::{Value, json};
+
+use crate::chat::provider_failure::recovery_tips;
+use crate::locale::Locale;
+use crate::thought_log::FailureKind;
+use crate::tool_loop::Truncation;
+use crate::tools::{SessionError, ToolError, ToolOutput};
+
+/// Delivery instructions that are the stage's business, never the model's.
+const INTERNAL_FIELDS: &[&str] = &[
+    "response_delivered",
+    "responseDelivered",
+    "end_turn",
+    "endTurn",
+    "sticker_selection",
+    "stickerSelection",
+];
+
+/// `{ result, message? }`: `result` is the tool's data, or `{"status":"completed"}` when it
+/// returned none; `message` sits beside `result`, so a data object's own `message` field stays
+/// inside `result`.
+pub fn success_payload(output: &ToolOutput) -> Value {
+    let mut result = output
+        .data
+        .clone()
+        .unwrap_or_else(|| json!({ "status": "completed" }));
+    if let Value::Object(map) = &mut result {
+        for field in INTERNAL_FIELDS {
+            map.remove(*field);
+        }
+    }
+    let mut payload = json!({ "result": result });
+    if let Some(message) = &output.message {
+        payload["message"] = Value::String(message.clone());
+    }
+    payload
+}
+
+/// A failed or refused call, for all three audiences: `kind` and `code` for the thought log and
+/// events, `reason` and `suggested_actions` for the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub code: String,
+    pub reason: String,
+    pub suggested_actions: Vec<String>,
+}
+
+impl Failure {
+    pub fn new(kind: FailureKind, code: &str, reason: impl Into<String>) -> Self {
+        Self {
+            kind,
+            code: code.to_owned(),
+            reason: reason.into(),
+            suggested_actions: Vec::new(),
+        }
+    }
+
+    /// `{ status: "tool_execution_failed", reason, tool_name, code, suggested_actions }`.
+    pub fn payload(&self, tool_name: &str) -> Value {
+        json!({
+            "status": "tool_execution_failed",
+            "reason": self.reason,
+            "tool_name": tool_name,
+            "code": self.code,
+            "suggested_actions": self.suggested_actions,
+        })
+    }
+
+    /// A tool's own failure. Provider failures get a classified reason, a safe code and
+    /// localized tips; other failures keep the tool's message (code `tool_error` when none).
+    /// Port failures keep their detail in the logs only.
+    pub fn from_tool_error(error: &ToolError, locale: Locale) -> Self {
+        match error {
+            ToolError::Business { code, message } => {
+                Self::new(FailureKind::Business, code, message.clone())
+            }
+            ToolError::Failed { code, message } => Self::new(
+                FailureKind::Execution,
+                code.as_deref().unwrap_or("tool_error"),
+                message.clone(),
+            ),
+            ToolError::Provider(failure) => {
+                let class = failure.class();
+                Self {
+                    kind: FailureKind::Execution,
+                    code: class.code().to_owned(),
+                    reason: failure.model_reason(),
+                    suggested_actions: recovery_tips(class, locale),
+                }
+            }
+            ToolError::Port(_) => Self::new(
+                FailureKind::Execution,
+                "service_unavailable",
+                "A service this tool needs is unavailable right now; nothing was changed.",
+            ),
+        }
+    }
+
+    /// A session refusal: unknown tool, denied, already used, bad arguments (SPEC S4).
+    pub fn from_session(error: &SessionError) -> Self {
+        match error {
+            SessionError::UnknownTool { name, allowed } => Self::new(
+                FailureKind::UnknownTool,
+                "unknown_tool",
+                format!(
+                    "There is no tool named `{name}`. Available tools: {}.",
+                    list(allowed)
+                ),
+            ),
+            SessionError::Denied { name, .. } => Self::new(
+                FailureKind::Denied,
+                "tool_denied",
+                format!("You are not permitted to call `{name}`. Nothing ran."),
+            ),
+            SessionError::AlreadyUsed { name } => Self::new(
+                FailureKind::Blocked,
+                "already_used_this_turn",
+                format!("`{name}` was already used in this reply and cannot be used again."),
+            ),
+            SessionError::InvalidArguments { error, .. } => Self::new(
+                FailureKind::InvalidArguments,
+                "invalid_arguments",
+                format!(
+                    "Invalid arguments at {}: {}. Nothing ran; fix the arguments and call again.",
+                    error.path, error.message
+                ),
+            ),
+        }
+    }
+
+    /// Arguments that were cut or broken: nothing ran, resend the whole call (SPEC T3).
+    pub fn truncated(truncation: Truncation) -> Self {
+        Self::new(
+            FailureKind::Truncated,
+            "truncated_arguments",
+            format!(
+                "The call's arguments arrived incomplete ({}); nothing ran. Send the whole call \
+                 again with complete JSON arguments.",
+                truncation.as_str()
+            ),
+        )
+    }
+
+    /// Deliberate tool mode: the tool is outside the allowlist (SPEC T4).
+    pub fn blocked_by_deliberate_mode(tool: &str, allowed: &[&str]) -> Self {
+        Self::new(
+            FailureKind::Blocked,
+            "blocked_by_deliberate_tool_mode",
+            format!(
+                "`{tool}` is not enabled for this message (deliberate tool mode). Nothing ran. \
+                 Allowed tools: {}.",
+                list(allowed)
+            ),
+        )
+    }
+
+    /// The watchdog gave up on the tool (SPEC T5).
+    pub fn timed_out(tool: &str, secs: u64) -> Self {
+        Self::new(
+            FailureKind::TimedOut,
+            "tool_timeout",
+            format!(
+                "`{tool}` did not finish within {secs} s and was abandoned; its effect is \
+                 unknown. Do not assume it happened."
+            ),
+        )
+    }
+
+    /// Discord definitely refused the sticker: the allowance is free again (SPEC T9).
+    pub fn sticker_refused() -> Self {
+        Self::new(
+            FailureKind::Execution,
+            "sticker_refused",
+            "Discord refused to post the sticker; nothing was posted.",
+        )
+    }
+}
+
+fn list(names: &[&str]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::ports::{PortError, Sticker};
+    use crate::chat::provider_failure::ProviderFailure;
+
+    // SPEC T7: no data becomes {"status":"completed"}; message sits beside result.
+    #[test]
+    fn success_without_data_is_completed_with_message_beside() {
+        let output = ToolOutput::default().with_message("done");
+        assert_eq!(
+            success_payload(&output),
+            json!({"result": {"status": "completed"}, "message": "done"})
+        );
+        assert_eq!(
+            success_payload(&ToolOutput::default()),
+            json!({"result": {"status": "completed"}})
+        );
+    }
+
+    // SPEC T7: a data object's own `message` stays inside result; internal fields never leave.
+    #[test]
+    fn data_keeps_its_own_message_and_loses_internal_fields() {
+        let output = ToolOutput {
+            data: Some(json!({
+                "message": "tool's own", "n": 1,
+                "response_delivered": true, "endTurn": true, "sticker_selection": {"id": 1}
+            })),
+            message: Some("beside".into()),
+            sticker: Some(Sticker { id: 9, name: "wave".into() }),
+            end_turn: true,
+            ..ToolOutput::default()
+        };
+        let payload = success_payload(&output);
+        assert_eq!(
+            payload,
+            json!({"result": {"message": "tool's own", "n": 1}, "message": "beside"})
+        );
+        assert!(!payload.to_string().contains("wave"));
+    }
+
+    // SPEC T8: the failure object has exactly the five fields.
+    #[test]
+    fn failure_payload_has_the_fixed_shape() {
+        let failure = Failure::from_tool_error(
+            &ToolError::Failed { code: None, message: "boom".into() },
+            Locale::En,
+        );
+        let payload = failure.payload("t");
+        assert_eq!(
+            payload,
+            json!({
+                "status": "tool_execution_failed", "reason": "boom", "tool_name": "t",
+                "code": "tool_error", "suggested_actions": []
+            })
+        );
+    }
+
+    // SPEC T8: provider failures: classified reason, safe code, localized tips, no raw text.
+    #[test]
+    fn provider_failure_payload_is_classified_and_localized() {
+        let raw = "429: insufficient balance for account acct_secret_123";
+        let error = ToolError::Provider(ProviderFailure {
+            status: Some(429),
+            message: raw.into(),
+            workflow_model_file: None,
+        });
+        let en = Failure::from_tool_error(&error, Locale::En);
+        let zh = Failure::from_tool_error(&error, Locale::ZhCn);
+        assert_eq!(en.code, "insufficient_balance");
+        assert_eq!(en.suggested_actions.len(), 2);
+        assert_ne!(en.suggested_actions, zh.suggested_actions);
+        let text = en.payload("plan_image").to_string();
+        assert!(!text.contains("acct_secret_123"), "{text}");
+    }
+
+    // SPEC T8: a port's internal detail never reaches the model.
+    #[test]
+    fn port_failure_detail_stays_out_of_the_payload() {
+        let error = ToolError::Port(PortError::Unavailable {
+            what: "database",
+            detail: "connection to 10.0.0.5:5432 refused (password=hunter2)".into(),
+        });
+        let failure = Failure::from_tool_error(&error, Locale::En);
+        let text = failure.payload("remember_fact").to_string();
+        assert!(!text.contains("hunter2") && !text.contains("10.0.0.5"), "{text}");
+        assert_eq!(failure.code, "service_unavailable");
+    }
+}

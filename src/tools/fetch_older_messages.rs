@@ -1,0 +1,82 @@
+//! `fetch_older_messages`: brings older channel history into the turn's context and restarts the
+//! pass with it (a `context_restart_*` tool, SPEC T6). Which channel, and where the history
+//! continues, come from the turn; the model only says how much.
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::{ArgError, ContextRestart, Tool, ToolContext, ToolError, ToolOutput};
+use crate::chat::role::{Role, RoleSet};
+use crate::config::ToolsConfig;
+
+fn default_count() -> u8 {
+    20
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// How many older messages to read.
+    #[serde(default = "default_count")]
+    pub count: u8,
+}
+
+pub struct FetchOlderMessages {
+    max: u8,
+}
+
+impl FetchOlderMessages {
+    pub fn new(config: &ToolsConfig) -> Self {
+        Self {
+            max: config.older_messages_max,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for FetchOlderMessages {
+    type Args = Args;
+    const NAME: &'static str = "fetch_older_messages";
+    const ROLES: RoleSet = RoleSet::of(&[Role::Persona]);
+    const DESCRIPTION: &'static str = "Read older messages of this channel, from before the \
+        oldest one you can see, when the conversation refers to something earlier.";
+    const GATED: bool = false;
+    const PROGRESS_KEY: Option<&'static str> = Some("progress-fetch-older-messages");
+
+    fn validate(&self, args: &Args) -> Result<(), ArgError> {
+        if (1..=self.max).contains(&args.count) {
+            Ok(())
+        } else {
+            Err(ArgError::at(
+                "$.count",
+                format!("must be between 1 and {}", self.max),
+            ))
+        }
+    }
+
+    async fn execute(
+        &self,
+        ctx: &ToolContext<'_>,
+        args: Args,
+        _cancel: &CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let before = ctx.turn.state().oldest_context_message;
+        let messages = ctx
+            .ports()
+            .history
+            .older(ctx.scope().channel, before, args.count)
+            .await?;
+        if messages.is_empty() {
+            return Ok(ToolOutput::data(json!({ "messages": 0 }))
+                .with_message("There are no older messages in this channel."));
+        }
+        Ok(ToolOutput {
+            data: Some(json!({ "messages": messages.len() })),
+            restart: Some(ContextRestart::OlderMessages(messages)),
+            ..ToolOutput::default()
+        })
+    }
+}

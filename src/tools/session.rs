@@ -1,0 +1,244 @@
+//! Role-scoped tool sessions: the tools one caller (a role, in one turn) may see and call.
+//!
+//! Hiding a tool changes what the model sees; authorization decides what runs. `prepare` checks
+//! the caller's role before it reads a single argument, so a guessed name of a tool that was
+//! never shown is refused as `tool_denied` (SPEC S2).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::registry::canonical_json;
+use super::update_short_term_memory::UpdateShortTermMemory;
+use super::{ArgError, Registry, RegisteredTool, Tool, ToolContext, ToolEnv, ToolError, ToolOutput};
+use crate::chat::ports::{EventOutcome, ToolEvent};
+use crate::chat::role::Role;
+use crate::chat::turn::Turn;
+use crate::thought_log::redact_parsed;
+
+/// Why a session refused a call before running it (SPEC S4).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SessionError {
+    /// No tool has this name.
+    #[error("unknown tool `{name}`")]
+    UnknownTool { name: String, allowed: Vec<&'static str> },
+    /// The tool exists, but the caller's role may not call it.
+    #[error("role {role} may not call `{name}`")]
+    Denied { name: String, role: Role },
+    /// The tool may not be called again this turn (SPEC T12).
+    #[error("`{name}` was already used this turn")]
+    AlreadyUsed { name: &'static str },
+    /// The arguments do not fit the tool's type.
+    #[error("invalid arguments for `{name}`: {error}")]
+    InvalidArguments { name: &'static str, error: ArgError },
+}
+
+impl SessionError {
+    pub fn event_outcome(&self) -> EventOutcome {
+        match self {
+            Self::UnknownTool { .. } => EventOutcome::UnknownTool,
+            Self::Denied { .. } => EventOutcome::Denied,
+            Self::AlreadyUsed { .. } => EventOutcome::Blocked,
+            Self::InvalidArguments { .. } => EventOutcome::InvalidArguments,
+        }
+    }
+}
+
+/// An authorized, parsed and validated request, detached from the model's text: what a reviewer
+/// sees is exactly what execution receives (SPEC R1).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedCall {
+    pub name: &'static str,
+    /// Canonical arguments, defaults filled in.
+    pub arguments: Value,
+    /// Name plus canonical arguments: the request's identity for reuse and review (SPEC R3, R4).
+    pub identity: String,
+}
+
+/// Why [`ToolSession::execute`] did not return an output.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    #[error(transparent)]
+    Refused(#[from] SessionError),
+    #[error(transparent)]
+    Failed(#[from] ToolError),
+}
+
+/// The tools one caller may see and call in one turn.
+pub struct ToolSession {
+    role: Role,
+    registry: Arc<Registry>,
+    turn: Arc<Turn>,
+    env: Arc<ToolEnv>,
+}
+
+impl ToolSession {
+    pub fn new(role: Role, registry: Arc<Registry>, turn: Arc<Turn>, env: Arc<ToolEnv>) -> Self {
+        Self {
+            role,
+            registry,
+            turn,
+            env,
+        }
+    }
+
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    pub fn turn(&self) -> &Arc<Turn> {
+        &self.turn
+    }
+
+    pub fn env(&self) -> &Arc<ToolEnv> {
+        &self.env
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// A tool this turn no longer offers: short-term memory after its one update (SPEC T12).
+    fn used_up(&self, name: &str) -> bool {
+        name == UpdateShortTermMemory::NAME && self.turn.state().short_term_memory_locked
+    }
+
+    /// Whether the model is shown `tool` now: its role, the turn's admission (deliberate tool
+    /// mode gates the persona's tools, SPEC T4) and one-shot rules (SPEC T12).
+    fn offers(&self, tool: &RegisteredTool) -> bool {
+        let admitted = self.role != Role::Persona || self.turn.admission.admits(tool.name);
+        admitted && !self.used_up(tool.name)
+    }
+
+    /// The specifications (OpenAI function format) the model sees this pass.
+    pub fn specifications(&self) -> Vec<Value> {
+        self.registry
+            .for_role(self.role)
+            .filter(|t| self.offers(t))
+            .map(|t| t.spec.clone())
+            .collect()
+    }
+
+    /// The names the model sees this pass.
+    pub fn offered_names(&self) -> Vec<&'static str> {
+        self.registry
+            .for_role(self.role)
+            .filter(|t| self.offers(t))
+            .map(|t| t.name)
+            .collect()
+    }
+
+    /// Authorizes, then parses and validates. The role is checked before the arguments are
+    /// read; nothing runs here.
+    pub fn prepare(&self, name: &str, arguments: Value) -> Result<PreparedCall, SessionError> {
+        let Some(tool) = self.registry.get(name) else {
+            return Err(SessionError::UnknownTool {
+                name: name.to_owned(),
+                allowed: self.offered_names(),
+            });
+        };
+        if !tool.roles.contains(self.role) {
+            return Err(SessionError::Denied {
+                name: name.to_owned(),
+                role: self.role,
+            });
+        }
+        if self.used_up(tool.name) {
+            return Err(SessionError::AlreadyUsed { name: tool.name });
+        }
+        let arguments = tool
+            .prepare(arguments)
+            .map_err(|error| SessionError::InvalidArguments {
+                name: tool.name,
+                error,
+            })?;
+        let identity = format!("{}{}", tool.name, canonical_json(&arguments));
+        Ok(PreparedCall {
+            name: tool.name,
+            arguments,
+            identity,
+        })
+    }
+
+    /// Runs a prepared call, without a watchdog: the stage adds one (SPEC T5).
+    pub async fn dispatch(
+        &self,
+        call: &PreparedCall,
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let Some(tool) = self.registry.get(call.name) else {
+            // A PreparedCall only comes from this registry's `prepare`.
+            return Err(ToolError::Failed {
+                code: Some("internal_error".into()),
+                message: format!("tool `{}` vanished from the registry", call.name),
+            });
+        };
+        let ctx = ToolContext {
+            turn: &self.turn,
+            env: &self.env,
+            role: self.role,
+        };
+        tool.run(&ctx, call.arguments.clone(), cancel).await
+    }
+
+    /// Authorize, validate, run: the direct path for callers outside the tool loop. Refusals
+    /// and outcomes are recorded as tool events (SPEC S6).
+    pub async fn execute(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, CallError> {
+        let started = Instant::now();
+        let redacted = self.redact(&arguments);
+        let prepared = match self.prepare(name, arguments) {
+            Ok(prepared) => prepared,
+            Err(refusal) => {
+                self.record_event(name, redacted, refusal.event_outcome(), None, started)
+                    .await;
+                return Err(refusal.into());
+            }
+        };
+        let result = self.dispatch(&prepared, cancel).await;
+        let outcome = if result.is_ok() {
+            EventOutcome::Succeeded
+        } else {
+            EventOutcome::Failed
+        };
+        self.record_event(name, redacted, outcome, None, started).await;
+        Ok(result?)
+    }
+
+    /// Redacts arguments for events and notices.
+    pub fn redact(&self, arguments: &Value) -> String {
+        redact_parsed(arguments, self.env.config.thought_log.argument_max_chars)
+    }
+
+    /// Records one tool event for this session's turn and role.
+    pub async fn record_event(
+        &self,
+        tool: &str,
+        arguments: String,
+        outcome: EventOutcome,
+        code: Option<String>,
+        started: Instant,
+    ) {
+        let scope = &self.turn.scope;
+        let event = ToolEvent {
+            turn: self.turn.id,
+            server: scope.server,
+            channel: scope.channel,
+            user: scope.user,
+            role: self.role,
+            tool: tool.to_owned(),
+            arguments,
+            outcome,
+            code,
+            duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            at_ms: self.env.ports.clock.now_ms(),
+        };
+        self.env.ports.events.record(event).await;
+    }
+}
