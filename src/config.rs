@@ -11,9 +11,9 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use figment::{Figment, Provider};
 use figment::providers::{Env, Format, Toml};
 use figment::value::{Dict, Value};
+use figment::{Figment, Provider};
 use secrecy::SecretString;
 use serde::Deserialize;
 
@@ -194,7 +194,10 @@ impl Config {
                 Ok(())
             }
         };
-        positive("tools.default_timeout_secs", self.tools.default_timeout_secs)?;
+        positive(
+            "tools.default_timeout_secs",
+            self.tools.default_timeout_secs,
+        )?;
         for (tool, secs) in &self.tools.timeouts_secs {
             positive(&format!("tools.timeouts_secs.{tool}"), *secs)?;
         }
@@ -207,7 +210,10 @@ impl Config {
             self.memory.summary_max_chars as u64,
         )?;
         positive("memory.fact_max_chars", self.memory.fact_max_chars as u64)?;
-        positive("image.max_plans_per_turn", self.image.max_plans_per_turn.into())?;
+        positive(
+            "image.max_plans_per_turn",
+            self.image.max_plans_per_turn.into(),
+        )?;
         positive("image.prompt_max_chars", self.image.prompt_max_chars as u64)?;
         positive(
             "thought_log.argument_max_chars",
@@ -246,7 +252,12 @@ fn from_figment(error: &figment::Error) -> ConfigError {
             "is not a known setting".to_owned()
         }
         // Parse errors may span lines; the first one says what and where.
-        other => other.to_string().lines().next().unwrap_or_default().to_owned(),
+        other => other
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
     };
     let source = error
         .metadata
@@ -373,11 +384,15 @@ mod tests {
         let dir = temp_config(Some("[tools]\ndefault_timeout_secs = 42\n"));
         let config = Config::load_with_env(dir.path(), no_env()).expect("load");
         assert_eq!(config.tools.default_timeout_secs, 42);
-        assert_eq!(config.tools.timeout_for("no_such_tool"), Duration::from_secs(42));
+        assert_eq!(
+            config.tools.timeout_for("no_such_tool"),
+            Duration::from_secs(42)
+        );
     }
 
     // SPEC D2: the environment overrides files.
     #[test]
+    #[allow(clippy::result_large_err)] // figment's Jail closure returns figment's own error type
     fn environment_overrides_files() {
         let dir = temp_config(Some("[tools]\ndefault_timeout_secs = 42\n"));
         figment::Jail::expect_with(|jail| {
@@ -476,6 +491,9 @@ mod tests {
         );
         assert_eq!(secrets.provider_keys.len(), 2);
         let shown = format!("{secrets:?}");
-        assert!(!shown.contains("tok-123") && !shown.contains("k1"), "{shown}");
+        assert!(
+            !shown.contains("tok-123") && !shown.contains("k1"),
+            "{shown}"
+        );
     }
 }

@@ -9,10 +9,10 @@ pub mod chat;
 pub mod config;
 /// Localized strings (Fluent): English, Japanese, Simplified and Traditional Chinese.
 pub mod locale;
-/// In-process fakes of the core's ports, for unit tests and benchmarks.
-pub mod testkit;
 /// Tracing set-up, done once per process.
 pub mod telemetry;
+/// In-process fakes of the core's ports, for unit tests and benchmarks.
+pub mod testkit;
 /// Moderator notices: their data, rendering and argument redaction.
 pub mod thought_log;
 /// The tool-call stage: `execute_tool_call`, its gates, the watchdog and payload builders.

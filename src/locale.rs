@@ -130,7 +130,9 @@ mod tests {
     use std::path::Path;
 
     fn keys_of(tag: &str) -> BTreeSet<String> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("locales").join(tag);
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("locales")
+            .join(tag);
         let mut keys = BTreeSet::new();
         for entry in std::fs::read_dir(&dir).expect("locale dir") {
             let path = entry.expect("entry").path();
@@ -161,7 +163,11 @@ mod tests {
             let missing: Vec<_> = english.difference(&theirs).collect();
             assert!(missing.is_empty(), "{} lacks {missing:?}", locale.tag());
             let extra: Vec<_> = theirs.difference(&english).collect();
-            assert!(extra.is_empty(), "{} has keys English lacks: {extra:?}", locale.tag());
+            assert!(
+                extra.is_empty(),
+                "{} has keys English lacks: {extra:?}",
+                locale.tag()
+            );
         }
     }
 

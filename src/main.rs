@@ -1,1 +1,52 @@
-fn main() {}
+//! persona-bot's entry point: parse the command line, load config, set up tracing, run the
+//! command. A bad configuration is one line on stderr and exit code 2, never a panic.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use persona_bot::config::Config;
+
+#[derive(Parser)]
+#[command(
+    name = "persona-bot",
+    version,
+    about = "A Discord persona bot with a built-in, role-scoped LLM tool loop"
+)]
+struct Cli {
+    /// Directory holding default.toml and the optional local.toml.
+    #[arg(long, global = true, default_value = "config")]
+    config_dir: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load and check the configuration and the built-in tools, then exit.
+    CheckConfig,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let config = match Config::load(&cli.config_dir) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("{error}");
+            return ExitCode::from(2);
+        }
+    };
+    persona_bot::telemetry::init(&config.general.log_filter);
+    match cli.command {
+        Command::CheckConfig => {
+            let registry = persona_bot::tools::Registry::builtin(&config);
+            let tools: Vec<&str> = registry.iter().map(|t| t.name).collect();
+            println!(
+                "config OK ({}); tools: {}",
+                cli.config_dir.display(),
+                tools.join(", ")
+            );
+            ExitCode::SUCCESS
+        }
+    }
+}

@@ -89,7 +89,13 @@ impl ToolEvents for Unexpected {
 
 #[async_trait]
 impl MemoryStore for Unexpected {
-    async fn set_summary(&self, _: ChannelId, _: &PersonaId, _: &str, _: i64) -> Result<(), PortError> {
+    async fn set_summary(
+        &self,
+        _: ChannelId,
+        _: &PersonaId,
+        _: &str,
+        _: i64,
+    ) -> Result<(), PortError> {
         unexpected("MemoryStore::set_summary")
     }
     async fn summary(&self, _: ChannelId, _: &PersonaId) -> Result<Option<String>, PortError> {
@@ -133,6 +139,34 @@ impl ChannelHistory for Unexpected {
     ) -> Result<Vec<HistoryMessage>, PortError> {
         unexpected("ChannelHistory::older")
     }
+}
+
+/// Accepts and drops everything a turn reports (notices, stats, events, progress): for
+/// benchmarks, where recording would grow without bound. Sticker sends are confirmed.
+#[derive(Default, Clone, Copy)]
+pub struct Discard;
+
+#[async_trait]
+impl ChatSink for Discard {
+    async fn send_sticker(&self, _: ChannelId, _: &Sticker) -> StickerSend {
+        StickerSend::Confirmed
+    }
+    async fn send_progress(&self, _: ChannelId, _: String) {}
+}
+
+#[async_trait]
+impl ThoughtLog for Discard {
+    async fn post(&self, _: ServerId, _: Notice) {}
+}
+
+#[async_trait]
+impl UsageStats for Discard {
+    async fn record(&self, _: UsageRecord) {}
+}
+
+#[async_trait]
+impl ToolEvents for Discard {
+    async fn record(&self, _: ToolEvent) {}
 }
 
 /// A chat sink that records what was posted. Each sticker send needs a scripted answer.
@@ -310,7 +344,9 @@ impl MemoryStore for InMemoryMemory {
         let mut facts = lock(&self.facts);
         let in_bucket = facts
             .iter()
-            .filter(|(_, f)| f.server == fact.server && f.persona == fact.persona && f.about == fact.about)
+            .filter(|(_, f)| {
+                f.server == fact.server && f.persona == fact.persona && f.about == fact.about
+            })
             .count();
         if in_bucket >= limit as usize {
             return Ok(FactAdded::LimitReached { limit });
@@ -413,6 +449,17 @@ pub struct Fakes {
 }
 
 impl Fakes {
+    /// Ports that drop what they are told (see [`Discard`]), with in-memory stores.
+    pub fn discarding(&self) -> Ports {
+        Ports {
+            sink: Arc::new(Discard),
+            thought_log: Arc::new(Discard),
+            stats: Arc::new(Discard),
+            events: Arc::new(Discard),
+            ..self.ports()
+        }
+    }
+
     pub fn with_stickers(mut self, stickers: Vec<Sticker>) -> Self {
         self.stickers = Arc::new(FixedStickers(stickers));
         self

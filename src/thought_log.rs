@@ -110,7 +110,10 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
                 (t("notice-field-kind"), t(kind.label_key())),
                 (t("notice-field-code"), format!("`{code}`")),
                 (t("notice-field-reason"), reason.clone()),
-                (t("notice-field-arguments"), format!("```json\n{arguments}\n```")),
+                (
+                    t("notice-field-arguments"),
+                    format!("```json\n{arguments}\n```"),
+                ),
             ];
             if *effect_unknown {
                 fields.push((t("notice-field-effect"), t("notice-effect-unknown")));
@@ -279,7 +282,15 @@ mod tests {
 
     #[test]
     fn secret_keys_are_recognised() {
-        for key in ["token", "DISCORD_TOKEN", "api_key", "apiKey", "password", "key", "openai_key"] {
+        for key in [
+            "token",
+            "DISCORD_TOKEN",
+            "api_key",
+            "apiKey",
+            "password",
+            "key",
+            "openai_key",
+        ] {
             assert!(is_secret_key(key), "{key}");
         }
         for key in ["keyword", "name", "sticker", "monkey"] {
@@ -302,6 +313,10 @@ mod tests {
         let ja = render(&notice, Locale::Ja);
         assert_ne!(en.title, ja.title);
         assert_eq!(en.fields.len(), 6);
-        assert!(en.fields.iter().all(|(k, v)| !k.starts_with("notice-") && !v.starts_with("notice-")));
+        assert!(
+            en.fields
+                .iter()
+                .all(|(k, v)| !k.starts_with("notice-") && !v.starts_with("notice-"))
+        );
     }
 }

@@ -37,7 +37,11 @@ fn arguments_strategy() -> impl Strategy<Value = String> {
 }
 
 fn role_strategy() -> impl Strategy<Value = Role> {
-    prop_oneof![Just(Role::Persona), Just(Role::Reviewer), Just(Role::ImagePlanner)]
+    prop_oneof![
+        Just(Role::Persona),
+        Just(Role::Reviewer),
+        Just(Role::ImagePlanner)
+    ]
 }
 
 /// Whether `probe` should run for this call: the role may call it and the arguments are a JSON
@@ -46,10 +50,17 @@ fn probe_may_run(role: Role, name: &str, arguments: &str, truncated: bool) -> bo
     if name != "probe" || role == Role::ImagePlanner || truncated {
         return false;
     }
-    let text = if arguments.trim().is_empty() { "{}" } else { arguments };
+    let text = if arguments.trim().is_empty() {
+        "{}"
+    } else {
+        arguments
+    };
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(serde_json::Value::Object(map)) => {
-            let n_ok = map.get("n").and_then(|n| n.as_u64()).is_some_and(|n| n <= 100);
+            let n_ok = map
+                .get("n")
+                .and_then(|n| n.as_u64())
+                .is_some_and(|n| n <= 100);
             let note_ok = map.get("note").is_none_or(|v| v.is_string() || v.is_null());
             let only_known = map.keys().all(|k| k == "n" || k == "note");
             n_ok && note_ok && only_known

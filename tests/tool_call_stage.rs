@@ -22,8 +22,14 @@ use support::{Behaviour, Harness, MediaTool, code, entry};
 
 fn stickers() -> Vec<Sticker> {
     vec![
-        Sticker { id: 1, name: "wave".into() },
-        Sticker { id: 2, name: "heart".into() },
+        Sticker {
+            id: 1,
+            name: "wave".into(),
+        },
+        Sticker {
+            id: 2,
+            name: "heart".into(),
+        },
     ]
 }
 
@@ -45,7 +51,12 @@ async fn call_without_payload_aborts_with_error_and_dispatches_nothing() {
     let turn = h.turn(public_scope());
     let session = h.session(Role::Persona, &turn);
     let outcome = execute_tool_call(&session, None, &mut Vec::new()).await;
-    assert_eq!(outcome, ToolCallOutcome::Abort { status: TurnStatus::Error });
+    assert_eq!(
+        outcome,
+        ToolCallOutcome::Abort {
+            status: TurnStatus::Error
+        }
+    );
     assert_eq!(h.probe.runs(), 0);
     assert!(h.fakes.events.events().is_empty());
 }
@@ -56,7 +67,12 @@ async fn call_without_tool_name_aborts_with_error_and_dispatches_nothing() {
     let h = Harness::new();
     let turn = h.turn(public_scope());
     let outcome = h.call(Role::Persona, &turn, "  ", r#"{"n":1}"#).await;
-    assert_eq!(outcome, ToolCallOutcome::Abort { status: TurnStatus::Error });
+    assert_eq!(
+        outcome,
+        ToolCallOutcome::Abort {
+            status: TurnStatus::Error
+        }
+    );
     assert_eq!(h.probe.runs(), 0);
     assert!(h.fakes.thought_log.notices().is_empty());
 }
@@ -70,7 +86,12 @@ async fn pending_kill_returns_stopped_by_user_before_dispatch() {
     let turn = h.turn(public_scope());
     turn.stop.kill();
     let outcome = h.call(Role::Persona, &turn, "probe", r#"{"n":1}"#).await;
-    assert_eq!(outcome, ToolCallOutcome::Abort { status: TurnStatus::StoppedByUser });
+    assert_eq!(
+        outcome,
+        ToolCallOutcome::Abort {
+            status: TurnStatus::StoppedByUser
+        }
+    );
     assert_eq!(h.probe.runs(), 0);
 }
 
@@ -81,9 +102,17 @@ async fn follow_up_with_drafting_on_interrupts_and_prevents_dispatch() {
     let turn = Arc::new(Turn::new(public_scope(), Locale::En).drafting(true));
     turn.stop.note_follow_up();
     let outcome = h.call(Role::Persona, &turn, "probe", r#"{"n":1}"#).await;
-    assert_eq!(outcome, ToolCallOutcome::Abort { status: TurnStatus::FollowUpInterrupt });
+    assert_eq!(
+        outcome,
+        ToolCallOutcome::Abort {
+            status: TurnStatus::FollowUpInterrupt
+        }
+    );
     assert_eq!(h.probe.runs(), 0);
-    assert!(turn.stop.follow_up_pending(), "the follow-up is left for the orchestrator");
+    assert!(
+        turn.stop.follow_up_pending(),
+        "the follow-up is left for the orchestrator"
+    );
 }
 
 // SPEC T2, C8
@@ -112,11 +141,29 @@ async fn truncated_arguments_are_never_dispatched() {
     let entry = entry(execute_tool_call(&session, Some(&call), &mut Vec::new()).await);
     assert_eq!(h.probe.runs(), 0);
     assert_eq!(code(&entry), "truncated_arguments");
-    assert_eq!(entry.status, EntryStatus::Failed, "counts toward the failure cap");
-    assert!(entry.response["reason"].as_str().unwrap().contains("nothing ran"));
+    assert_eq!(
+        entry.status,
+        EntryStatus::Failed,
+        "counts toward the failure cap"
+    );
+    assert!(
+        entry.response["reason"]
+            .as_str()
+            .unwrap()
+            .contains("nothing ran")
+    );
     assert_eq!(entry.arguments, "{}", "broken arguments are not replayed");
     let notices = h.fakes.thought_log.notices();
-    assert!(matches!(&notices[..], [(_, Notice::ToolFailed { kind: FailureKind::Truncated, .. })]));
+    assert!(matches!(
+        &notices[..],
+        [(
+            _,
+            Notice::ToolFailed {
+                kind: FailureKind::Truncated,
+                ..
+            }
+        )]
+    ));
     assert_eq!(h.fakes.events.events()[0].outcome, EventOutcome::Truncated);
 }
 
@@ -125,9 +172,22 @@ async fn truncated_arguments_are_never_dispatched() {
 async fn broken_json_arguments_are_refused_as_truncated() {
     let h = Harness::new();
     let turn = h.turn(public_scope());
-    let entry = entry(h.call(Role::Persona, &turn, "update_short_term_memory", r#"{"summary":"half"#).await);
+    let entry = entry(
+        h.call(
+            Role::Persona,
+            &turn,
+            "update_short_term_memory",
+            r#"{"summary":"half"#,
+        )
+        .await,
+    );
     assert_eq!(code(&entry), "truncated_arguments");
-    assert_eq!(h.fakes.memory.summary_of(turn.scope.channel, &turn.scope.persona), None);
+    assert_eq!(
+        h.fakes
+            .memory
+            .summary_of(turn.scope.channel, &turn.scope.persona),
+        None
+    );
 }
 
 // SPEC T3, T4: the truncation check comes before the allowlist check.
@@ -151,7 +211,10 @@ async fn deliberate_mode_blocks_a_tool_outside_the_allowlist() {
     assert_eq!(h.probe.runs(), 0);
     assert_eq!(code(&entry), "blocked_by_deliberate_tool_mode");
     let reason = entry.response["reason"].as_str().unwrap();
-    assert!(reason.contains("plan_image") && reason.contains("recall_facts"), "{reason}");
+    assert!(
+        reason.contains("plan_image") && reason.contains("recall_facts"),
+        "{reason}"
+    );
     assert_eq!(h.fakes.events.events()[0].outcome, EventOutcome::Blocked);
     // The model was not shown it either.
     let shown = h.session(Role::Persona, &turn).offered_names();
@@ -169,19 +232,30 @@ async fn tool_admitted_by_a_trigger_runs_and_the_thought_log_names_the_trigger()
     assert_eq!(entry.status, EntryStatus::Succeeded);
     assert_eq!(h.probe.runs(), 1);
     assert!(h.fakes.thought_log.notices().iter().any(|(_, n)| *n
-        == Notice::DeliberateTrigger { tool: "probe".into(), trigger: "poke".into() }));
+        == Notice::DeliberateTrigger {
+            tool: "probe".into(),
+            trigger: "poke".into()
+        }));
 }
 
 // ---------------------------------------------------------------- T5
 
 fn slow(honour_cancel: bool) -> Behaviour {
-    Behaviour::Sleep { duration: Duration::from_secs(3600), honour_cancel }
+    Behaviour::Sleep {
+        duration: Duration::from_secs(3600),
+        honour_cancel,
+    }
 }
 
 fn with_probe_timeout(behaviour: Behaviour, secs: u64) -> Harness {
-    Harness::build_with_config(Fakes::default(), behaviour, |r| r, |c| {
-        c.tools.timeouts_secs.insert("probe".into(), secs);
-    })
+    Harness::build_with_config(
+        Fakes::default(),
+        behaviour,
+        |r| r,
+        |c| {
+            c.tools.timeouts_secs.insert("probe".into(), secs);
+        },
+    )
 }
 
 // SPEC T5
@@ -201,7 +275,14 @@ async fn tool_timeout_becomes_a_failure_the_model_can_react_to() {
     let notices = h.fakes.thought_log.notices();
     assert!(matches!(
         &notices[..],
-        [(_, Notice::ToolFailed { kind: FailureKind::TimedOut, effect_unknown: true, .. })]
+        [(
+            _,
+            Notice::ToolFailed {
+                kind: FailureKind::TimedOut,
+                effect_unknown: true,
+                ..
+            }
+        )]
     ));
     assert_eq!(h.fakes.events.events()[0].outcome, EventOutcome::TimedOut);
 }
@@ -212,7 +293,10 @@ async fn active_tool_name_is_set_while_the_tool_runs_and_cleared_after() {
     let h = Harness::new();
     let turn = h.turn(public_scope());
     entry(h.call(Role::Persona, &turn, "probe", r#"{"n":1}"#).await);
-    assert_eq!(h.probe.active_seen.lock().unwrap().as_deref(), Some("probe"));
+    assert_eq!(
+        h.probe.active_seen.lock().unwrap().as_deref(),
+        Some("probe")
+    );
     assert_eq!(turn.channel.active_tool(), None);
 }
 
@@ -226,7 +310,11 @@ async fn kill_during_tool_call_returns_stopped_by_user() {
         let turn = turn.clone();
         tokio::spawn(async move {
             tokio::time::sleep(Duration::from_secs(2)).await;
-            assert_eq!(turn.channel.active_tool().as_deref(), Some("probe"), "/kill can name it");
+            assert_eq!(
+                turn.channel.active_tool().as_deref(),
+                Some("probe"),
+                "/kill can name it"
+            );
             turn.stop.kill();
         })
     };
@@ -234,12 +322,32 @@ async fn kill_during_tool_call_returns_stopped_by_user() {
     let started = tokio::time::Instant::now();
     let outcome = execute_tool_call(&session, Some(&call), &mut Vec::new()).await;
     killer.await.unwrap();
-    assert_eq!(outcome, ToolCallOutcome::Abort { status: TurnStatus::StoppedByUser });
-    assert_eq!(started.elapsed(), Duration::from_secs(2), "no waiting for the tool");
+    assert_eq!(
+        outcome,
+        ToolCallOutcome::Abort {
+            status: TurnStatus::StoppedByUser
+        }
+    );
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(2),
+        "no waiting for the tool"
+    );
     assert_eq!(turn.channel.active_tool(), None, "cleared after a kill");
-    assert!(h.probe.token.lock().unwrap().clone().unwrap().is_cancelled());
+    assert!(
+        h.probe
+            .token
+            .lock()
+            .unwrap()
+            .clone()
+            .unwrap()
+            .is_cancelled()
+    );
     assert_eq!(h.fakes.events.events()[0].outcome, EventOutcome::Cancelled);
-    assert!(h.fakes.thought_log.notices().is_empty(), "a kill is not a tool failure");
+    assert!(
+        h.fakes.thought_log.notices().is_empty(),
+        "a kill is not a tool failure"
+    );
 }
 
 // SPEC T5: per-tool timeouts; a tool honouring cancellation stops at the timeout.
@@ -274,12 +382,22 @@ async fn consumed_context_restart_returns_restart_without_a_history_entry() {
     let h = Harness::with_fakes(Fakes::default().with_history(older_history()));
     let turn = h.turn(public_scope());
     turn.state().oldest_context_message = Some(MessageId(200));
-    let outcome = h.call(Role::Persona, &turn, "fetch_older_messages", r#"{"count":2}"#).await;
+    let outcome = h
+        .call(
+            Role::Persona,
+            &turn,
+            "fetch_older_messages",
+            r#"{"count":2}"#,
+        )
+        .await;
     assert_eq!(outcome, ToolCallOutcome::Restart);
     let state = turn.state();
     assert_eq!(state.injected_context.len(), 2);
     assert_eq!(state.oldest_context_message, Some(MessageId(102)));
-    assert!(state.review_history.is_empty(), "drafting off keeps no restart entry");
+    assert!(
+        state.review_history.is_empty(),
+        "drafting off keeps no restart entry"
+    );
 }
 
 // SPEC T6, T7: with drafting On the restart entry is kept for review, built by the same builder.
@@ -287,11 +405,16 @@ async fn consumed_context_restart_returns_restart_without_a_history_entry() {
 async fn restart_with_drafting_on_keeps_the_entry_for_review() {
     let h = Harness::with_fakes(Fakes::default().with_history(older_history()));
     let turn = Arc::new(Turn::new(public_scope(), Locale::En).drafting(true));
-    let outcome = h.call(Role::Persona, &turn, "fetch_older_messages", "{}").await;
+    let outcome = h
+        .call(Role::Persona, &turn, "fetch_older_messages", "{}")
+        .await;
     assert_eq!(outcome, ToolCallOutcome::Restart);
     let state = turn.state();
     assert_eq!(state.review_history.len(), 1);
-    assert_eq!(state.review_history[0].response, json!({"result": {"messages": 3}}));
+    assert_eq!(
+        state.review_history[0].response,
+        json!({"result": {"messages": 3}})
+    );
 }
 
 // SPEC T6: nothing to restart with is an ordinary history entry.
@@ -299,7 +422,10 @@ async fn restart_with_drafting_on_keeps_the_entry_for_review() {
 async fn restart_tool_with_nothing_to_add_is_a_history_entry() {
     let h = Harness::new();
     let turn = h.turn(public_scope());
-    let entry = entry(h.call(Role::Persona, &turn, "fetch_older_messages", "{}").await);
+    let entry = entry(
+        h.call(Role::Persona, &turn, "fetch_older_messages", "{}")
+            .await,
+    );
     assert_eq!(entry.response["result"], json!({"messages": 0}));
     assert!(turn.state().injected_context.is_empty());
 }
@@ -367,25 +493,46 @@ async fn reused_outcome_has_the_same_payload_and_is_not_dispatched_again() {
         message: Some("m".into()),
     });
     let turn = h.turn(public_scope());
-    let first = entry(h.call(Role::Persona, &turn, "probe", r#"{"n":1,"note":"x"}"#).await);
+    let first = entry(
+        h.call(Role::Persona, &turn, "probe", r#"{"n":1,"note":"x"}"#)
+            .await,
+    );
     // Same invocation: drafting Off repeats within one invocation run again.
-    let again = entry(h.call(Role::Persona, &turn, "probe", r#"{"note":"x","n":1}"#).await);
+    let again = entry(
+        h.call(Role::Persona, &turn, "probe", r#"{"note":"x","n":1}"#)
+            .await,
+    );
     assert_eq!(h.probe.runs(), 2);
     // A key rotation or fallback starts a new invocation: the completed call is reused.
     turn.begin_invocation();
-    let reused = entry(h.call(Role::Persona, &turn, "probe", r#"{"note":"x","n":1}"#).await);
-    assert_eq!(h.probe.runs(), 2, "never dispatched twice across invocations");
+    let reused = entry(
+        h.call(Role::Persona, &turn, "probe", r#"{"note":"x","n":1}"#)
+            .await,
+    );
+    assert_eq!(
+        h.probe.runs(),
+        2,
+        "never dispatched twice across invocations"
+    );
     assert_eq!(first.response, reused.response);
     assert_eq!(again.response, reused.response);
-    assert_eq!(h.fakes.events.events().last().unwrap().outcome, EventOutcome::Reused);
+    assert_eq!(
+        h.fakes.events.events().last().unwrap().outcome,
+        EventOutcome::Reused
+    );
 }
 
 // ---------------------------------------------------------------- T8
 
 fn media(failure: ProviderFailure) -> Harness {
-    Harness::build(Fakes::default(), Behaviour::Succeed { data: None, message: None }, |r| {
-        r.with(MediaTool(failure))
-    })
+    Harness::build(
+        Fakes::default(),
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        |r| r.with(MediaTool(failure)),
+    )
 }
 
 // SPEC T8
@@ -397,15 +544,24 @@ async fn media_tool_failure_reaches_the_model_classified_with_localized_tips() {
         workflow_model_file: None,
     });
     let turn = Arc::new(Turn::new(public_scope(), Locale::Ja));
-    let entry = entry(h.call(Role::Persona, &turn, "render_image", r#"{"prompt":"cat"}"#).await);
+    let entry = entry(
+        h.call(Role::Persona, &turn, "render_image", r#"{"prompt":"cat"}"#)
+            .await,
+    );
     let r = &entry.response;
     assert_eq!(r["status"], "tool_execution_failed");
     assert_eq!(r["tool_name"], "render_image");
     assert_eq!(r["code"], "insufficient_balance");
     let tips = r["suggested_actions"].as_array().unwrap();
     assert_eq!(tips.len(), 2);
-    assert!(tips[0].as_str().unwrap().contains("残高"), "Japanese tips: {tips:?}");
-    assert!(!r.to_string().contains("SECRET"), "no raw provider text: {r}");
+    assert!(
+        tips[0].as_str().unwrap().contains("残高"),
+        "Japanese tips: {tips:?}"
+    );
+    assert!(
+        !r.to_string().contains("SECRET"),
+        "no raw provider text: {r}"
+    );
     assert_eq!(r.as_object().unwrap().len(), 5);
 }
 
@@ -418,7 +574,10 @@ async fn missing_comfyui_model_names_the_workflow_file_only() {
         workflow_model_file: Some("dreamshaper_8.safetensors".into()),
     });
     let turn = h.turn(public_scope());
-    let entry = entry(h.call(Role::Persona, &turn, "render_image", r#"{"prompt":"cat"}"#).await);
+    let entry = entry(
+        h.call(Role::Persona, &turn, "render_image", r#"{"prompt":"cat"}"#)
+            .await,
+    );
     let text = entry.response.to_string();
     assert_eq!(code(&entry), "missing_model_file");
     assert!(text.contains("dreamshaper_8.safetensors"), "{text}");
@@ -448,8 +607,13 @@ fn sticker_harness() -> Harness {
 }
 
 async fn select(h: &Harness, turn: &Arc<Turn>, name: &str) -> ToolCallOutcome {
-    h.call(Role::Persona, turn, "select_sticker_for_response", &format!(r#"{{"name":"{name}"}}"#))
-        .await
+    h.call(
+        Role::Persona,
+        turn,
+        "select_sticker_for_response",
+        &format!(r#"{{"name":"{name}"}}"#),
+    )
+    .await
 }
 
 // SPEC T9
@@ -463,7 +627,10 @@ async fn same_sticker_twice_is_posted_once_and_returns_already_delivered() {
     let second = entry(select(&h, &turn, "WAVE").await);
     assert_eq!(second.response["result"]["status"], "already_delivered");
     assert_eq!(h.fakes.sink.stickers().len(), 1, "posted once");
-    assert_eq!(turn.state().expression, ExpressionState::Delivered { sticker_id: 1 });
+    assert_eq!(
+        turn.state().expression,
+        ExpressionState::Delivered { sticker_id: 1 }
+    );
 }
 
 // SPEC T9
@@ -485,16 +652,33 @@ async fn unconfirmed_sticker_send_blocks_every_later_send_and_call() {
     h.fakes.sink.script_sticker(StickerSend::Unconfirmed);
     let turn = h.turn(public_scope());
     let outcome = select(&h, &turn, "wave").await;
-    assert_eq!(outcome, ToolCallOutcome::Abort { status: TurnStatus::DeliveryUnconfirmed });
+    assert_eq!(
+        outcome,
+        ToolCallOutcome::Abort {
+            status: TurnStatus::DeliveryUnconfirmed
+        }
+    );
     assert_eq!(turn.state().expression, ExpressionState::Blocked);
     // Any further call this turn, even after a key rotation, stops before dispatch.
     turn.begin_invocation();
     let later = h.call(Role::Persona, &turn, "probe", r#"{"n":1}"#).await;
-    assert_eq!(later, ToolCallOutcome::Abort { status: TurnStatus::DeliveryUnconfirmed });
+    assert_eq!(
+        later,
+        ToolCallOutcome::Abort {
+            status: TurnStatus::DeliveryUnconfirmed
+        }
+    );
     assert_eq!(h.probe.runs(), 0);
     assert!(select(&h, &turn, "heart").await != ToolCallOutcome::Restart);
-    assert_eq!(h.fakes.sink.stickers().len(), 1, "no second send (the sink would panic)");
-    assert!(h.fakes.thought_log.notices().is_empty(), "no notice for an unconfirmed delivery");
+    assert_eq!(
+        h.fakes.sink.stickers().len(),
+        1,
+        "no second send (the sink would panic)"
+    );
+    assert!(
+        h.fakes.thought_log.notices().is_empty(),
+        "no notice for an unconfirmed delivery"
+    );
     assert!(!persona_bot::tool_loop::expression::sends_allowed(&turn));
 }
 
@@ -502,7 +686,9 @@ async fn unconfirmed_sticker_send_blocks_every_later_send_and_call() {
 #[tokio::test]
 async fn a_definite_refusal_frees_the_allowance() {
     let h = sticker_harness();
-    h.fakes.sink.script_sticker(StickerSend::Refused { reason: "50081 invalid sticker".into() });
+    h.fakes.sink.script_sticker(StickerSend::Refused {
+        reason: "50081 invalid sticker".into(),
+    });
     h.fakes.sink.script_sticker(StickerSend::Confirmed);
     let turn = h.turn(public_scope());
     let refused = entry(select(&h, &turn, "wave").await);
@@ -534,7 +720,11 @@ async fn sticker_allowance_survives_fallback_and_retries() {
     entry(select(&h, &turn, "wave").await);
     turn.begin_invocation();
     let replay = entry(select(&h, &turn, "wave").await);
-    assert_eq!(replay.response["result"], json!({"sticker": "wave"}), "reused outcome");
+    assert_eq!(
+        replay.response["result"],
+        json!({"sticker": "wave"}),
+        "reused outcome"
+    );
     let other = entry(select(&h, &turn, "heart").await);
     assert_eq!(other.response["result"]["status"], "limit_reached");
     assert_eq!(h.fakes.sink.stickers().len(), 1);
@@ -548,7 +738,10 @@ async fn unknown_sticker_name_is_a_business_error_listing_the_stickers() {
     let entry = entry(select(&h, &turn, "dance").await);
     assert_eq!(code(&entry), "unknown_sticker");
     let reason = entry.response["reason"].as_str().unwrap();
-    assert!(reason.contains("wave") && reason.contains("heart"), "{reason}");
+    assert!(
+        reason.contains("wave") && reason.contains("heart"),
+        "{reason}"
+    );
     assert!(h.fakes.sink.stickers().is_empty());
 }
 
@@ -605,7 +798,19 @@ async fn failed_call_posts_a_notice_with_redacted_arguments() {
     let args = r#"{"n":1,"note":"use key sk-live-abcdefghijklmnopqrstuvwxyz please"}"#;
     entry(h.call(Role::Persona, &turn, "probe", args).await);
     let notices = h.fakes.thought_log.notices();
-    let [(server, Notice::ToolFailed { tool, arguments, code, kind, .. })] = &notices[..] else {
+    let [
+        (
+            server,
+            Notice::ToolFailed {
+                tool,
+                arguments,
+                code,
+                kind,
+                ..
+            },
+        ),
+    ] = &notices[..]
+    else {
         panic!("expected one failure notice, got {notices:?}");
     };
     assert_eq!(Some(*server), turn.scope.server);
@@ -641,8 +846,14 @@ async fn nothing_from_a_dm_or_a_private_channel_is_mirrored() {
 async fn quiet_turn_progress_goes_to_the_thought_log_as_a_card() {
     let h = Harness::new();
     let turn = Arc::new(Turn::new(public_scope(), Locale::En).quiet(true));
-    entry(h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":"a cat"}"#).await);
-    assert!(h.fakes.sink.progress().is_empty(), "the conversation stays quiet");
+    entry(
+        h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":"a cat"}"#)
+            .await,
+    );
+    assert!(
+        h.fakes.sink.progress().is_empty(),
+        "the conversation stays quiet"
+    );
     let notices = h.fakes.thought_log.notices();
     assert!(matches!(&notices[..], [(_, Notice::Progress { tool, .. })] if tool == "plan_image"));
 }
@@ -652,10 +863,17 @@ async fn quiet_turn_progress_goes_to_the_thought_log_as_a_card() {
 async fn ordinary_turn_progress_goes_to_the_conversation() {
     let h = Harness::new();
     let turn = Arc::new(Turn::new(public_scope(), Locale::ZhTw));
-    entry(h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":"a cat"}"#).await);
+    entry(
+        h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":"a cat"}"#)
+            .await,
+    );
     let progress = h.fakes.sink.progress();
     assert_eq!(progress.len(), 1);
-    assert!(progress[0].1.contains("規劃"), "localized: {}", progress[0].1);
+    assert!(
+        progress[0].1.contains("規劃"),
+        "localized: {}",
+        progress[0].1
+    );
     assert!(h.fakes.thought_log.notices().is_empty());
 }
 
@@ -663,8 +881,20 @@ async fn ordinary_turn_progress_goes_to_the_conversation() {
 #[tokio::test]
 async fn hidden_image_planning_posts_no_progress_notices() {
     let h = Harness::new();
-    let turn = Arc::new(Turn::new(public_scope(), Locale::En).quiet(true).hide_progress(true));
-    entry(h.call(Role::ImagePlanner, &turn, "plan_image", r#"{"prompt":"a cat"}"#).await);
+    let turn = Arc::new(
+        Turn::new(public_scope(), Locale::En)
+            .quiet(true)
+            .hide_progress(true),
+    );
+    entry(
+        h.call(
+            Role::ImagePlanner,
+            &turn,
+            "plan_image",
+            r#"{"prompt":"a cat"}"#,
+        )
+        .await,
+    );
     assert!(h.fakes.sink.progress().is_empty());
     assert!(h.fakes.thought_log.notices().is_empty());
     assert_eq!(h.fakes.plans.plans().len(), 1);
@@ -677,17 +907,43 @@ async fn hidden_image_planning_posts_no_progress_notices() {
 async fn short_term_memory_updates_once_per_turn() {
     let h = Harness::new();
     let turn = h.turn(public_scope());
-    let first = entry(h.call(Role::Persona, &turn, "update_short_term_memory", r#"{"summary":"one"}"#).await);
+    let first = entry(
+        h.call(
+            Role::Persona,
+            &turn,
+            "update_short_term_memory",
+            r#"{"summary":"one"}"#,
+        )
+        .await,
+    );
     assert_eq!(first.status, EntryStatus::Succeeded);
     let names = h.session(Role::Persona, &turn).offered_names();
-    assert!(!names.contains(&"update_short_term_memory"), "hidden after the update");
-    let second = entry(h.call(Role::Persona, &turn, "update_short_term_memory", r#"{"summary":"two"}"#).await);
+    assert!(
+        !names.contains(&"update_short_term_memory"),
+        "hidden after the update"
+    );
+    let second = entry(
+        h.call(
+            Role::Persona,
+            &turn,
+            "update_short_term_memory",
+            r#"{"summary":"two"}"#,
+        )
+        .await,
+    );
     assert_eq!(code(&second), "already_used_this_turn");
-    let stored = h.fakes.memory.summary_of(turn.scope.channel, &turn.scope.persona);
+    let stored = h
+        .fakes
+        .memory
+        .summary_of(turn.scope.channel, &turn.scope.persona);
     assert_eq!(stored.as_deref(), Some("one"));
     // A new turn may update it again.
     let next = h.turn(public_scope());
-    assert!(h.session(Role::Persona, &next).offered_names().contains(&"update_short_term_memory"));
+    assert!(
+        h.session(Role::Persona, &next)
+            .offered_names()
+            .contains(&"update_short_term_memory")
+    );
 }
 
 // SPEC T12: only a successful update locks it.
@@ -696,7 +952,15 @@ async fn failed_short_term_memory_update_does_not_lock_it() {
     let h = Harness::new();
     h.fakes.memory.fail_with_outage();
     let turn = h.turn(public_scope());
-    let failed = entry(h.call(Role::Persona, &turn, "update_short_term_memory", r#"{"summary":"one"}"#).await);
+    let failed = entry(
+        h.call(
+            Role::Persona,
+            &turn,
+            "update_short_term_memory",
+            r#"{"summary":"one"}"#,
+        )
+        .await,
+    );
     assert_eq!(code(&failed), "service_unavailable");
     assert!(!failed.response.to_string().contains("connection refused"));
     assert!(!turn.state().short_term_memory_locked);

@@ -31,7 +31,10 @@ async fn each_role_session_lists_only_its_tools_and_its_submit_tool() {
     let h = Harness::new();
     let turn = h.turn(public_scope());
     let reviewer = h.session(Role::Reviewer, &turn).specifications();
-    assert_eq!(names(&reviewer), vec!["recall_facts", "submit_review", "probe"]);
+    assert_eq!(
+        names(&reviewer),
+        vec!["recall_facts", "submit_review", "probe"]
+    );
     let planner = h.session(Role::ImagePlanner, &turn).specifications();
     assert_eq!(names(&planner), vec!["plan_image"]);
     let persona = h.session(Role::Persona, &turn).specifications();
@@ -40,7 +43,10 @@ async fn each_role_session_lists_only_its_tools_and_its_submit_tool() {
     // Every specification is an OpenAI function with a schema from the argument type.
     for spec in persona.iter().chain(&reviewer).chain(&planner) {
         assert_eq!(spec["type"], "function");
-        assert_eq!(spec["function"]["parameters"]["additionalProperties"], false);
+        assert_eq!(
+            spec["function"]["parameters"]["additionalProperties"],
+            false
+        );
     }
 }
 
@@ -52,17 +58,28 @@ async fn reviewer_verdict_is_typed_and_validated() {
     let session = h.session(Role::Reviewer, &turn);
     let cancel = CancellationToken::new();
     let verdict = json!({"decision": "reject", "findings": ["names a real person"], "correction_allowed": true});
-    let output = session.execute("submit_review", verdict.clone(), &cancel).await.unwrap();
+    let output = session
+        .execute("submit_review", verdict.clone(), &cancel)
+        .await
+        .unwrap();
     assert!(output.end_turn);
     assert_eq!(output.data, Some(verdict));
     let empty_reject = json!({"decision": "reject"});
-    let err = session.execute("submit_review", empty_reject, &cancel).await.unwrap_err();
+    let err = session
+        .execute("submit_review", empty_reject, &cancel)
+        .await
+        .unwrap_err();
     let CallError::Refused(SessionError::InvalidArguments { error, .. }) = err else {
         panic!("expected invalid arguments, got {err:?}");
     };
     assert_eq!(error.path, "$.findings");
     let bad_decision = json!({"decision": "maybe"});
-    assert!(session.execute("submit_review", bad_decision, &cancel).await.is_err());
+    assert!(
+        session
+            .execute("submit_review", bad_decision, &cancel)
+            .await
+            .is_err()
+    );
 }
 
 // ---------------------------------------------------------------- S2
@@ -76,12 +93,19 @@ async fn reviewer_calling_plan_image_is_denied_before_arguments_are_read() {
     // These arguments are invalid for plan_image; a denial (not "invalid arguments") proves the
     // role was checked first.
     let err = session
-        .execute("plan_image", json!({"block_id": "b1", "kind": "image"}), &CancellationToken::new())
+        .execute(
+            "plan_image",
+            json!({"block_id": "b1", "kind": "image"}),
+            &CancellationToken::new(),
+        )
         .await
         .unwrap_err();
     assert_eq!(
         err,
-        CallError::Refused(SessionError::Denied { name: "plan_image".into(), role: Role::Reviewer })
+        CallError::Refused(SessionError::Denied {
+            name: "plan_image".into(),
+            role: Role::Reviewer
+        })
     );
     assert!(h.fakes.plans.plans().is_empty(), "nothing ran");
     let events = h.fakes.events.events();
@@ -97,12 +121,29 @@ async fn reviewer_calling_plan_image_is_denied_before_arguments_are_read() {
 async fn hidden_tool_guessed_through_the_stage_is_denied() {
     let h = Harness::new();
     let turn = h.turn(public_scope());
-    let entry = entry(h.call(Role::ImagePlanner, &turn, "remember_fact", r#"{"fact":"x"}"#).await);
+    let entry = entry(
+        h.call(
+            Role::ImagePlanner,
+            &turn,
+            "remember_fact",
+            r#"{"fact":"x"}"#,
+        )
+        .await,
+    );
     assert_eq!(code(&entry), "tool_denied");
     assert!(h.fakes.memory.all_facts().is_empty());
     assert_eq!(h.fakes.events.events()[0].outcome, EventOutcome::Denied);
     let notices = h.fakes.thought_log.notices();
-    assert!(matches!(&notices[..], [(_, Notice::ToolFailed { kind: FailureKind::Denied, .. })]));
+    assert!(matches!(
+        &notices[..],
+        [(
+            _,
+            Notice::ToolFailed {
+                kind: FailureKind::Denied,
+                ..
+            }
+        )]
+    ));
 }
 
 // SPEC S2: an allowed role with valid arguments runs.
@@ -134,7 +175,15 @@ async fn arguments_cannot_widen_scope() {
     assert!(reason.contains("unknown field `server_id`"), "{reason}");
     assert!(h.fakes.memory.all_facts().is_empty());
 
-    let ok = entry(h.call(Role::Persona, &turn, "remember_fact", r#"{"fact":"likes tea","about":"requester"}"#).await);
+    let ok = entry(
+        h.call(
+            Role::Persona,
+            &turn,
+            "remember_fact",
+            r#"{"fact":"likes tea","about":"requester"}"#,
+        )
+        .await,
+    );
     assert_eq!(ok.status, EntryStatus::Succeeded);
     let facts = h.fakes.memory.all_facts();
     assert_eq!(facts.len(), 1);
@@ -148,18 +197,30 @@ async fn arguments_cannot_widen_scope() {
 async fn remember_fact_respects_scope_and_limit() {
     let h = Harness::build_with_config(
         Default::default(),
-        Behaviour::Succeed { data: None, message: None },
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
         |r| r,
         |c| c.memory.facts_per_user = 1,
     );
     let turn = h.turn(dm_scope());
-    let first = entry(h.call(Role::Persona, &turn, "remember_fact", r#"{"fact":"a"}"#).await);
+    let first = entry(
+        h.call(Role::Persona, &turn, "remember_fact", r#"{"fact":"a"}"#)
+            .await,
+    );
     assert_eq!(first.response["result"]["about"], "requester");
-    let full = entry(h.call(Role::Persona, &turn, "remember_fact", r#"{"fact":"b"}"#).await);
+    let full = entry(
+        h.call(Role::Persona, &turn, "remember_fact", r#"{"fact":"b"}"#)
+            .await,
+    );
     assert_eq!(code(&full), "memory_full");
     assert_eq!(h.fakes.memory.all_facts().len(), 1);
     let recalled = entry(h.call(Role::Persona, &turn, "recall_facts", "{}").await);
-    assert_eq!(recalled.response["result"]["facts"], json!([{"fact": "a", "about": "requester"}]));
+    assert_eq!(
+        recalled.response["result"]["facts"],
+        json!([{"fact": "a", "about": "requester"}])
+    );
 }
 
 // ---------------------------------------------------------------- S4
@@ -175,14 +236,39 @@ async fn every_error_class_is_distinguishable() {
     let turn = h.turn(public_scope());
     let session = h.session(Role::Persona, &turn);
     let no_call = execute_tool_call(&session, None, &mut Vec::new()).await;
-    assert_eq!(no_call, ToolCallOutcome::Abort { status: TurnStatus::Error });
+    assert_eq!(
+        no_call,
+        ToolCallOutcome::Abort {
+            status: TurnStatus::Error
+        }
+    );
 
     let cases = [
-        ("summon_dragon", r#"{}"#, "unknown_tool", FailureKind::UnknownTool),
-        ("plan_image", r#"{"prompt":"x","part":{"set":"s","index":"one","total":2}}"#, "invalid_arguments", FailureKind::InvalidArguments),
-        ("submit_review", r#"{"decision":"pass"}"#, "tool_denied", FailureKind::Denied),
+        (
+            "summon_dragon",
+            r#"{}"#,
+            "unknown_tool",
+            FailureKind::UnknownTool,
+        ),
+        (
+            "plan_image",
+            r#"{"prompt":"x","part":{"set":"s","index":"one","total":2}}"#,
+            "invalid_arguments",
+            FailureKind::InvalidArguments,
+        ),
+        (
+            "submit_review",
+            r#"{"decision":"pass"}"#,
+            "tool_denied",
+            FailureKind::Denied,
+        ),
         ("probe", r#"{"n":1}"#, "tool_error", FailureKind::Execution),
-        ("select_sticker_for_response", r#"{"name":"nope"}"#, "unknown_sticker", FailureKind::Business),
+        (
+            "select_sticker_for_response",
+            r#"{"name":"nope"}"#,
+            "unknown_sticker",
+            FailureKind::Business,
+        ),
     ];
     for (name, args, want_code, want_kind) in cases {
         let entry = entry(h.call(Role::Persona, &turn, name, args).await);
@@ -195,10 +281,22 @@ async fn every_error_class_is_distinguishable() {
     }
     // The bad-arguments case names the JSON path of the first error.
     let bad = entry(h.call(Role::Persona, &turn, "plan_image", cases[1].1).await);
-    assert!(bad.response["reason"].as_str().unwrap().contains("$.part.index"), "{}", bad.response);
+    assert!(
+        bad.response["reason"]
+            .as_str()
+            .unwrap()
+            .contains("$.part.index"),
+        "{}",
+        bad.response
+    );
     // The unknown tool lists what is available.
     let unknown = entry(h.call(Role::Persona, &turn, "summon_dragon", "{}").await);
-    assert!(unknown.response["reason"].as_str().unwrap().contains("plan_image"));
+    assert!(
+        unknown.response["reason"]
+            .as_str()
+            .unwrap()
+            .contains("plan_image")
+    );
 }
 
 // ---------------------------------------------------------------- S5
@@ -208,7 +306,15 @@ async fn every_error_class_is_distinguishable() {
 async fn plan_image_records_a_plan_and_reports_not_executed() {
     let h = Harness::new();
     let turn = h.turn(public_scope());
-    let entry = entry(h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":" a red fox ","aspect":"portrait"}"#).await);
+    let entry = entry(
+        h.call(
+            Role::Persona,
+            &turn,
+            "plan_image",
+            r#"{"prompt":" a red fox ","aspect":"portrait"}"#,
+        )
+        .await,
+    );
     let result = &entry.response["result"];
     assert_eq!(result["executed"], false);
     assert_eq!(result["status"], "planned");
@@ -219,7 +325,12 @@ async fn plan_image_records_a_plan_and_reports_not_executed() {
     assert_eq!(plans[0].aspect, "portrait");
     assert_eq!(plans[0].turn, turn.id);
     assert_eq!(Some(plans[0].channel), Some(turn.scope.channel));
-    assert!(entry.response["message"].as_str().unwrap().contains("not made yet"));
+    assert!(
+        entry.response["message"]
+            .as_str()
+            .unwrap()
+            .contains("not made yet")
+    );
 }
 
 // SPEC S5: identical plans are deduplicated; distinct plans are capped per turn.
@@ -227,17 +338,45 @@ async fn plan_image_records_a_plan_and_reports_not_executed() {
 async fn plans_are_deduplicated_and_capped_per_turn() {
     let h = Harness::build_with_config(
         Default::default(),
-        Behaviour::Succeed { data: None, message: None },
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
         |r| r,
         |c| c.image.max_plans_per_turn = 2,
     );
     let turn = h.turn(public_scope());
-    let a = entry(h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":"fox","aspect":"square"}"#).await);
-    let a_again = entry(h.call(Role::Persona, &turn, "plan_image", r#"{"aspect":"square","prompt":"fox"}"#).await);
-    assert_eq!(a.response["result"]["plan_id"], a_again.response["result"]["plan_id"]);
+    let a = entry(
+        h.call(
+            Role::Persona,
+            &turn,
+            "plan_image",
+            r#"{"prompt":"fox","aspect":"square"}"#,
+        )
+        .await,
+    );
+    let a_again = entry(
+        h.call(
+            Role::Persona,
+            &turn,
+            "plan_image",
+            r#"{"aspect":"square","prompt":"fox"}"#,
+        )
+        .await,
+    );
+    assert_eq!(
+        a.response["result"]["plan_id"],
+        a_again.response["result"]["plan_id"]
+    );
     assert_eq!(a_again.response["result"]["deduplicated"], true);
-    entry(h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":"owl"}"#).await);
-    let over = entry(h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":"cat"}"#).await);
+    entry(
+        h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":"owl"}"#)
+            .await,
+    );
+    let over = entry(
+        h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":"cat"}"#)
+            .await,
+    );
     assert_eq!(code(&over), "plan_limit_reached");
     assert_eq!(h.fakes.plans.plans().len(), 2);
 }
@@ -247,14 +386,23 @@ async fn plans_are_deduplicated_and_capped_per_turn() {
 async fn incomplete_promised_set_fails_the_completeness_check() {
     let h = Harness::new();
     let turn = h.turn(public_scope());
-    let part = |i| format!(r#"{{"prompt":"fox {i}","part":{{"set":"foxes","index":{i},"total":3}}}}"#);
+    let part =
+        |i| format!(r#"{{"prompt":"fox {i}","part":{{"set":"foxes","index":{i},"total":3}}}}"#);
     entry(h.call(Role::Persona, &turn, "plan_image", &part(1)).await);
     entry(h.call(Role::Persona, &turn, "plan_image", &part(3)).await);
     let err = turn.state().plans.verify_complete().unwrap_err();
     assert_eq!(err.to_string(), "image plans incomplete: missing foxes 2/3");
     entry(h.call(Role::Persona, &turn, "plan_image", &part(2)).await);
     assert!(turn.state().plans.verify_complete().is_ok());
-    let conflict = entry(h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":"x","part":{"set":"foxes","index":1,"total":2}}"#).await);
+    let conflict = entry(
+        h.call(
+            Role::Persona,
+            &turn,
+            "plan_image",
+            r#"{"prompt":"x","part":{"set":"foxes","index":1,"total":2}}"#,
+        )
+        .await,
+    );
     assert_eq!(code(&conflict), "plan_part_conflict");
 }
 
@@ -267,11 +415,25 @@ async fn every_tool_event_is_stored_and_plans_are_kept_apart() {
     let h = Harness::new();
     h.fakes.clock.set(1_700_000_000_000);
     let turn = h.turn(public_scope());
-    entry(h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":"fox","caption":"token=abc123"}"#).await);
-    entry(h.call(Role::Reviewer, &turn, "plan_image", r#"{"prompt":"fox"}"#).await);
+    entry(
+        h.call(
+            Role::Persona,
+            &turn,
+            "plan_image",
+            r#"{"prompt":"fox","caption":"token=abc123"}"#,
+        )
+        .await,
+    );
+    entry(
+        h.call(Role::Reviewer, &turn, "plan_image", r#"{"prompt":"fox"}"#)
+            .await,
+    );
     entry(h.call(Role::Persona, &turn, "probe", r#"{"n":"x"}"#).await);
     let events = h.fakes.events.events();
-    let summary: Vec<_> = events.iter().map(|e| (e.role, e.tool.as_str(), e.outcome)).collect();
+    let summary: Vec<_> = events
+        .iter()
+        .map(|e| (e.role, e.tool.as_str(), e.outcome))
+        .collect();
     assert_eq!(
         summary,
         vec![
@@ -287,7 +449,11 @@ async fn every_tool_event_is_stored_and_plans_are_kept_apart() {
     }
     assert!(events[0].arguments.contains("fox"));
     assert_eq!(events[2].code.as_deref(), Some("invalid_arguments"));
-    assert_eq!(h.fakes.plans.plans().len(), 1, "one plan; the denied call made none");
+    assert_eq!(
+        h.fakes.plans.plans().len(),
+        1,
+        "one plan; the denied call made none"
+    );
 }
 
 // SPEC S6: denied arguments are redacted in the event too.
@@ -296,7 +462,10 @@ async fn denied_call_arguments_are_redacted_in_the_event() {
     let h = Harness::new();
     let turn = h.turn(public_scope());
     let args = json!({"api_key": "sk-abcdefghijklmnopqrstuvwx", "prompt": "x"});
-    let _ = h.session(Role::Reviewer, &turn).execute("plan_image", args, &CancellationToken::new()).await;
+    let _ = h
+        .session(Role::Reviewer, &turn)
+        .execute("plan_image", args, &CancellationToken::new())
+        .await;
     let event = &h.fakes.events.events()[0];
     assert!(!event.arguments.contains("sk-abc"), "{}", event.arguments);
 }
@@ -305,8 +474,25 @@ async fn denied_call_arguments_are_redacted_in_the_event() {
 
 /// Argument names that would let a model choose a path, a host, a command or a key.
 const FORBIDDEN_ARGUMENTS: &[&str] = &[
-    "path", "file", "filename", "dir", "url", "host", "endpoint", "command", "cmd", "shell",
-    "exec", "api_key", "key", "token", "secret", "password", "server_id", "channel_id", "user_id",
+    "path",
+    "file",
+    "filename",
+    "dir",
+    "url",
+    "host",
+    "endpoint",
+    "command",
+    "cmd",
+    "shell",
+    "exec",
+    "api_key",
+    "key",
+    "token",
+    "secret",
+    "password",
+    "server_id",
+    "channel_id",
+    "user_id",
 ];
 
 fn property_names(schema: &Value, out: &mut Vec<String>) {
@@ -346,7 +532,15 @@ fn no_tool_argument_names_a_path_host_command_key_or_scope() {
 #[test]
 fn tool_code_spawns_no_process_and_opens_no_path_or_url() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/tools");
-    let forbidden = ["std::process", "Command::new", "std::fs", "File::", "PathBuf", "reqwest", "Url::"];
+    let forbidden = [
+        "std::process",
+        "Command::new",
+        "std::fs",
+        "File::",
+        "PathBuf",
+        "reqwest",
+        "Url::",
+    ];
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let text = std::fs::read_to_string(&path).unwrap();
@@ -361,7 +555,11 @@ fn tool_code_spawns_no_process_and_opens_no_path_or_url() {
 async fn extra_key_or_path_arguments_are_refused() {
     let h = Harness::new();
     let turn = h.turn(public_scope());
-    for extra in [r#""api_key":"sk-x""#, r#""path":"/etc/passwd""#, r#""url":"http://evil""#] {
+    for extra in [
+        r#""api_key":"sk-x""#,
+        r#""path":"/etc/passwd""#,
+        r#""url":"http://evil""#,
+    ] {
         let args = format!(r#"{{"prompt":"fox",{extra}}}"#);
         let entry = entry(h.call(Role::Persona, &turn, "plan_image", &args).await);
         assert_eq!(code(&entry), "invalid_arguments", "{extra}");

@@ -179,7 +179,14 @@ mod tests {
         ledger.record("a".into(), PlanId("p1".into()), Some(&part("cats", 1, 3)));
         ledger.record("b".into(), PlanId("p2".into()), Some(&part("cats", 3, 3)));
         let err = ledger.verify_complete().unwrap_err();
-        assert_eq!(err.missing, vec![MissingPart { set: "cats".into(), index: 2, total: 3 }]);
+        assert_eq!(
+            err.missing,
+            vec![MissingPart {
+                set: "cats".into(),
+                index: 2,
+                total: 3
+            }]
+        );
         assert_eq!(err.to_string(), "image plans incomplete: missing cats 2/3");
         ledger.record("c".into(), PlanId("p3".into()), Some(&part("cats", 2, 3)));
         assert_eq!(ledger.verify_complete(), Ok(()));
@@ -191,10 +198,16 @@ mod tests {
         let mut ledger = PlanLedger::default();
         assert_eq!(ledger.admit(None, 1), Ok(()));
         ledger.record("a".into(), PlanId("p1".into()), Some(&part("s", 1, 2)));
-        assert_eq!(ledger.admit(None, 1), Err(PlanRefusal::LimitReached { limit: 1 }));
+        assert_eq!(
+            ledger.admit(None, 1),
+            Err(PlanRefusal::LimitReached { limit: 1 })
+        );
         assert_eq!(
             ledger.admit(Some(&part("s", 2, 3)), 5),
-            Err(PlanRefusal::PartConflict { set: "s".into(), total: 2 })
+            Err(PlanRefusal::PartConflict {
+                set: "s".into(),
+                total: 2
+            })
         );
         assert_eq!(ledger.existing("a"), Some(&PlanId("p1".into())));
     }
@@ -205,7 +218,10 @@ mod tests {
         let mut ledger = OutcomeLedger::default();
         ledger.record("t{}".into(), json!({"result": 1}), 0);
         assert_eq!(ledger.reusable("t{}", 0, false), None);
-        assert_eq!(ledger.reusable("t{}", 1, false), Some(&json!({"result": 1})));
+        assert_eq!(
+            ledger.reusable("t{}", 1, false),
+            Some(&json!({"result": 1}))
+        );
         assert_eq!(ledger.reusable("t{}", 0, true), Some(&json!({"result": 1})));
         assert_eq!(ledger.reusable("other", 5, true), None);
     }

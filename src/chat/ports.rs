@@ -193,9 +193,13 @@ pub struct NewFact {
 /// The result of storing a fact under a limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FactAdded {
-    Stored { id: i64 },
+    Stored {
+        id: i64,
+    },
     /// The bucket (server-wide, or about this user) is full; nothing was stored.
-    LimitReached { limit: u32 },
+    LimitReached {
+        limit: u32,
+    },
 }
 
 /// Short-term channel summaries and long-term facts.

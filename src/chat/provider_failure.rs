@@ -51,7 +51,9 @@ impl ProviderFailure {
     pub fn model_reason(&self) -> String {
         match (self.class(), &self.workflow_model_file) {
             (FailureClass::MissingModelFile, Some(file)) => {
-                format!("The image backend does not have the model file `{file}` the workflow uses.")
+                format!(
+                    "The image backend does not have the model file `{file}` the workflow uses."
+                )
             }
             (class, _) => class.model_reason().to_owned(),
         }
@@ -274,7 +276,10 @@ mod tests {
             "You exceeded your current quota, please check your plan and billing details.",
         );
         assert_eq!(class, FailureClass::InsufficientBalance);
-        assert_eq!(classify(Some(429), "Too Many Requests"), FailureClass::RateLimited);
+        assert_eq!(
+            classify(Some(429), "Too Many Requests"),
+            FailureClass::RateLimited
+        );
         assert_eq!(classify(Some(429), ""), FailureClass::RateLimited);
     }
 
@@ -286,7 +291,10 @@ mod tests {
             "Your request was rejected as a result of our safety system.",
         );
         assert_eq!(class, FailureClass::SafetyRefusal);
-        assert_eq!(classify(Some(400), "bad size"), FailureClass::InvalidRequest);
+        assert_eq!(
+            classify(Some(400), "bad size"),
+            FailureClass::InvalidRequest
+        );
     }
 
     // SPEC C11: every class can be told apart.
@@ -300,11 +308,17 @@ mod tests {
         assert_eq!(classify(Some(504), ""), FailureClass::Timeout);
         assert_eq!(classify(None, ""), FailureClass::Network);
         assert_eq!(
-            classify(Some(400), "This model's maximum context length is 8192 tokens"),
+            classify(
+                Some(400),
+                "This model's maximum context length is 8192 tokens"
+            ),
             FailureClass::ContextTooLong
         );
         assert_eq!(
-            classify(Some(400), "The model `gpt-9` does not exist (model_not_found)"),
+            classify(
+                Some(400),
+                "The model `gpt-9` does not exist (model_not_found)"
+            ),
             FailureClass::ModelUnknown
         );
     }
@@ -335,7 +349,10 @@ mod tests {
             workflow_model_file: None,
         };
         assert_eq!(failure.class(), FailureClass::InvalidRequest);
-        assert_eq!(failure.model_reason(), FailureClass::InvalidRequest.model_reason());
+        assert_eq!(
+            failure.model_reason(),
+            FailureClass::InvalidRequest.model_reason()
+        );
     }
 
     // SPEC T8: tips are localized, and the same list serves the error UI and the model.

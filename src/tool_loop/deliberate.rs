@@ -98,7 +98,13 @@ mod tests {
     #[test]
     fn disabled_mode_admits_everything() {
         let (registry, packs) = setup();
-        let admission = admit(&registry, Role::Persona, &packs, &DeliberateSettings::default(), "hi");
+        let admission = admit(
+            &registry,
+            Role::Persona,
+            &packs,
+            &DeliberateSettings::default(),
+            "hi",
+        );
         assert_eq!(admission, ToolAdmission::Open);
         assert!(admission.admits("plan_image"));
     }
@@ -107,7 +113,10 @@ mod tests {
     #[test]
     fn gated_tools_need_a_trigger_in_any_locale() {
         let (registry, packs) = setup();
-        let on = DeliberateSettings { enabled: true, ..Default::default() };
+        let on = DeliberateSettings {
+            enabled: true,
+            ..Default::default()
+        };
         let plain = admit(&registry, Role::Persona, &packs, &on, "how are you?");
         assert!(!plain.admits("plan_image"));
         assert!(!plain.admits("remember_fact"));
@@ -124,12 +133,18 @@ mod tests {
     #[test]
     fn custom_phrases_admit_their_tool() {
         let (registry, packs) = setup();
-        let mut settings = DeliberateSettings { enabled: true, ..Default::default() };
+        let mut settings = DeliberateSettings {
+            enabled: true,
+            ..Default::default()
+        };
         settings
             .custom_phrases
             .insert("select_sticker_for_response".into(), vec!["Boop".into()]);
         let admission = admit(&registry, Role::Persona, &packs, &settings, "boop me");
-        assert_eq!(admission.trigger_for("select_sticker_for_response"), Some("boop"));
+        assert_eq!(
+            admission.trigger_for("select_sticker_for_response"),
+            Some("boop")
+        );
         assert!(!admission.admits("plan_image"));
     }
 }

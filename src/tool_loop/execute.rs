@@ -275,7 +275,12 @@ impl Stage<'_> {
                 arguments: self.redacted.clone(),
                 effect_unknown: failure.kind == FailureKind::TimedOut,
             };
-            self.session.env().ports.thought_log.post(server, notice).await;
+            self.session
+                .env()
+                .ports
+                .thought_log
+                .post(server, notice)
+                .await;
         }
         self.record(outcome, Some(failure.code.clone())).await;
         let response = failure.payload(&self.call.name);
@@ -283,7 +288,11 @@ impl Stage<'_> {
     }
 
     /// What follows a successful run.
-    async fn complete(mut self, prepared: &PreparedCall, mut output: ToolOutput) -> ToolCallOutcome {
+    async fn complete(
+        mut self,
+        prepared: &PreparedCall,
+        mut output: ToolOutput,
+    ) -> ToolCallOutcome {
         let turn = self.session.turn();
         let ports = &self.session.env().ports;
         // A sticker already posted, or over the allowance, is not a use of the tool (T10).
@@ -302,8 +311,10 @@ impl Stage<'_> {
                 Delivery::AlreadyDelivered => {
                     counted = false;
                     output.data = Some(json!({ "status": "already_delivered", "sent": false }));
-                    output.message =
-                        Some("This sticker was already sent in this reply; it was not sent again.".into());
+                    output.message = Some(
+                        "This sticker was already sent in this reply; it was not sent again."
+                            .into(),
+                    );
                 }
                 Delivery::LimitReached => {
                     counted = false;
@@ -315,7 +326,9 @@ impl Stage<'_> {
                 }
                 Delivery::Refused { reason } => {
                     tracing::warn!(turn = %turn.id, %reason, "Discord refused a sticker");
-                    return self.fail(Failure::sticker_refused(), EventOutcome::Failed).await;
+                    return self
+                        .fail(Failure::sticker_refused(), EventOutcome::Failed)
+                        .await;
                 }
                 Delivery::Unconfirmed | Delivery::Blocked => {
                     // No notice: the delivery is unconfirmed (T11). Nothing more is sent.

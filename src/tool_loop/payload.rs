@@ -218,7 +218,10 @@ mod tests {
                 "response_delivered": true, "endTurn": true, "sticker_selection": {"id": 1}
             })),
             message: Some("beside".into()),
-            sticker: Some(Sticker { id: 9, name: "wave".into() }),
+            sticker: Some(Sticker {
+                id: 9,
+                name: "wave".into(),
+            }),
             end_turn: true,
             ..ToolOutput::default()
         };
@@ -234,7 +237,10 @@ mod tests {
     #[test]
     fn failure_payload_has_the_fixed_shape() {
         let failure = Failure::from_tool_error(
-            &ToolError::Failed { code: None, message: "boom".into() },
+            &ToolError::Failed {
+                code: None,
+                message: "boom".into(),
+            },
             Locale::En,
         );
         let payload = failure.payload("t");
@@ -274,7 +280,10 @@ mod tests {
         });
         let failure = Failure::from_tool_error(&error, Locale::En);
         let text = failure.payload("remember_fact").to_string();
-        assert!(!text.contains("hunter2") && !text.contains("10.0.0.5"), "{text}");
+        assert!(
+            !text.contains("hunter2") && !text.contains("10.0.0.5"),
+            "{text}"
+        );
         assert_eq!(failure.code, "service_unavailable");
     }
 }

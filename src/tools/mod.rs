@@ -32,7 +32,7 @@ pub mod select_sticker_for_response;
 pub mod submit_review;
 pub mod update_short_term_memory;
 
-pub use registry::{Registry, RegisteredTool};
+pub use registry::{RegisteredTool, Registry};
 pub use session::{PreparedCall, SessionError, ToolSession};
 
 /// What every tool call may use: the ports and the configuration.
@@ -159,9 +159,15 @@ impl ArgError {
     pub fn check_len(path: &str, value: &str, min: usize, max: usize) -> Result<(), Self> {
         let len = value.trim().chars().count();
         if len < min {
-            Err(Self::at(path, format!("must have at least {min} characters")))
+            Err(Self::at(
+                path,
+                format!("must have at least {min} characters"),
+            ))
         } else if value.chars().count() > max {
-            Err(Self::at(path, format!("must have at most {max} characters")))
+            Err(Self::at(
+                path,
+                format!("must have at most {max} characters"),
+            ))
         } else {
             Ok(())
         }

@@ -140,13 +140,17 @@ impl Tool for PlanImage {
                 Err(PlanRefusal::LimitReached { limit }) => {
                     return Err(ToolError::business(
                         "plan_limit_reached",
-                        format!("This reply already has {limit} image plans; no more can be added."),
+                        format!(
+                            "This reply already has {limit} image plans; no more can be added."
+                        ),
                     ));
                 }
                 Err(PlanRefusal::PartConflict { set, total }) => {
                     return Err(ToolError::business(
                         "plan_part_conflict",
-                        format!("The set `{set}` was planned with {total} images; use the same total."),
+                        format!(
+                            "The set `{set}` was planned with {total} images; use the same total."
+                        ),
                     ));
                 }
             }

@@ -51,7 +51,12 @@ impl Tool for RecallFacts {
         let facts = ctx
             .ports()
             .memory
-            .facts(scope.server, &scope.persona, Some(scope.user), args.limit.into())
+            .facts(
+                scope.server,
+                &scope.persona,
+                Some(scope.user),
+                args.limit.into(),
+            )
             .await?;
         let facts: Vec<_> = facts
             .into_iter()

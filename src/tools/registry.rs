@@ -290,7 +290,11 @@ mod tests {
         for tool in registry.iter() {
             let function = &tool.spec["function"];
             assert_eq!(function["name"], tool.name);
-            assert!(function["description"].as_str().is_some_and(|d| d.len() > 10));
+            assert!(
+                function["description"]
+                    .as_str()
+                    .is_some_and(|d| d.len() > 10)
+            );
             let parameters = &function["parameters"];
             assert_eq!(parameters["type"], "object", "{}", tool.name);
             assert_eq!(
@@ -320,8 +324,8 @@ mod tests {
 
     #[test]
     fn canonical_json_sorts_keys_at_every_level() {
-        let a: Value = serde_json::from_str(r#"{"b":1,"a":{"y":[1,{"d":2,"c":3}],"x":"\""}}"#)
-            .expect("json");
+        let a: Value =
+            serde_json::from_str(r#"{"b":1,"a":{"y":[1,{"d":2,"c":3}],"x":"\""}}"#).expect("json");
         assert_eq!(
             canonical_json(&a),
             r#"{"a":{"x":"\"","y":[1,{"c":3,"d":2}]},"b":1}"#
@@ -351,6 +355,10 @@ mod tests {
         let err = parse_with_path::<Outer>(json!({"inner": {"list": [], "name": "n", "scope": 1}}))
             .unwrap_err();
         assert_eq!(err.path, "$.inner.scope");
-        assert!(err.message.contains("unknown field `scope`"), "{}", err.message);
+        assert!(
+            err.message.contains("unknown field `scope`"),
+            "{}",
+            err.message
+        );
     }
 }

@@ -12,7 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::registry::canonical_json;
 use super::update_short_term_memory::UpdateShortTermMemory;
-use super::{ArgError, Registry, RegisteredTool, Tool, ToolContext, ToolEnv, ToolError, ToolOutput};
+use super::{
+    ArgError, RegisteredTool, Registry, Tool, ToolContext, ToolEnv, ToolError, ToolOutput,
+};
 use crate::chat::ports::{EventOutcome, ToolEvent};
 use crate::chat::role::Role;
 use crate::chat::turn::Turn;
@@ -23,7 +25,10 @@ use crate::thought_log::redact_parsed;
 pub enum SessionError {
     /// No tool has this name.
     #[error("unknown tool `{name}`")]
-    UnknownTool { name: String, allowed: Vec<&'static str> },
+    UnknownTool {
+        name: String,
+        allowed: Vec<&'static str>,
+    },
     /// The tool exists, but the caller's role may not call it.
     #[error("role {role} may not call `{name}`")]
     Denied { name: String, role: Role },
@@ -148,12 +153,12 @@ impl ToolSession {
         if self.used_up(tool.name) {
             return Err(SessionError::AlreadyUsed { name: tool.name });
         }
-        let arguments = tool
-            .prepare(arguments)
-            .map_err(|error| SessionError::InvalidArguments {
-                name: tool.name,
-                error,
-            })?;
+        let arguments =
+            tool.prepare(arguments)
+                .map_err(|error| SessionError::InvalidArguments {
+                    name: tool.name,
+                    error,
+                })?;
         let identity = format!("{}{}", tool.name, canonical_json(&arguments));
         Ok(PreparedCall {
             name: tool.name,
@@ -207,7 +212,8 @@ impl ToolSession {
         } else {
             EventOutcome::Failed
         };
-        self.record_event(name, redacted, outcome, None, started).await;
+        self.record_event(name, redacted, outcome, None, started)
+            .await;
         Ok(result?)
     }
 

@@ -168,7 +168,14 @@ pub struct Harness {
 impl Harness {
     /// Built-in tools plus a `probe` that succeeds with no data.
     pub fn new() -> Self {
-        Self::build(Fakes::default(), Behaviour::Succeed { data: None, message: None }, |r| r)
+        Self::build(
+            Fakes::default(),
+            Behaviour::Succeed {
+                data: None,
+                message: None,
+            },
+            |r| r,
+        )
     }
 
     pub fn with_probe(behaviour: Behaviour) -> Self {
@@ -176,7 +183,14 @@ impl Harness {
     }
 
     pub fn with_fakes(fakes: Fakes) -> Self {
-        Self::build(fakes, Behaviour::Succeed { data: None, message: None }, |r| r)
+        Self::build(
+            fakes,
+            Behaviour::Succeed {
+                data: None,
+                message: None,
+            },
+            |r| r,
+        )
     }
 
     /// Full control: fakes, probe behaviour, extra tools, and config edits.
@@ -224,7 +238,13 @@ impl Harness {
     }
 
     /// Runs one call as `role` in `turn`, with no streamed text before it.
-    pub async fn call(&self, role: Role, turn: &Arc<Turn>, name: &str, args: &str) -> ToolCallOutcome {
+    pub async fn call(
+        &self,
+        role: Role,
+        turn: &Arc<Turn>,
+        name: &str,
+        args: &str,
+    ) -> ToolCallOutcome {
         let session = self.session(role, turn);
         let call = ToolCallRequest::new("call_1", name, args);
         execute_tool_call(&session, Some(&call), &mut Vec::new()).await

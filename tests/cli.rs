@@ -1,0 +1,71 @@
+//! The `persona-bot` binary's start-up: a bad configuration is one clear line and exit code 2.
+
+use std::process::Command;
+
+fn bin() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_persona-bot"));
+    // Overrides from the developer's shell must not leak into these tests.
+    for (key, _) in std::env::vars() {
+        if key.starts_with("PERSONA_BOT_") {
+            cmd.env_remove(key);
+        }
+    }
+    cmd
+}
+
+fn shipped_config() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config")
+}
+
+// SPEC D2: the shipped configuration loads.
+#[test]
+fn check_config_accepts_the_shipped_defaults() {
+    let out = bin()
+        .args(["check-config", "--config-dir"])
+        .arg(shipped_config())
+        .output()
+        .expect("run persona-bot");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("plan_image"));
+}
+
+// SPEC D2: an invalid setting stops start-up with one line naming it.
+#[test]
+fn invalid_setting_stops_start_up_with_one_line_naming_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::copy(
+        shipped_config().join("default.toml"),
+        dir.path().join("default.toml"),
+    )
+    .expect("copy");
+    let out = bin()
+        .args(["check-config", "--config-dir"])
+        .arg(dir.path())
+        .env("PERSONA_BOT_MEMORY__FACTS_PER_USER", "lots")
+        .output()
+        .expect("run persona-bot");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("`memory.facts_per_user`"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+// SPEC D2: a missing configuration directory is one line too.
+#[test]
+fn missing_config_file_is_one_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = bin()
+        .args(["check-config", "--config-dir"])
+        .arg(dir.path())
+        .output()
+        .expect("run persona-bot");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("default.toml is missing"), "{stderr}");
+}
