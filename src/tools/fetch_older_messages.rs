@@ -47,14 +47,7 @@ impl Tool for FetchOlderMessages {
     const PROGRESS_KEY: Option<&'static str> = Some("progress-fetch-older-messages");
 
     fn validate(&self, args: &Args) -> Result<(), ArgError> {
-        if (1..=self.max).contains(&args.count) {
-            Ok(())
-        } else {
-            Err(ArgError::at(
-                "$.count",
-                format!("must be between 1 and {}", self.max),
-            ))
-        }
+        ArgError::check_range("$.count", args.count, 1, self.max)
     }
 
     async fn execute(

@@ -174,6 +174,17 @@ impl ArgError {
     }
 }
 
+impl ArgError {
+    /// Checks that a number lies in `min..=max`.
+    pub fn check_range(path: &str, value: u8, min: u8, max: u8) -> Result<(), Self> {
+        if (min..=max).contains(&value) {
+            Ok(())
+        } else {
+            Err(Self::at(path, format!("must be between {min} and {max}")))
+        }
+    }
+}
+
 impl std::fmt::Display for ArgError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.path, self.message)

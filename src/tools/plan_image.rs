@@ -102,18 +102,8 @@ impl Tool for PlanImage {
         }
         if let Some(part) = &args.part {
             ArgError::check_len("$.part.set", &part.set, 1, 40)?;
-            if !(1..=MAX_SET).contains(&part.total) {
-                return Err(ArgError::at(
-                    "$.part.total",
-                    format!("must be between 1 and {MAX_SET}"),
-                ));
-            }
-            if !(1..=part.total).contains(&part.index) {
-                return Err(ArgError::at(
-                    "$.part.index",
-                    "must be between 1 and part.total",
-                ));
-            }
+            ArgError::check_range("$.part.total", part.total, 1, MAX_SET)?;
+            ArgError::check_range("$.part.index", part.index, 1, part.total)?;
         }
         Ok(())
     }

@@ -34,11 +34,7 @@ impl Tool for RecallFacts {
     const GATED: bool = false;
 
     fn validate(&self, args: &Args) -> Result<(), ArgError> {
-        if (1..=50).contains(&args.limit) {
-            Ok(())
-        } else {
-            Err(ArgError::at("$.limit", "must be between 1 and 50"))
-        }
+        ArgError::check_range("$.limit", args.limit, 1, 50)
     }
 
     async fn execute(
