@@ -25,6 +25,8 @@ pub const ENV_PREFIX: &str = "PERSONA_BOT_";
 pub const DISCORD_TOKEN_ENV: &str = "DISCORD_TOKEN";
 /// The environment variable holding provider API keys, comma-separated (several enable rotation).
 pub const PROVIDER_KEYS_ENV: &str = "PROVIDER_API_KEYS";
+/// The environment variable holding a database URL with credentials; it overrides `database.url`.
+pub const DATABASE_URL_ENV: &str = "DATABASE_URL";
 
 /// The whole configuration. Every field is required in the merged layers; the defaults live in
 /// `config/default.toml`, not in code, so there is one place that documents them.
@@ -37,6 +39,7 @@ pub struct Config {
     pub image: ImageConfig,
     pub thought_log: ThoughtLogConfig,
     pub deliberate: DeliberateConfig,
+    pub database: DatabaseConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -93,6 +96,21 @@ pub struct ThoughtLogConfig {
 pub struct DeliberateConfig {
     /// Keyword packs: tool name, then locale tag, then trigger phrases.
     pub keywords: BTreeMap<String, BTreeMap<String, Vec<String>>>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// `sqlite://path` (created at start) or `postgres://user@host/db` (no password here).
+    pub url: String,
+    /// Most pooled connections.
+    pub max_connections: u32,
+    /// Background writes are flushed at least this often.
+    pub flush_interval_ms: u64,
+    /// ... or as soon as this many are waiting.
+    pub batch_max: usize,
+    /// Writes kept in memory while the database is unreachable.
+    pub buffer_max: usize,
 }
 
 impl ToolsConfig {
@@ -219,6 +237,7 @@ impl Config {
             "thought_log.argument_max_chars",
             self.thought_log.argument_max_chars as u64,
         )?;
+        self.database.validate()?;
         for (tool, packs) in &self.deliberate.keywords {
             for tag in packs.keys() {
                 if Locale::from_tag(tag).is_none() {
@@ -231,6 +250,51 @@ impl Config {
         }
         Ok(())
     }
+}
+
+impl DatabaseConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let key = |k: &str, problem: &str| ConfigError::Key {
+            key: format!("database.{k}"),
+            problem: problem.to_owned(),
+        };
+        let scheme_ok = ["sqlite:", "postgres:", "postgresql:"]
+            .iter()
+            .any(|s| self.url.starts_with(s));
+        if !scheme_ok {
+            return Err(key("url", "must start with sqlite: or postgres:"));
+        }
+        if url_has_password(&self.url) {
+            return Err(key(
+                "url",
+                "holds a password; put the whole URL in the DATABASE_URL environment variable",
+            ));
+        }
+        if self.max_connections == 0 {
+            return Err(key("max_connections", "must be greater than 0"));
+        }
+        if self.flush_interval_ms == 0 || self.batch_max == 0 {
+            return Err(key(
+                "flush_interval_ms",
+                "and batch_max must be greater than 0",
+            ));
+        }
+        if self.buffer_max < self.batch_max {
+            return Err(key("buffer_max", "must be at least batch_max"));
+        }
+        Ok(())
+    }
+}
+
+/// Whether a URL carries `user:password@`.
+fn url_has_password(url: &str) -> bool {
+    let Some((_, rest)) = url.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?']).next().unwrap_or_default();
+    authority
+        .rsplit_once('@')
+        .is_some_and(|(userinfo, _)| userinfo.contains(':'))
 }
 
 /// Turns figment's (possibly chained) error into one line naming the first bad key.
@@ -300,19 +364,26 @@ fn find_secret_key(dict: &Dict, prefix: &str) -> Option<String> {
 pub struct Secrets {
     pub discord_token: Option<SecretString>,
     pub provider_keys: Vec<SecretString>,
+    /// A database URL with credentials, overriding `database.url`.
+    pub database_url: Option<SecretString>,
 }
 
 impl Secrets {
-    /// Reads [`DISCORD_TOKEN_ENV`] and [`PROVIDER_KEYS_ENV`]; empty values count as unset.
+    /// Reads [`DISCORD_TOKEN_ENV`], [`PROVIDER_KEYS_ENV`] and [`DATABASE_URL_ENV`]; empty
+    /// values count as unset.
     pub fn from_env() -> Self {
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
     fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let discord_token = lookup(DISCORD_TOKEN_ENV)
-            .map(|t| t.trim().to_owned())
-            .filter(|t| !t.is_empty())
-            .map(SecretString::from);
+        let secret = |name: &str| {
+            lookup(name)
+                .map(|t| t.trim().to_owned())
+                .filter(|t| !t.is_empty())
+                .map(SecretString::from)
+        };
+        let discord_token = secret(DISCORD_TOKEN_ENV);
+        let database_url = secret(DATABASE_URL_ENV);
         let provider_keys = lookup(PROVIDER_KEYS_ENV)
             .unwrap_or_default()
             .split(',')
@@ -323,6 +394,7 @@ impl Secrets {
         Self {
             discord_token,
             provider_keys,
+            database_url,
         }
     }
 }
@@ -476,6 +548,20 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
         assert!(err.to_string().contains("default.toml is missing"), "{err}");
+    }
+
+    // SPEC D2: a database password in a file is refused; it belongs in DATABASE_URL.
+    #[test]
+    fn database_password_in_file_is_refused() {
+        let dir = temp_config(Some(
+            "[database]\nurl = \"postgres://bot:hunter2@db/bot\"\n",
+        ));
+        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        assert!(err.to_string().contains("`database.url`"), "{err}");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        assert!(url_has_password("postgres://a:b@h/d"));
+        assert!(!url_has_password("postgres://a@h/d"));
+        assert!(!url_has_password("sqlite://data/x.db"));
     }
 
     #[test]

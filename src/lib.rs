@@ -9,6 +9,8 @@ pub mod chat;
 pub mod config;
 /// Localized strings (Fluent): English, Japanese, Simplified and Traditional Chinese.
 pub mod locale;
+/// sqlx repositories (SQLite file or PostgreSQL) implementing the storage ports.
+pub mod storage;
 /// Tracing set-up, done once per process.
 pub mod telemetry;
 /// In-process fakes of the core's ports, for unit tests and benchmarks.

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use persona_bot::config::Config;
+use persona_bot::config::{Config, Secrets};
+use persona_bot::storage::Database;
+use secrecy::ExposeSecret;
 
 #[derive(Parser)]
 #[command(
@@ -25,9 +27,13 @@ struct Cli {
 enum Command {
     /// Load and check the configuration and the built-in tools, then exit.
     CheckConfig,
+    /// Create the database if needed and apply its migrations, then exit. (Start-up applies
+    /// them too; this is for deployments that migrate before rolling out.)
+    Migrate,
 }
 
-fn main() -> ExitCode {
+#[tokio::main]
+async fn main() -> ExitCode {
     let cli = Cli::parse();
     let config = match Config::load(&cli.config_dir) {
         Ok(config) => config,
@@ -47,6 +53,29 @@ fn main() -> ExitCode {
                 tools.join(", ")
             );
             ExitCode::SUCCESS
+        }
+        Command::Migrate => {
+            let secrets = Secrets::from_env();
+            let url = secrets.database_url.as_ref().map_or_else(
+                || config.database.url.clone(),
+                |url| url.expose_secret().to_owned(),
+            );
+            let migrated = async {
+                let db = Database::connect(&url, 1).await?;
+                db.migrate().await?;
+                db.close().await;
+                Ok::<_, persona_bot::storage::StoreError>(db.backend())
+            };
+            match migrated.await {
+                Ok(backend) => {
+                    println!("{backend:?} database migrated");
+                    ExitCode::SUCCESS
+                }
+                Err(error) => {
+                    eprintln!("{error}");
+                    ExitCode::FAILURE
+                }
+            }
         }
     }
 }

@@ -15,3 +15,12 @@ pub fn init(default_filter: &str) -> bool {
         .try_init()
         .is_ok()
 }
+
+/// For tests: warnings and errors, through the test harness's capture (shown only when a test
+/// fails). Later calls are no-ops.
+pub fn init_for_tests() {
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::new("warn"))
+        .with_test_writer()
+        .try_init();
+}

@@ -14,6 +14,8 @@ use crate::chat::ports::{
     ToolEvent, ToolEvents, UsageRecord, UsageStats,
 };
 use crate::chat::scope::{ChannelId, MessageId, PersonaId, Scope, ServerId, UserId, Visibility};
+use crate::chat::stores::{OutcomeStore, StoredOutcome};
+use crate::chat::turn::TurnId;
 use crate::thought_log::Notice;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -138,6 +140,45 @@ impl ChannelHistory for Unexpected {
         _: u8,
     ) -> Result<Vec<HistoryMessage>, PortError> {
         unexpected("ChannelHistory::older")
+    }
+}
+
+#[async_trait]
+impl OutcomeStore for Unexpected {
+    async fn record_outcome(&self, _: TurnId, _: &StoredOutcome, _: i64) -> Result<(), PortError> {
+        unexpected("OutcomeStore::record_outcome")
+    }
+    async fn outcomes(&self, _: TurnId) -> Result<Vec<StoredOutcome>, PortError> {
+        unexpected("OutcomeStore::outcomes")
+    }
+}
+
+/// Completed tool outcomes, by turn.
+#[derive(Default)]
+pub struct InMemoryOutcomes {
+    outcomes: Mutex<Vec<(TurnId, StoredOutcome)>>,
+}
+
+#[async_trait]
+impl OutcomeStore for InMemoryOutcomes {
+    async fn record_outcome(
+        &self,
+        turn: TurnId,
+        outcome: &StoredOutcome,
+        _at_ms: i64,
+    ) -> Result<(), PortError> {
+        let mut all = lock(&self.outcomes);
+        all.retain(|(t, o)| !(*t == turn && o.identity == outcome.identity));
+        all.push((turn, outcome.clone()));
+        Ok(())
+    }
+
+    async fn outcomes(&self, turn: TurnId) -> Result<Vec<StoredOutcome>, PortError> {
+        Ok(lock(&self.outcomes)
+            .iter()
+            .filter(|(t, _)| *t == turn)
+            .map(|(_, o)| o.clone())
+            .collect())
     }
 }
 
@@ -446,6 +487,7 @@ pub struct Fakes {
     pub stickers: Arc<FixedStickers>,
     pub plans: Arc<InMemoryPlans>,
     pub history: Arc<FixedHistory>,
+    pub outcomes: Arc<InMemoryOutcomes>,
 }
 
 impl Fakes {
@@ -470,6 +512,17 @@ impl Fakes {
         self
     }
 
+    /// The chat-facing fakes, to combine with real storage.
+    pub fn chat_ports(&self) -> crate::chat::ports::ChatPorts {
+        crate::chat::ports::ChatPorts {
+            sink: self.sink.clone(),
+            thought_log: self.thought_log.clone(),
+            stickers: self.stickers.clone(),
+            history: self.history.clone(),
+            clock: self.clock.clone(),
+        }
+    }
+
     pub fn ports(&self) -> Ports {
         Ports {
             sink: self.sink.clone(),
@@ -481,6 +534,7 @@ impl Fakes {
             stickers: self.stickers.clone(),
             plans: self.plans.clone(),
             history: self.history.clone(),
+            outcomes: self.outcomes.clone(),
         }
     }
 }

@@ -69,3 +69,29 @@ fn missing_config_file_is_one_line() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("default.toml is missing"), "{stderr}");
 }
+
+// SPEC D1: `persona-bot migrate` creates the SQLite file (and its folder) and is idempotent.
+#[test]
+fn migrate_creates_and_migrates_the_sqlite_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("data").join("bot.db");
+    for _ in 0..2 {
+        let out = bin()
+            .args(["migrate", "--config-dir"])
+            .arg(shipped_config())
+            .env(
+                "PERSONA_BOT_DATABASE__URL",
+                format!("sqlite://{}", db.display()),
+            )
+            .env_remove("DATABASE_URL")
+            .output()
+            .expect("run persona-bot");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("Sqlite database migrated"));
+    }
+    assert!(db.is_file());
+}

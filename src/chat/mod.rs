@@ -1,6 +1,6 @@
 //! The chat core: who a turn is for ([`scope`]), who calls tools ([`role`]), the turn's shared
 //! state ([`turn`], [`ledger`]), tool history entries ([`history`]), the ports the core reaches
-//! the outside through ([`ports`]) and the classification of provider failures
+//! the outside through ([`ports`], storage in [`stores`]) and the classification of provider failures
 //! ([`provider_failure`]).
 //!
 //! Nothing here imports serenity, poise, async-openai, reqwest or sqlx.
@@ -11,4 +11,5 @@ pub mod ports;
 pub mod provider_failure;
 pub mod role;
 pub mod scope;
+pub mod stores;
 pub mod turn;

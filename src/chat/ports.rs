@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::role::Role;
 use super::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
+use super::stores::OutcomeStore;
 use super::turn::TurnId;
 use crate::thought_log::Notice;
 
@@ -305,4 +306,16 @@ pub struct Ports {
     pub stickers: Arc<dyn StickerCatalog>,
     pub plans: Arc<dyn PlanStore>,
     pub history: Arc<dyn ChannelHistory>,
+    /// Completed tool outcomes, so reuse survives a restart (SPEC R4).
+    pub outcomes: Arc<dyn OutcomeStore>,
+}
+
+/// The ports that face the chat service (Discord), to combine with storage-backed ones.
+#[derive(Clone)]
+pub struct ChatPorts {
+    pub sink: Arc<dyn ChatSink>,
+    pub thought_log: Arc<dyn ThoughtLog>,
+    pub stickers: Arc<dyn StickerCatalog>,
+    pub history: Arc<dyn ChannelHistory>,
+    pub clock: Arc<dyn Clock>,
 }

@@ -3,20 +3,13 @@
 //! (config `deliberate.keywords`) plus the server's own phrases. Tools the mode does not gate
 //! (read-only lookups, `submit_*`) stay offered.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use crate::chat::role::Role;
+pub use crate::chat::stores::DeliberateSettings;
 use crate::chat::turn::ToolAdmission;
 use crate::config::DeliberateConfig;
 use crate::tools::Registry;
-
-/// A server's deliberate-mode settings.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DeliberateSettings {
-    pub enabled: bool,
-    /// Extra trigger phrases per tool name.
-    pub custom_phrases: BTreeMap<String, Vec<String>>,
-}
 
 /// The built-in trigger phrases, lower-cased once, per tool (all locales together: a user may
 /// write in any language).

@@ -13,6 +13,7 @@ use super::{ToolCallOutcome, ToolCallRequest};
 use crate::chat::history::{EntryStatus, ToolHistoryEntry};
 use crate::chat::ports::{EventOutcome, Metric, UsageRecord};
 use crate::chat::role::Role;
+use crate::chat::stores::StoredOutcome;
 use crate::chat::turn::{Turn, TurnStatus};
 use crate::locale;
 use crate::thought_log::{FailureKind, Notice, redact_arguments};
@@ -362,14 +363,38 @@ impl Stage<'_> {
         }
         if counted {
             self.record_use(prepared.name).await;
+            self.remember_outcome(prepared, &response).await;
+        }
+        self.record(EventOutcome::Succeeded, None).await;
+        self.history(response, EntryStatus::Succeeded)
+    }
+
+    /// R4: records the completed outcome on the turn and in the store, so a retried pass (or a
+    /// turn resumed after a restart) reuses it instead of running the tool again.
+    async fn remember_outcome(&self, prepared: &PreparedCall, response: &Value) {
+        let turn = self.session.turn();
+        let invocation = {
             let mut state = turn.state();
             let invocation = state.invocation;
             state
                 .outcomes
                 .record(prepared.identity.clone(), response.clone(), invocation);
+            invocation
+        };
+        let ports = &self.session.env().ports;
+        let stored = StoredOutcome {
+            identity: prepared.identity.clone(),
+            response: response.clone(),
+            invocation,
+        };
+        if let Err(error) = ports
+            .outcomes
+            .record_outcome(turn.id, &stored, ports.clock.now_ms())
+            .await
+        {
+            // The turn's own ledger still has it; only reuse after a restart is lost.
+            tracing::warn!(turn = %turn.id, %error, "could not store a tool outcome");
         }
-        self.record(EventOutcome::Succeeded, None).await;
-        self.history(response, EntryStatus::Succeeded)
     }
 
     /// T10: `tool_used` for server channels; DMs record nothing.

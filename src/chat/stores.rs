@@ -1,0 +1,179 @@
+//! Storage ports: server settings, personas, the per-channel message queue, image-plan worker
+//! tasks and completed tool outcomes. `storage/` implements them on SQLite and PostgreSQL; the
+//! core sees only these traits and plain data (SPEC D1, D4).
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::ports::{PlanId, PortError};
+use super::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
+use super::turn::TurnId;
+
+/// A server's deliberate-tool-mode settings (SPEC T4).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliberateSettings {
+    pub enabled: bool,
+    /// Extra trigger phrases per tool name.
+    #[serde(default)]
+    pub custom_phrases: BTreeMap<String, Vec<String>>,
+}
+
+/// Who may trigger turns where (SPEC C2): block beats allow; empty allow lists allow everyone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessLists {
+    #[serde(default)]
+    pub allowed_channels: Vec<ChannelId>,
+    #[serde(default)]
+    pub blocked_channels: Vec<ChannelId>,
+    /// Discord role ids.
+    #[serde(default)]
+    pub allowed_roles: Vec<u64>,
+    #[serde(default)]
+    pub blocked_roles: Vec<u64>,
+    /// Channels where every message triggers a turn (SPEC C1).
+    #[serde(default)]
+    pub always_reply_channels: Vec<ChannelId>,
+}
+
+/// One server's settings; a server never configured has the defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerSettings {
+    /// Response Drafting (SPEC C8).
+    pub drafting: bool,
+    /// The hidden moderators' channel (SPEC T11); `None` means no thought log.
+    pub thought_log_channel: Option<ChannelId>,
+    pub deliberate: DeliberateSettings,
+    pub access: AccessLists,
+}
+
+#[async_trait]
+pub trait SettingsStore: Send + Sync {
+    /// The server's settings, or the defaults when it has none stored.
+    async fn settings(&self, server: ServerId) -> Result<ServerSettings, PortError>;
+    async fn save_settings(
+        &self,
+        server: ServerId,
+        settings: &ServerSettings,
+    ) -> Result<(), PortError>;
+}
+
+/// A persona the bot can speak as.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Persona {
+    pub id: PersonaId,
+    pub display_name: String,
+    pub system_prompt: String,
+    /// Words that start a turn when a message contains them (SPEC C1).
+    pub trigger_words: Vec<String>,
+    pub avatar_url: Option<String>,
+}
+
+#[async_trait]
+pub trait PersonaStore: Send + Sync {
+    async fn persona(&self, id: &PersonaId) -> Result<Option<Persona>, PortError>;
+    async fn personas(&self) -> Result<Vec<Persona>, PortError>;
+    async fn save_persona(&self, persona: &Persona) -> Result<(), PortError>;
+}
+
+/// A triggering message waiting for its channel's turn (SPEC C3, D4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewQueuedMessage {
+    pub server: Option<ServerId>,
+    pub channel: ChannelId,
+    pub message: MessageId,
+    pub author: UserId,
+    pub author_name: String,
+    pub content: String,
+    /// A follow-up from the requester of the running turn (SPEC C7).
+    pub follow_up: bool,
+    pub enqueued_at_ms: i64,
+}
+
+/// A stored queue entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedMessage {
+    pub id: i64,
+    pub entry: NewQueuedMessage,
+}
+
+#[async_trait]
+pub trait QueueStore: Send + Sync {
+    /// Stores a message before it is acknowledged; returns its queue id.
+    async fn push(&self, message: &NewQueuedMessage) -> Result<i64, PortError>;
+    /// Removes an answered (or deliberately dropped) entry.
+    async fn remove(&self, id: i64) -> Result<(), PortError>;
+    /// The channel's entries, oldest first.
+    async fn pending(&self, channel: ChannelId) -> Result<Vec<QueuedMessage>, PortError>;
+    /// Every channel with entries (start-up recovery).
+    async fn channels_with_pending(&self) -> Result<Vec<ChannelId>, PortError>;
+    /// Removes every entry of the channel; returns how many there were (`/kill`).
+    async fn clear(&self, channel: ChannelId) -> Result<u64, PortError>;
+    /// Claims the channel's oldest unclaimed entry for `owner` (one process of several).
+    async fn claim_next(
+        &self,
+        channel: ChannelId,
+        owner: &str,
+    ) -> Result<Option<QueuedMessage>, PortError>;
+}
+
+/// A worker task as claimed: the plan it makes and how often it was tried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedTask {
+    pub id: i64,
+    pub plan: PlanId,
+    /// Attempts including this one.
+    pub attempts: u32,
+}
+
+/// Image-plan worker tasks: claimed by exactly one worker across processes; a crashed worker's
+/// claim expires after its lease.
+#[async_trait]
+pub trait TaskStore: Send + Sync {
+    /// Claims the oldest due task, or one whose lease expired.
+    async fn claim(
+        &self,
+        worker: &str,
+        now_ms: i64,
+        lease_ms: i64,
+    ) -> Result<Option<ClaimedTask>, PortError>;
+    /// Marks the task done. False when `worker` no longer holds it.
+    async fn complete(&self, id: i64, worker: &str, now_ms: i64) -> Result<bool, PortError>;
+    /// Puts the task back for a later attempt. False when `worker` no longer holds it.
+    async fn retry_at(
+        &self,
+        id: i64,
+        worker: &str,
+        error: &str,
+        next_attempt_ms: i64,
+    ) -> Result<bool, PortError>;
+    /// Gives up on the task. False when `worker` no longer holds it.
+    async fn fail(
+        &self,
+        id: i64,
+        worker: &str,
+        error: &str,
+        now_ms: i64,
+    ) -> Result<bool, PortError>;
+}
+
+/// A completed tool outcome, kept so a retried or resumed turn reuses it (SPEC R4).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredOutcome {
+    pub identity: String,
+    pub response: Value,
+    pub invocation: u32,
+}
+
+#[async_trait]
+pub trait OutcomeStore: Send + Sync {
+    async fn record_outcome(
+        &self,
+        turn: TurnId,
+        outcome: &StoredOutcome,
+        at_ms: i64,
+    ) -> Result<(), PortError>;
+    async fn outcomes(&self, turn: TurnId) -> Result<Vec<StoredOutcome>, PortError>;
+}

@@ -1,0 +1,136 @@
+//! Long-term facts and short-term channel summaries (SPEC D4). A fact's bucket (server-wide, or
+//! about one user, per persona) has a limit that is checked and filled in one step.
+
+use async_trait::async_trait;
+
+use super::{Backend, Database, from_sql_id, port_error, sql_id};
+use crate::chat::ports::{Fact, FactAdded, MemoryStore, NewFact, PortError};
+use crate::chat::scope::{ChannelId, PersonaId, ServerId, UserId};
+
+pub struct MemoryRepo {
+    db: Database,
+}
+
+impl MemoryRepo {
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+}
+
+/// A stable 64-bit key for a fact bucket, for PostgreSQL's advisory lock (FNV-1a).
+fn bucket_lock_key(server: i64, persona: &str, about: i64) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let bytes = server
+        .to_le_bytes()
+        .into_iter()
+        .chain(persona.bytes())
+        .chain(about.to_le_bytes());
+    for byte in bytes {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash as i64
+}
+
+#[async_trait]
+impl MemoryStore for MemoryRepo {
+    async fn set_summary(
+        &self,
+        channel: ChannelId,
+        persona: &PersonaId,
+        summary: &str,
+        at_ms: i64,
+    ) -> Result<(), PortError> {
+        sqlx::query(
+            "INSERT INTO channel_summaries (channel_id, persona, summary, updated_at) \
+             VALUES ($1, $2, $3, $4) ON CONFLICT (channel_id, persona) DO UPDATE SET \
+             summary = excluded.summary, updated_at = excluded.updated_at",
+        )
+        .bind(sql_id(channel.0))
+        .bind(persona.0.clone())
+        .bind(summary.to_owned())
+        .bind(at_ms)
+        .execute(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(())
+    }
+
+    async fn summary(
+        &self,
+        channel: ChannelId,
+        persona: &PersonaId,
+    ) -> Result<Option<String>, PortError> {
+        sqlx::query_scalar(
+            "SELECT summary FROM channel_summaries WHERE channel_id = $1 AND persona = $2",
+        )
+        .bind(sql_id(channel.0))
+        .bind(persona.0.clone())
+        .fetch_optional(self.db.pool())
+        .await
+        .map_err(port_error)
+    }
+
+    async fn add_fact(&self, fact: NewFact, limit: u32) -> Result<FactAdded, PortError> {
+        let server = sql_id(fact.server.map_or(0, |s| s.0));
+        let about = sql_id(fact.about.map_or(0, |u| u.0));
+        let mut tx = self.db.pool().begin().await.map_err(port_error)?;
+        if self.db.backend() == Backend::Postgres {
+            // Serializes writers of one bucket across processes until commit, so the count
+            // below cannot be overtaken. (SQLite already has a single writer.)
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(bucket_lock_key(server, &fact.persona.0, about))
+                .execute(&mut *tx)
+                .await
+                .map_err(port_error)?;
+        }
+        let id: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO memory_facts (server_id, persona, about_user, fact, created_at) \
+             SELECT $1, $2, $3, $4, $5 WHERE (SELECT COUNT(*) FROM memory_facts \
+             WHERE server_id = $1 AND persona = $2 AND about_user = $3) < $6 RETURNING id",
+        )
+        .bind(server)
+        .bind(fact.persona.0.clone())
+        .bind(about)
+        .bind(fact.text.clone())
+        .bind(fact.at_ms)
+        .bind(i64::from(limit))
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(port_error)?;
+        tx.commit().await.map_err(port_error)?;
+        Ok(match id {
+            Some(id) => FactAdded::Stored { id },
+            None => FactAdded::LimitReached { limit },
+        })
+    }
+
+    async fn facts(
+        &self,
+        server: Option<ServerId>,
+        persona: &PersonaId,
+        about: Option<UserId>,
+        limit: u32,
+    ) -> Result<Vec<Fact>, PortError> {
+        let rows: Vec<(i64, i64, String, i64)> = sqlx::query_as(
+            "SELECT id, about_user, fact, created_at FROM memory_facts WHERE server_id = $1 \
+             AND persona = $2 AND (about_user = 0 OR about_user = $3) ORDER BY id DESC LIMIT $4",
+        )
+        .bind(sql_id(server.map_or(0, |s| s.0)))
+        .bind(persona.0.clone())
+        .bind(sql_id(about.map_or(0, |u| u.0)))
+        .bind(i64::from(limit))
+        .fetch_all(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, about, text, at_ms)| Fact {
+                id,
+                about: (about != 0).then(|| UserId(from_sql_id(about))),
+                text,
+                at_ms,
+            })
+            .collect())
+    }
+}

@@ -1,0 +1,278 @@
+//! sqlx repositories on one `Any` pool: an embedded SQLite file by default, PostgreSQL when several
+//! bot processes share one database (SPEC D1). Both run the same migrations (one folder per
+//! database, because the DDL differs) and the same queries (runtime `query_as` with `$n`
+//! placeholders; ids and times as integers, JSON as text).
+//!
+//! Hot writes (tool events, usage counters, tool outcomes) go through a background batch
+//! [`writer`], so a slow or failing database never stalls a turn. This module is the only one
+//! that imports sqlx.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::{AnyPool, Executor};
+
+use crate::chat::ports::{ChatPorts, PortError, Ports};
+use crate::config::DatabaseConfig;
+
+pub mod events;
+pub mod memory;
+pub mod outcomes;
+pub mod personas;
+pub mod plans;
+pub mod queue;
+pub mod settings;
+pub mod usage;
+pub mod writer;
+
+pub use writer::WriteQueue;
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
+
+/// Which database a pool talks to, where their SQL differs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Why the database could not be opened or migrated. Shown at start-up, so it names the
+/// database kind but never the URL (which may hold a password).
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database URL must start with sqlite: or postgres:")]
+    UnsupportedUrl,
+    #[error("cannot create the database folder {path}: {source}")]
+    Folder {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot open the {backend:?} database: {source}")]
+    Connect {
+        backend: Backend,
+        source: sqlx::Error,
+    },
+    #[error("cannot migrate the {backend:?} database: {source}")]
+    Migrate {
+        backend: Backend,
+        source: sqlx::migrate::MigrateError,
+    },
+}
+
+/// A pool and the backend behind it. Cheap to clone (the pool is shared).
+#[derive(Debug, Clone)]
+pub struct Database {
+    pool: AnyPool,
+    backend: Backend,
+}
+
+impl Database {
+    /// Opens the database at `url`: for SQLite, the file (and its folder) is created when
+    /// missing and WAL mode is on, so readers do not block the writer.
+    pub async fn connect(url: &str, max_connections: u32) -> Result<Self, StoreError> {
+        install_default_drivers();
+        let (backend, url) = if let Some(path) = url.strip_prefix("sqlite://") {
+            let path = path.split('?').next().unwrap_or_default();
+            if let Some(parent) = Path::new(path).parent()
+                && !parent.as_os_str().is_empty()
+            {
+                std::fs::create_dir_all(parent).map_err(|source| StoreError::Folder {
+                    path: parent.display().to_string(),
+                    source,
+                })?;
+            }
+            let sep = if url.contains('?') { '&' } else { '?' };
+            (Backend::Sqlite, format!("{url}{sep}mode=rwc"))
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            (Backend::Postgres, url.to_owned())
+        } else {
+            return Err(StoreError::UnsupportedUrl);
+        };
+        let options = AnyPoolOptions::new()
+            .max_connections(max_connections)
+            .acquire_timeout(Duration::from_secs(10));
+        let options = match backend {
+            Backend::Sqlite => options.after_connect(|conn, _meta| {
+                Box::pin(async move {
+                    conn.execute("PRAGMA journal_mode = WAL").await?;
+                    conn.execute("PRAGMA busy_timeout = 5000").await?;
+                    conn.execute("PRAGMA foreign_keys = ON").await?;
+                    conn.execute("PRAGMA synchronous = NORMAL").await?;
+                    Ok(())
+                })
+            }),
+            Backend::Postgres => options,
+        };
+        let pool = options
+            .connect(&url)
+            .await
+            .map_err(|source| StoreError::Connect { backend, source })?;
+        Ok(Self { pool, backend })
+    }
+
+    /// Applies the backend's migrations (idempotent).
+    pub async fn migrate(&self) -> Result<(), StoreError> {
+        let migrator = match self.backend {
+            Backend::Sqlite => &SQLITE_MIGRATIONS,
+            Backend::Postgres => &POSTGRES_MIGRATIONS,
+        };
+        migrator
+            .run(&self.pool)
+            .await
+            .map_err(|source| StoreError::Migrate {
+                backend: self.backend,
+                source,
+            })
+    }
+
+    pub fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// A database error as a port error: the detail is for operators only.
+pub(crate) fn port_error(error: sqlx::Error) -> PortError {
+    PortError::Unavailable {
+        what: "database",
+        detail: error.to_string(),
+    }
+}
+
+/// `head VALUES ($1, .., $c), ($c+1, ..) tail` for `rows` rows of `columns` values. Written out
+/// by hand because the `Any` driver passes placeholders through as they are, and PostgreSQL only
+/// takes `$n`.
+pub(crate) fn multi_row_sql(head: &str, columns: usize, rows: usize, tail: &str) -> String {
+    use std::fmt::Write as _;
+    let mut sql = String::with_capacity(head.len() + tail.len() + rows * columns * 6);
+    sql.push_str(head);
+    sql.push_str(" VALUES ");
+    for row in 0..rows {
+        if row > 0 {
+            sql.push_str(", ");
+        }
+        sql.push('(');
+        for column in 0..columns {
+            if column > 0 {
+                sql.push_str(", ");
+            }
+            let _ = write!(sql, "${}", row * columns + column + 1);
+        }
+        sql.push(')');
+    }
+    sql.push_str(tail);
+    sql
+}
+
+/// Rows per multi-row statement: with at most 11 values a row this stays far below both
+/// databases' parameter limits.
+pub(crate) const ROWS_PER_STATEMENT: usize = 500;
+
+/// A snowflake as stored (0 stands for "none").
+pub(crate) fn sql_id(id: u64) -> i64 {
+    // Bit-for-bit: snowflakes fit in 63 bits, and `as u64` restores any value exactly.
+    id as i64
+}
+
+/// A stored id back as a snowflake.
+pub(crate) fn from_sql_id(id: i64) -> u64 {
+    id as u64
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn multi_row_sql_numbers_every_placeholder() {
+        let sql = super::multi_row_sql("INSERT INTO t (a, b)", 2, 3, " ON CONFLICT DO NOTHING");
+        assert_eq!(
+            sql,
+            "INSERT INTO t (a, b) VALUES ($1, $2), ($3, $4), ($5, $6) ON CONFLICT DO NOTHING"
+        );
+    }
+}
+
+/// How long shutdown waits for pending background writes.
+pub const CLOSE_FLUSH_LIMIT: Duration = Duration::from_secs(10);
+
+/// Every repository, on one database, with the background writer.
+#[derive(Clone)]
+pub struct Storage {
+    pub db: Database,
+    pub writes: WriteQueue,
+    pub settings: Arc<settings::SettingsRepo>,
+    pub personas: Arc<personas::PersonaRepo>,
+    pub memory: Arc<memory::MemoryRepo>,
+    pub events: Arc<events::EventRepo>,
+    pub usage: Arc<usage::UsageRepo>,
+    pub queue: Arc<queue::QueueRepo>,
+    pub plans: Arc<plans::PlanRepo>,
+    pub outcomes: Arc<outcomes::OutcomeRepo>,
+}
+
+impl Storage {
+    /// Connects to `url`, migrates, and starts the background writer.
+    pub async fn open(url: &str, config: &DatabaseConfig) -> Result<Self, StoreError> {
+        let db = Database::connect(url, config.max_connections).await?;
+        db.migrate().await?;
+        Ok(Self::on(db, config))
+    }
+
+    /// The repositories on an open, migrated database.
+    pub fn on(db: Database, config: &DatabaseConfig) -> Self {
+        let writes = writer::spawn(db.clone(), config);
+        Self {
+            settings: Arc::new(settings::SettingsRepo::new(db.clone())),
+            personas: Arc::new(personas::PersonaRepo::new(db.clone())),
+            memory: Arc::new(memory::MemoryRepo::new(db.clone())),
+            events: Arc::new(events::EventRepo::new(db.clone(), writes.clone())),
+            usage: Arc::new(usage::UsageRepo::new(db.clone(), writes.clone())),
+            queue: Arc::new(queue::QueueRepo::new(db.clone())),
+            plans: Arc::new(plans::PlanRepo::new(db.clone())),
+            outcomes: Arc::new(outcomes::OutcomeRepo::new(db.clone(), writes.clone())),
+            writes,
+            db,
+        }
+    }
+
+    /// The tool stage's ports: memory, plans, stats, events and outcomes from this database,
+    /// the chat-facing ones as given.
+    pub fn ports(&self, chat: ChatPorts) -> Ports {
+        Ports {
+            sink: chat.sink,
+            thought_log: chat.thought_log,
+            stats: self.usage.clone(),
+            events: self.events.clone(),
+            clock: chat.clock,
+            memory: self.memory.clone(),
+            stickers: chat.stickers,
+            plans: self.plans.clone(),
+            history: chat.history,
+            outcomes: self.outcomes.clone(),
+        }
+    }
+
+    /// Writes everything submitted so far, then closes the pool (shutdown). A database that
+    /// stays unreachable gets [`CLOSE_FLUSH_LIMIT`] to come back; what is still unwritten then
+    /// is reported as lost.
+    pub async fn close(&self) {
+        if tokio::time::timeout(CLOSE_FLUSH_LIMIT, self.writes.flush())
+            .await
+            .is_err()
+        {
+            tracing::error!(
+                "database writes still pending at shutdown after {CLOSE_FLUSH_LIMIT:?}; they are lost"
+            );
+        }
+        self.db.close().await;
+    }
+}

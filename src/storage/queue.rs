@@ -1,0 +1,145 @@
+//! The per-channel queue of triggering messages awaiting a turn (SPEC C3, D4). A message is stored
+//! before it is acknowledged and removed only once answered (or dropped with a notice), so a
+//! restart loses nothing. Pushing the same Discord message twice keeps one entry.
+
+use async_trait::async_trait;
+
+use super::{Backend, Database, from_sql_id, port_error, sql_id};
+use crate::chat::ports::PortError;
+use crate::chat::scope::{ChannelId, MessageId, ServerId, UserId};
+use crate::chat::stores::{NewQueuedMessage, QueueStore, QueuedMessage};
+
+pub struct QueueRepo {
+    db: Database,
+}
+
+impl QueueRepo {
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+}
+
+type QueueRow = (i64, i64, i64, i64, i64, String, String, i64, i64);
+
+fn from_row(row: QueueRow) -> QueuedMessage {
+    let (id, server, channel, message, author, author_name, content, follow_up, at) = row;
+    QueuedMessage {
+        id,
+        entry: NewQueuedMessage {
+            server: (server != 0).then(|| ServerId(from_sql_id(server))),
+            channel: ChannelId(from_sql_id(channel)),
+            message: MessageId(from_sql_id(message)),
+            author: UserId(from_sql_id(author)),
+            author_name,
+            content,
+            follow_up: follow_up != 0,
+            enqueued_at_ms: at,
+        },
+    }
+}
+
+const CLAIM_SQLITE: &str = "UPDATE queued_messages SET claimed_by = $2 WHERE id = (SELECT id \
+    FROM queued_messages WHERE channel_id = $1 AND claimed_by IS NULL ORDER BY id LIMIT 1) \
+    AND claimed_by IS NULL RETURNING id, server_id, channel_id, message_id, author_id, \
+    author_name, content, follow_up, enqueued_at";
+// SKIP LOCKED lets a second process take the next entry instead of waiting for the first; the
+// outer `claimed_by IS NULL` re-check makes a double claim impossible either way.
+const CLAIM_POSTGRES: &str = "UPDATE queued_messages SET claimed_by = $2 WHERE id = (SELECT id \
+    FROM queued_messages WHERE channel_id = $1 AND claimed_by IS NULL ORDER BY id LIMIT 1 \
+    FOR UPDATE SKIP LOCKED) AND claimed_by IS NULL RETURNING id, server_id, channel_id, \
+    message_id, author_id, author_name, content, follow_up, enqueued_at";
+
+#[async_trait]
+impl QueueStore for QueueRepo {
+    async fn push(&self, m: &NewQueuedMessage) -> Result<i64, PortError> {
+        let inserted: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO queued_messages (server_id, channel_id, message_id, author_id, \
+             author_name, content, follow_up, enqueued_at) VALUES ($1, $2, $3, $4, $5, $6, $7, \
+             $8) ON CONFLICT (channel_id, message_id) DO NOTHING RETURNING id",
+        )
+        .bind(sql_id(m.server.map_or(0, |s| s.0)))
+        .bind(sql_id(m.channel.0))
+        .bind(sql_id(m.message.0))
+        .bind(sql_id(m.author.0))
+        .bind(m.author_name.clone())
+        .bind(m.content.clone())
+        .bind(i64::from(m.follow_up))
+        .bind(m.enqueued_at_ms)
+        .fetch_optional(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        if let Some(id) = inserted {
+            return Ok(id);
+        }
+        // Already queued (a redelivered gateway event): the existing entry stands.
+        sqlx::query_scalar(
+            "SELECT id FROM queued_messages WHERE channel_id = $1 AND message_id = $2",
+        )
+        .bind(sql_id(m.channel.0))
+        .bind(sql_id(m.message.0))
+        .fetch_one(self.db.pool())
+        .await
+        .map_err(port_error)
+    }
+
+    async fn remove(&self, id: i64) -> Result<(), PortError> {
+        sqlx::query("DELETE FROM queued_messages WHERE id = $1")
+            .bind(id)
+            .execute(self.db.pool())
+            .await
+            .map_err(port_error)?;
+        Ok(())
+    }
+
+    async fn pending(&self, channel: ChannelId) -> Result<Vec<QueuedMessage>, PortError> {
+        let rows: Vec<QueueRow> = sqlx::query_as(
+            "SELECT id, server_id, channel_id, message_id, author_id, author_name, content, \
+             follow_up, enqueued_at FROM queued_messages WHERE channel_id = $1 ORDER BY id",
+        )
+        .bind(sql_id(channel.0))
+        .fetch_all(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(rows.into_iter().map(from_row).collect())
+    }
+
+    async fn channels_with_pending(&self) -> Result<Vec<ChannelId>, PortError> {
+        let rows: Vec<i64> = sqlx::query_scalar(
+            "SELECT DISTINCT channel_id FROM queued_messages ORDER BY channel_id",
+        )
+        .fetch_all(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|c| ChannelId(from_sql_id(c)))
+            .collect())
+    }
+
+    async fn clear(&self, channel: ChannelId) -> Result<u64, PortError> {
+        let done = sqlx::query("DELETE FROM queued_messages WHERE channel_id = $1")
+            .bind(sql_id(channel.0))
+            .execute(self.db.pool())
+            .await
+            .map_err(port_error)?;
+        Ok(done.rows_affected())
+    }
+
+    async fn claim_next(
+        &self,
+        channel: ChannelId,
+        owner: &str,
+    ) -> Result<Option<QueuedMessage>, PortError> {
+        let sql = match self.db.backend() {
+            Backend::Sqlite => CLAIM_SQLITE,
+            Backend::Postgres => CLAIM_POSTGRES,
+        };
+        let row: Option<QueueRow> = sqlx::query_as(sql)
+            .bind(sql_id(channel.0))
+            .bind(owner.to_owned())
+            .fetch_optional(self.db.pool())
+            .await
+            .map_err(port_error)?;
+        Ok(row.map(from_row))
+    }
+}

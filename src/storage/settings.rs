@@ -1,0 +1,76 @@
+//! Per-server settings: Response Drafting, the thought-log channel, deliberate tool mode with its
+//! phrases, and the access lists. Lists are stored as JSON text.
+
+use async_trait::async_trait;
+
+use super::{Database, from_sql_id, port_error, sql_id};
+use crate::chat::ports::{Clock, PortError, SystemClock};
+use crate::chat::scope::{ChannelId, ServerId};
+use crate::chat::stores::{ServerSettings, SettingsStore};
+
+pub struct SettingsRepo {
+    db: Database,
+}
+
+impl SettingsRepo {
+    pub fn new(db: Database) -> Self {
+        Self { db }
+    }
+}
+
+fn json_error(e: serde_json::Error) -> PortError {
+    PortError::Unavailable {
+        what: "database",
+        detail: format!("stored settings are not valid JSON: {e}"),
+    }
+}
+
+#[async_trait]
+impl SettingsStore for SettingsRepo {
+    async fn settings(&self, server: ServerId) -> Result<ServerSettings, PortError> {
+        let row: Option<(i64, Option<i64>, String, String)> = sqlx::query_as(
+            "SELECT drafting, thought_log_channel, deliberate, access FROM server_settings \
+             WHERE server_id = $1",
+        )
+        .bind(sql_id(server.0))
+        .fetch_optional(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        let Some((drafting, thought_log, deliberate, access)) = row else {
+            return Ok(ServerSettings::default());
+        };
+        Ok(ServerSettings {
+            drafting: drafting != 0,
+            thought_log_channel: thought_log.map(|c| ChannelId(from_sql_id(c))),
+            deliberate: serde_json::from_str(&deliberate).map_err(json_error)?,
+            access: serde_json::from_str(&access).map_err(json_error)?,
+        })
+    }
+
+    async fn save_settings(
+        &self,
+        server: ServerId,
+        settings: &ServerSettings,
+    ) -> Result<(), PortError> {
+        let deliberate = serde_json::to_string(&settings.deliberate).map_err(json_error)?;
+        let access = serde_json::to_string(&settings.access).map_err(json_error)?;
+        let now = SystemClock.now_ms();
+        sqlx::query(
+            "INSERT INTO server_settings (server_id, drafting, thought_log_channel, deliberate, \
+             access, updated_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (server_id) DO \
+             UPDATE SET drafting = excluded.drafting, thought_log_channel = \
+             excluded.thought_log_channel, deliberate = excluded.deliberate, access = \
+             excluded.access, updated_at = excluded.updated_at",
+        )
+        .bind(sql_id(server.0))
+        .bind(i64::from(settings.drafting))
+        .bind(settings.thought_log_channel.map(|c| sql_id(c.0)))
+        .bind(deliberate)
+        .bind(access)
+        .bind(now)
+        .execute(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,872 @@
+//! The storage suite, run twice: against a SQLite file and against a real PostgreSQL (a fresh
+//! database per test). Without `TEST_POSTGRES_URL` the PostgreSQL half is reported as ignored,
+//! with the reason; `scripts/test` (the README's test command) sets it, and CI runs it.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use persona_bot::chat::ports::{
+    EventOutcome, FactAdded, MemoryStore, Metric, NewFact, NewImagePlan, PlanId, PlanStore,
+    ToolEvent, ToolEvents, UsageRecord, UsageStats,
+};
+use persona_bot::chat::role::Role;
+use persona_bot::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
+use persona_bot::chat::stores::{
+    AccessLists, DeliberateSettings, NewQueuedMessage, OutcomeStore, Persona, PersonaStore,
+    QueueStore, ServerSettings, SettingsStore, StoredOutcome, TaskStore,
+};
+use persona_bot::chat::turn::TurnId;
+use persona_bot::config::{Config, DatabaseConfig};
+use persona_bot::storage::{Backend, Database, Storage};
+use serde_json::json;
+use sqlx::Connection;
+
+/// A fresh database for one test.
+struct TestDb {
+    url: String,
+    backend: Backend,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn config() -> DatabaseConfig {
+    let mut config = Config::shipped_defaults().database;
+    config.flush_interval_ms = 5;
+    config
+}
+
+impl TestDb {
+    async fn sqlite() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}/nested/bot.db", dir.path().display());
+        Self {
+            url,
+            backend: Backend::Sqlite,
+            _dir: Some(dir),
+        }
+    }
+
+    async fn postgres() -> Self {
+        let admin = std::env::var("TEST_POSTGRES_URL")
+            .expect("TEST_POSTGRES_URL must name a PostgreSQL server (scripts/test sets it)");
+        sqlx::any::install_default_drivers();
+        let name = format!("pbtest_{}", uuid::Uuid::now_v7().simple());
+        let mut conn = sqlx::AnyConnection::connect(&admin)
+            .await
+            .expect("connect to TEST_POSTGRES_URL");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut conn)
+            .await
+            .expect("create the test database");
+        conn.close().await.ok();
+        let (base, query) = match admin.split_once('?') {
+            Some((b, q)) => (b, format!("?{q}")),
+            None => (admin.as_str(), String::new()),
+        };
+        let base = base.rsplit_once('/').map_or(base, |(head, _)| head);
+        Self {
+            url: format!("{base}/{name}{query}"),
+            backend: Backend::Postgres,
+            _dir: None,
+        }
+    }
+
+    async fn open(&self) -> Storage {
+        persona_bot::telemetry::init_for_tests();
+        let storage = Storage::open(&self.url, &config())
+            .await
+            .expect("open storage");
+        assert_eq!(storage.db.backend(), self.backend);
+        storage
+    }
+}
+
+/// A hung database test fails after a minute instead of stalling the run.
+async fn bounded(test: impl std::future::Future<Output = ()>) {
+    tokio::time::timeout(Duration::from_secs(60), test)
+        .await
+        .expect("storage test took over 60 s");
+}
+
+/// Runs each test against SQLite and PostgreSQL.
+macro_rules! storage_suite {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::bounded(super::$name(super::TestDb::sqlite().await)).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(
+                    not(postgres_tests),
+                    ignore = "PostgreSQL suite: set TEST_POSTGRES_URL (scripts/test does) to run it"
+                )]
+                async fn $name() {
+                    super::bounded(super::$name(super::TestDb::postgres().await)).await;
+                }
+            )*
+        }
+    };
+}
+
+storage_suite!(
+    settings_round_trip_with_defaults_for_unknown_servers,
+    personas_round_trip,
+    memory_summaries_and_facts_with_per_bucket_limits,
+    tool_events_are_batched_and_read_back,
+    usage_counters_add_up_per_key,
+    queue_keeps_order_deduplicates_and_clears,
+    plans_create_tasks_claimed_once_with_lease_expiry,
+    outcomes_round_trip,
+    everything_survives_a_restart,
+    two_processes_do_not_double_count_double_claim_or_lose_messages,
+    failed_writes_are_retried_until_they_land,
+    migrations_are_idempotent,
+    the_tool_stage_writes_through_real_storage,
+);
+
+const SERVER: ServerId = ServerId(111);
+const CHANNEL: ChannelId = ChannelId(222);
+const USER: UserId = UserId(333);
+
+fn persona() -> PersonaId {
+    PersonaId("aria".into())
+}
+
+fn event(turn: TurnId, outcome: EventOutcome, at_ms: i64) -> ToolEvent {
+    ToolEvent {
+        turn,
+        server: Some(SERVER),
+        channel: CHANNEL,
+        user: USER,
+        role: Role::Persona,
+        tool: "plan_image".into(),
+        arguments: r#"{"prompt":"fox"}"#.into(),
+        outcome,
+        code: (outcome != EventOutcome::Succeeded).then(|| "tool_denied".into()),
+        duration_ms: 12,
+        at_ms,
+    }
+}
+
+fn usage(key: &str, user: UserId) -> UsageRecord {
+    UsageRecord {
+        server: SERVER,
+        channel: CHANNEL,
+        user,
+        persona: persona(),
+        metric: Metric::ToolUsed,
+        key: key.into(),
+        at_ms: 5,
+    }
+}
+
+fn queued(message: u64, follow_up: bool) -> NewQueuedMessage {
+    NewQueuedMessage {
+        server: Some(SERVER),
+        channel: CHANNEL,
+        message: MessageId(message),
+        author: USER,
+        author_name: "mika".into(),
+        content: format!("message {message}"),
+        follow_up,
+        enqueued_at_ms: message as i64,
+    }
+}
+
+fn plan(turn: TurnId, prompt: &str) -> NewImagePlan {
+    NewImagePlan {
+        id: PlanId(uuid::Uuid::now_v7().to_string()),
+        turn,
+        server: Some(SERVER),
+        channel: CHANNEL,
+        user: USER,
+        persona: persona(),
+        prompt: prompt.into(),
+        caption: None,
+        aspect: "square".into(),
+        part: None,
+        at_ms: 1_000,
+    }
+}
+
+fn sample_settings() -> ServerSettings {
+    ServerSettings {
+        drafting: true,
+        thought_log_channel: Some(ChannelId(999)),
+        deliberate: DeliberateSettings {
+            enabled: true,
+            custom_phrases: [("plan_image".to_owned(), vec!["doodle".to_owned()])].into(),
+        },
+        access: AccessLists {
+            blocked_channels: vec![ChannelId(5)],
+            allowed_roles: vec![77],
+            ..AccessLists::default()
+        },
+    }
+}
+
+// SPEC D1
+async fn settings_round_trip_with_defaults_for_unknown_servers(db: TestDb) {
+    let s = db.open().await;
+    assert_eq!(
+        s.settings.settings(SERVER).await.unwrap(),
+        ServerSettings::default()
+    );
+    s.settings
+        .save_settings(SERVER, &sample_settings())
+        .await
+        .unwrap();
+    assert_eq!(
+        s.settings.settings(SERVER).await.unwrap(),
+        sample_settings()
+    );
+    let off = ServerSettings {
+        drafting: false,
+        ..sample_settings()
+    };
+    s.settings.save_settings(SERVER, &off).await.unwrap();
+    assert_eq!(s.settings.settings(SERVER).await.unwrap(), off);
+    s.close().await;
+}
+
+// SPEC D1
+async fn personas_round_trip(db: TestDb) {
+    let s = db.open().await;
+    let aria = Persona {
+        id: persona(),
+        display_name: "Aria".into(),
+        system_prompt: "You are Aria.".into(),
+        trigger_words: vec!["aria".into()],
+        avatar_url: None,
+    };
+    s.personas.save_persona(&aria).await.unwrap();
+    let renamed = Persona {
+        display_name: "Aria II".into(),
+        ..aria.clone()
+    };
+    s.personas.save_persona(&renamed).await.unwrap();
+    assert_eq!(
+        s.personas.persona(&persona()).await.unwrap(),
+        Some(renamed.clone())
+    );
+    assert_eq!(s.personas.personas().await.unwrap(), vec![renamed]);
+    assert_eq!(
+        s.personas
+            .persona(&PersonaId("nobody".into()))
+            .await
+            .unwrap(),
+        None
+    );
+    s.close().await;
+}
+
+// SPEC D4
+async fn memory_summaries_and_facts_with_per_bucket_limits(db: TestDb) {
+    let s = db.open().await;
+    s.memory
+        .set_summary(CHANNEL, &persona(), "first", 1)
+        .await
+        .unwrap();
+    s.memory
+        .set_summary(CHANNEL, &persona(), "second", 2)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.memory
+            .summary(CHANNEL, &persona())
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("second")
+    );
+    assert_eq!(
+        s.memory.summary(ChannelId(1), &persona()).await.unwrap(),
+        None
+    );
+
+    let fact = |about, text: &str| NewFact {
+        server: Some(SERVER),
+        persona: persona(),
+        about,
+        text: text.into(),
+        at_ms: 10,
+    };
+    assert!(matches!(
+        s.memory
+            .add_fact(fact(None, "server likes cats"), 2)
+            .await
+            .unwrap(),
+        FactAdded::Stored { .. }
+    ));
+    assert!(matches!(
+        s.memory
+            .add_fact(fact(None, "server rule"), 2)
+            .await
+            .unwrap(),
+        FactAdded::Stored { .. }
+    ));
+    assert_eq!(
+        s.memory.add_fact(fact(None, "third"), 2).await.unwrap(),
+        FactAdded::LimitReached { limit: 2 }
+    );
+    // Another bucket (about a user) has its own limit.
+    assert!(matches!(
+        s.memory
+            .add_fact(fact(Some(USER), "likes tea"), 2)
+            .await
+            .unwrap(),
+        FactAdded::Stored { .. }
+    ));
+    assert!(matches!(
+        s.memory
+            .add_fact(fact(Some(UserId(9)), "other user"), 2)
+            .await
+            .unwrap(),
+        FactAdded::Stored { .. }
+    ));
+    // A DM fact has no server.
+    let dm = NewFact {
+        server: None,
+        ..fact(Some(USER), "dm secret")
+    };
+    assert!(matches!(
+        s.memory.add_fact(dm, 2).await.unwrap(),
+        FactAdded::Stored { .. }
+    ));
+
+    let seen = s
+        .memory
+        .facts(Some(SERVER), &persona(), Some(USER), 10)
+        .await
+        .unwrap();
+    let texts: Vec<_> = seen.iter().map(|f| f.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        vec!["likes tea", "server rule", "server likes cats"],
+        "newest first, scoped"
+    );
+    assert_eq!(seen[0].about, Some(USER));
+    assert_eq!(seen[1].about, None);
+    let dm_seen = s
+        .memory
+        .facts(None, &persona(), Some(USER), 10)
+        .await
+        .unwrap();
+    assert_eq!(dm_seen.len(), 1);
+    s.close().await;
+}
+
+// SPEC S6
+async fn tool_events_are_batched_and_read_back(db: TestDb) {
+    let s = db.open().await;
+    let turn = TurnId::new();
+    for i in 0..600 {
+        let outcome = if i % 3 == 0 {
+            EventOutcome::Denied
+        } else {
+            EventOutcome::Succeeded
+        };
+        s.events.record(event(turn, outcome, i)).await;
+    }
+    s.writes.flush().await;
+    let stored = s.events.for_turn(turn).await.unwrap();
+    assert_eq!(stored.len(), 600);
+    assert_eq!(stored[0].role, "persona");
+    assert_eq!(stored[0].outcome, "tool_denied");
+    assert_eq!(stored[0].code.as_deref(), Some("tool_denied"));
+    assert_eq!(stored[1].code, None);
+    assert_eq!(stored[599].at_ms, 599);
+    assert_eq!(stored[0].duration_ms, 12);
+    assert_eq!(s.events.count(SERVER, "tool_denied").await.unwrap(), 200);
+    assert_eq!(s.writes.stats().dropped.load(Ordering::Relaxed), 0);
+    s.close().await;
+}
+
+// SPEC T10
+async fn usage_counters_add_up_per_key(db: TestDb) {
+    let s = db.open().await;
+    for _ in 0..5 {
+        s.usage.record(usage("plan_image", USER)).await;
+    }
+    s.usage.record(usage("plan_image", UserId(2))).await;
+    s.usage.record(usage("remember_fact", USER)).await;
+    s.writes.flush().await;
+    for _ in 0..3 {
+        s.usage.record(usage("plan_image", USER)).await;
+    }
+    s.writes.flush().await;
+    assert_eq!(
+        s.usage
+            .count(SERVER, USER, &persona(), "tool_used", "plan_image")
+            .await
+            .unwrap(),
+        8
+    );
+    assert_eq!(
+        s.usage
+            .total(SERVER, "tool_used", "plan_image")
+            .await
+            .unwrap(),
+        9
+    );
+    assert_eq!(
+        s.usage
+            .total(SERVER, "tool_used", "remember_fact")
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        s.usage
+            .total(ServerId(1), "tool_used", "plan_image")
+            .await
+            .unwrap(),
+        0
+    );
+    s.close().await;
+}
+
+// SPEC C3, D4
+async fn queue_keeps_order_deduplicates_and_clears(db: TestDb) {
+    let s = db.open().await;
+    let a = s.queue.push(&queued(10, false)).await.unwrap();
+    let b = s.queue.push(&queued(11, true)).await.unwrap();
+    let a_again = s.queue.push(&queued(10, false)).await.unwrap();
+    assert_eq!(a, a_again, "a redelivered message keeps one entry");
+    let pending = s.queue.pending(CHANNEL).await.unwrap();
+    assert_eq!(pending.iter().map(|m| m.id).collect::<Vec<_>>(), vec![a, b]);
+    assert_eq!(pending[1].entry, queued(11, true));
+    assert_eq!(
+        s.queue.channels_with_pending().await.unwrap(),
+        vec![CHANNEL]
+    );
+    let claimed = s.queue.claim_next(CHANNEL, "p1").await.unwrap().unwrap();
+    assert_eq!(claimed.id, a);
+    assert_eq!(
+        s.queue.claim_next(CHANNEL, "p2").await.unwrap().unwrap().id,
+        b
+    );
+    assert_eq!(s.queue.claim_next(CHANNEL, "p2").await.unwrap(), None);
+    s.queue.remove(a).await.unwrap();
+    assert_eq!(s.queue.pending(CHANNEL).await.unwrap().len(), 1);
+    assert_eq!(s.queue.clear(CHANNEL).await.unwrap(), 1);
+    assert!(s.queue.channels_with_pending().await.unwrap().is_empty());
+    s.close().await;
+}
+
+// SPEC S5, S6
+async fn plans_create_tasks_claimed_once_with_lease_expiry(db: TestDb) {
+    let s = db.open().await;
+    let turn = TurnId::new();
+    let p = plan(turn, "a fox");
+    s.plans.record_plan(p.clone()).await.unwrap();
+    assert_eq!(
+        s.plans.task_status(&p.id).await.unwrap().as_deref(),
+        Some("pending")
+    );
+    assert_eq!(
+        s.plans.plan_prompt(&p.id).await.unwrap().as_deref(),
+        Some("a fox")
+    );
+    // Not due before its time.
+    assert_eq!(s.plans.claim("w1", 999, 60_000).await.unwrap(), None);
+    let task = s.plans.claim("w1", 1_000, 60_000).await.unwrap().unwrap();
+    assert_eq!((task.plan.clone(), task.attempts), (p.id.clone(), 1));
+    assert_eq!(
+        s.plans.claim("w2", 2_000, 60_000).await.unwrap(),
+        None,
+        "held by w1"
+    );
+    // w1 crashes; after the lease, w2 takes it over and w1 can no longer finish it.
+    let retaken = s.plans.claim("w2", 70_000, 60_000).await.unwrap().unwrap();
+    assert_eq!((retaken.id, retaken.attempts), (task.id, 2));
+    assert!(!s.plans.complete(task.id, "w1", 70_001).await.unwrap());
+    assert!(
+        s.plans
+            .retry_at(task.id, "w2", "backend 503", 80_000)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        s.plans.claim("w2", 79_999, 60_000).await.unwrap(),
+        None,
+        "backing off"
+    );
+    let third = s.plans.claim("w3", 80_000, 60_000).await.unwrap().unwrap();
+    assert_eq!(third.attempts, 3);
+    assert!(s.plans.complete(third.id, "w3", 80_001).await.unwrap());
+    assert_eq!(
+        s.plans.task_status(&p.id).await.unwrap().as_deref(),
+        Some("done")
+    );
+    assert_eq!(
+        s.plans.claim("w1", 10_000_000, 60_000).await.unwrap(),
+        None,
+        "done is done"
+    );
+    let q = plan(turn, "an owl");
+    s.plans.record_plan(q.clone()).await.unwrap();
+    let t = s.plans.claim("w1", 2_000, 60_000).await.unwrap().unwrap();
+    assert!(
+        s.plans
+            .fail(t.id, "w1", "safety refusal", 2_001)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        s.plans.task_status(&q.id).await.unwrap().as_deref(),
+        Some("failed")
+    );
+    s.close().await;
+}
+
+// SPEC R4
+async fn outcomes_round_trip(db: TestDb) {
+    let s = db.open().await;
+    let turn = TurnId::new();
+    let first = StoredOutcome {
+        identity: "plan_image{\"prompt\":\"fox\"}".into(),
+        response: json!({"result": {"plan_id": "p1"}}),
+        invocation: 0,
+    };
+    s.outcomes.record_outcome(turn, &first, 1).await.unwrap();
+    let updated = StoredOutcome {
+        invocation: 1,
+        ..first.clone()
+    };
+    s.outcomes.record_outcome(turn, &updated, 2).await.unwrap();
+    s.writes.flush().await;
+    assert_eq!(s.outcomes.outcomes(turn).await.unwrap(), vec![updated]);
+    assert!(s.outcomes.outcomes(TurnId::new()).await.unwrap().is_empty());
+    s.close().await;
+}
+
+// SPEC D4: write, drop the pool, reopen, read.
+async fn everything_survives_a_restart(db: TestDb) {
+    let turn = TurnId::new();
+    let p = plan(turn, "a heron");
+    {
+        let s = db.open().await;
+        s.settings
+            .save_settings(SERVER, &sample_settings())
+            .await
+            .unwrap();
+        s.memory
+            .set_summary(CHANNEL, &persona(), "we talked about herons", 1)
+            .await
+            .unwrap();
+        s.memory
+            .add_fact(
+                NewFact {
+                    server: Some(SERVER),
+                    persona: persona(),
+                    about: None,
+                    text: "herons".into(),
+                    at_ms: 1,
+                },
+                10,
+            )
+            .await
+            .unwrap();
+        s.queue.push(&queued(42, false)).await.unwrap();
+        s.plans.record_plan(p.clone()).await.unwrap();
+        s.events
+            .record(event(turn, EventOutcome::Succeeded, 1))
+            .await;
+        s.usage.record(usage("plan_image", USER)).await;
+        let outcome = StoredOutcome {
+            identity: "x".into(),
+            response: json!({"result": 1}),
+            invocation: 0,
+        };
+        s.outcomes.record_outcome(turn, &outcome, 1).await.unwrap();
+        s.close().await; // flushes the writer, then closes the pool
+    }
+    let s = db.open().await;
+    assert_eq!(
+        s.settings.settings(SERVER).await.unwrap(),
+        sample_settings()
+    );
+    assert_eq!(
+        s.memory
+            .summary(CHANNEL, &persona())
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("we talked about herons")
+    );
+    assert_eq!(
+        s.memory
+            .facts(Some(SERVER), &persona(), None, 5)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        s.queue.pending(CHANNEL).await.unwrap()[0].entry,
+        queued(42, false)
+    );
+    assert_eq!(
+        s.plans.task_status(&p.id).await.unwrap().as_deref(),
+        Some("pending")
+    );
+    assert_eq!(s.events.for_turn(turn).await.unwrap().len(), 1);
+    assert_eq!(
+        s.usage
+            .total(SERVER, "tool_used", "plan_image")
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(s.outcomes.outcomes(turn).await.unwrap().len(), 1);
+    s.close().await;
+}
+
+// Several processes on one database: two pools stand for two bot processes.
+async fn two_processes_do_not_double_count_double_claim_or_lose_messages(db: TestDb) {
+    let one = Arc::new(db.open().await);
+    let two = Arc::new(db.open().await);
+
+    // Usage: both count concurrently; the total is exact.
+    let counting = [one.clone(), two.clone()].map(|s| {
+        tokio::spawn(async move {
+            for _ in 0..250 {
+                s.usage
+                    .record(usage("select_sticker_for_response", USER))
+                    .await;
+            }
+            s.writes.flush().await;
+        })
+    });
+    for t in counting {
+        t.await.unwrap();
+    }
+    let key = "select_sticker_for_response";
+    assert_eq!(
+        one.usage
+            .count(SERVER, USER, &persona(), "tool_used", key)
+            .await
+            .unwrap(),
+        500
+    );
+
+    // Worker tasks: 30 plans; two processes with two workers each claim concurrently. Each
+    // task is claimed exactly once.
+    let turn = TurnId::new();
+    for i in 0..30 {
+        one.plans
+            .record_plan(plan(turn, &format!("plan {i}")))
+            .await
+            .unwrap();
+    }
+    let workers = [one.clone(), one.clone(), two.clone(), two.clone()];
+    let claiming = workers.into_iter().enumerate().map(|(n, s)| {
+        tokio::spawn(async move {
+            let mut mine = Vec::new();
+            while let Some(task) = s
+                .plans
+                .claim(&format!("w{n}"), 5_000, 60_000)
+                .await
+                .unwrap()
+            {
+                mine.push(task.id);
+            }
+            mine
+        })
+    });
+    let claimed = joined_ids(claiming.collect()).await;
+    assert_eq!(claimed.len(), 30, "every task claimed");
+    assert_eq!(distinct(&claimed), 30, "no task claimed twice");
+
+    // Queue: both push concurrently, then both claim; nothing is lost or claimed twice.
+    let pushing = [(1_000u64, one.clone()), (2_000u64, two.clone())].map(|(base, s)| {
+        tokio::spawn(async move {
+            for i in 0..40 {
+                s.queue.push(&queued(base + i, false)).await.unwrap();
+            }
+        })
+    });
+    for t in pushing {
+        t.await.unwrap();
+    }
+    assert_eq!(one.queue.pending(CHANNEL).await.unwrap().len(), 80);
+    let taking = [("p1", one.clone()), ("p2", two.clone())].map(|(owner, s)| {
+        tokio::spawn(async move {
+            let mut mine = Vec::new();
+            while let Some(m) = s.queue.claim_next(CHANNEL, owner).await.unwrap() {
+                mine.push(m.id);
+            }
+            mine
+        })
+    });
+    let taken = joined_ids(taking.into_iter().collect()).await;
+    assert_eq!((taken.len(), distinct(&taken)), (80, 80));
+    one.close().await;
+    two.close().await;
+}
+
+async fn joined_ids(handles: Vec<tokio::task::JoinHandle<Vec<i64>>>) -> Vec<i64> {
+    let mut all = Vec::new();
+    for handle in handles {
+        all.extend(handle.await.unwrap());
+    }
+    all
+}
+
+fn distinct(ids: &[i64]) -> usize {
+    ids.iter().collect::<std::collections::BTreeSet<_>>().len()
+}
+
+// A database that fails a write does not lose it: the writer retries until it lands.
+async fn failed_writes_are_retried_until_they_land(db: TestDb) {
+    let s = db.open().await;
+    let turn = TurnId::new();
+    let pool = s.db.pool().clone();
+    sqlx::query("ALTER TABLE tool_events RENAME TO tool_events_away")
+        .execute(&pool)
+        .await
+        .unwrap();
+    for i in 0..10 {
+        s.events.record(event(turn, EventOutcome::Failed, i)).await;
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while s.writes.stats().failed_attempts.load(Ordering::Relaxed) < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the writer never tried"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    sqlx::query("ALTER TABLE tool_events_away RENAME TO tool_events")
+        .execute(&pool)
+        .await
+        .unwrap();
+    s.writes.flush().await;
+    assert_eq!(
+        s.events.for_turn(turn).await.unwrap().len(),
+        10,
+        "every event landed"
+    );
+    assert_eq!(s.writes.stats().dropped.load(Ordering::Relaxed), 0);
+    s.close().await;
+}
+
+// SPEC D1: migrations run at every start and are idempotent.
+async fn migrations_are_idempotent(db: TestDb) {
+    let first = Database::connect(&db.url, 2).await.unwrap();
+    first.migrate().await.unwrap();
+    first.migrate().await.unwrap();
+    first.close().await;
+    let s = db.open().await;
+    assert_eq!(
+        s.settings.settings(SERVER).await.unwrap(),
+        ServerSettings::default()
+    );
+    s.close().await;
+}
+
+// SPEC S6, T10, R4, D4: the tool stage on real repositories: a plan, a fact, a denial, usage
+// and the outcome all land in the database.
+async fn the_tool_stage_writes_through_real_storage(db: TestDb) {
+    use persona_bot::testkit::{Fakes, public_scope};
+    use persona_bot::tool_loop::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
+    use persona_bot::tools::{Registry, ToolEnv, ToolSession};
+
+    let s = db.open().await;
+    let fakes = Fakes::default();
+    let config = Arc::new(Config::shipped_defaults());
+    let env = Arc::new(ToolEnv {
+        ports: s.ports(fakes.chat_ports()),
+        config: config.clone(),
+    });
+    let registry = Arc::new(Registry::builtin(&config));
+    let turn = Arc::new(persona_bot::chat::turn::Turn::new(
+        public_scope(),
+        persona_bot::locale::Locale::En,
+    ));
+    let persona_session =
+        ToolSession::new(Role::Persona, registry.clone(), turn.clone(), env.clone());
+    let reviewer_session = ToolSession::new(Role::Reviewer, registry, turn.clone(), env);
+    let call = |name: &str, args: &str| ToolCallRequest::new("c", name, args);
+
+    let planned = execute_tool_call(
+        &persona_session,
+        Some(&call("plan_image", r#"{"prompt":"a fox"}"#)),
+        &mut Vec::new(),
+    )
+    .await;
+    let ToolCallOutcome::History { entry } = planned else {
+        panic!("{planned:?}")
+    };
+    let plan_id = PlanId(
+        entry.response["result"]["plan_id"]
+            .as_str()
+            .unwrap()
+            .to_owned(),
+    );
+    execute_tool_call(
+        &persona_session,
+        Some(&call(
+            "remember_fact",
+            r#"{"fact":"likes foxes","about":"requester"}"#,
+        )),
+        &mut Vec::new(),
+    )
+    .await;
+    execute_tool_call(
+        &reviewer_session,
+        Some(&call("plan_image", r#"{"prompt":"x"}"#)),
+        &mut Vec::new(),
+    )
+    .await;
+    s.writes.flush().await;
+
+    let scope = &turn.scope;
+    let server = scope.server.unwrap();
+    assert_eq!(
+        s.plans.task_status(&plan_id).await.unwrap().as_deref(),
+        Some("pending")
+    );
+    let facts = s
+        .memory
+        .facts(scope.server, &scope.persona, Some(scope.user), 5)
+        .await
+        .unwrap();
+    assert_eq!(facts[0].text, "likes foxes");
+    let events = s.events.for_turn(turn.id).await.unwrap();
+    let outcomes: Vec<_> = events
+        .iter()
+        .map(|e| (e.role.as_str(), e.outcome.as_str()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        vec![
+            ("persona", "succeeded"),
+            ("persona", "succeeded"),
+            ("reviewer", "tool_denied")
+        ]
+    );
+    assert_eq!(
+        s.usage
+            .total(server, "tool_used", "plan_image")
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        s.usage
+            .total(server, "tool_used", "remember_fact")
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(s.outcomes.outcomes(turn.id).await.unwrap().len(), 2);
+    s.close().await;
+}
