@@ -11,6 +11,7 @@ use persona_bot::chat::ports::{EventOutcome, HistoryMessage, Metric, Sticker, St
 use persona_bot::chat::provider_failure::ProviderFailure;
 use persona_bot::chat::role::Role;
 use persona_bot::chat::scope::MessageId;
+use persona_bot::chat::stores::OutcomeStore;
 use persona_bot::chat::turn::{ExpressionState, ToolAdmission, Turn, TurnStatus};
 use persona_bot::locale::Locale;
 use persona_bot::testkit::{Fakes, dm_scope, private_scope, public_scope};
@@ -520,6 +521,10 @@ async fn reused_outcome_has_the_same_payload_and_is_not_dispatched_again() {
         h.fakes.events.events().last().unwrap().outcome,
         EventOutcome::Reused
     );
+    // The outcome is stored too, so a turn resumed after a restart reuses it.
+    let stored = h.fakes.outcomes.outcomes(turn.id).await.unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].response, first.response);
 }
 
 // ---------------------------------------------------------------- T8
