@@ -40,6 +40,9 @@ pub struct Config {
     pub thought_log: ThoughtLogConfig,
     pub deliberate: DeliberateConfig,
     pub database: DatabaseConfig,
+    pub turn: TurnConfig,
+    pub provider: ProviderConfig,
+    pub personas: Vec<PersonaConfig>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -111,6 +114,75 @@ pub struct DatabaseConfig {
     pub batch_max: usize,
     /// Writes kept in memory while the database is unreachable.
     pub buffer_max: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnConfig {
+    /// Most provider passes per turn (SPEC C9).
+    pub max_passes: u32,
+    /// Most consecutive failed tool calls before the turn ends (SPEC C9).
+    pub max_consecutive_failures: u32,
+    /// Most follow-ups one requester may send during their own turn (SPEC C7).
+    pub max_follow_ups: u32,
+    /// Most messages waiting in one channel (SPEC C3).
+    pub queue_limit: usize,
+    /// A turn with no progress this long outside a provider call or a tool is released (C10).
+    pub stale_after_secs: u64,
+    /// How often the typing indicator is renewed while a turn works.
+    pub typing_interval_secs: u64,
+    /// Recent channel messages given to the model.
+    pub history_messages: u8,
+    /// How long `/kill` waits for the stopped turn to wind down before dropping it.
+    pub kill_grace_ms: u64,
+    /// The persona that answers unless a server picks another.
+    pub default_persona: String,
+    /// Who may `/kill` a turn: "requester_or_manager", "managers_only" or "anyone".
+    pub kill_permission: KillPermission,
+}
+
+/// Who may stop a turn with `/kill` (SPEC C6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KillPermission {
+    /// The author of the turn's trigger, and members with Manage Messages.
+    RequesterOrManager,
+    /// Only members with Manage Messages.
+    ManagersOnly,
+    /// Anyone in the channel.
+    Anyone,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// The OpenAI-compatible endpoint, up to `/v1` (OpenAI, OpenRouter, Ollama, vLLM, ...).
+    pub base_url: String,
+    /// Models in fallback order.
+    pub models: Vec<String>,
+    /// Longest wait for the first streamed chunk.
+    pub first_token_timeout_secs: u64,
+    /// Longest wait between two chunks.
+    pub idle_timeout_secs: u64,
+    /// How long a key rests after a rate limit or error (longer for balance/auth failures).
+    pub key_cooldown_secs: u64,
+    /// Send `parallel_tool_calls: false` (for servers that reject the field, turn it off).
+    pub send_parallel_tool_calls: bool,
+    /// Most tokens per pass.
+    pub max_tokens: u32,
+}
+
+/// A persona shipped in configuration.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PersonaConfig {
+    pub id: String,
+    pub display_name: String,
+    pub system_prompt: String,
+    #[serde(default)]
+    pub trigger_words: Vec<String>,
+    #[serde(default)]
+    pub avatar_url: Option<String>,
 }
 
 impl ToolsConfig {
@@ -238,6 +310,7 @@ impl Config {
             self.thought_log.argument_max_chars as u64,
         )?;
         self.database.validate()?;
+        self.validate_turn_and_provider()?;
         for (tool, packs) in &self.deliberate.keywords {
             for tag in packs.keys() {
                 if Locale::from_tag(tag).is_none() {
@@ -247,6 +320,42 @@ impl Config {
                     });
                 }
             }
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    fn validate_turn_and_provider(&self) -> Result<(), ConfigError> {
+        let key = |k: &str, problem: &str| ConfigError::Key {
+            key: k.to_owned(),
+            problem: problem.to_owned(),
+        };
+        let t = &self.turn;
+        for (name, value) in [
+            ("turn.max_passes", u64::from(t.max_passes)),
+            ("turn.max_consecutive_failures", u64::from(t.max_consecutive_failures)),
+            ("turn.queue_limit", t.queue_limit as u64),
+            ("turn.stale_after_secs", t.stale_after_secs),
+            ("turn.typing_interval_secs", t.typing_interval_secs),
+            ("turn.history_messages", u64::from(t.history_messages)),
+            ("provider.first_token_timeout_secs", self.provider.first_token_timeout_secs),
+            ("provider.idle_timeout_secs", self.provider.idle_timeout_secs),
+            ("provider.max_tokens", u64::from(self.provider.max_tokens)),
+        ] {
+            if value == 0 {
+                return Err(key(name, "must be greater than 0"));
+            }
+        }
+        let p = &self.provider;
+        if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {
+            return Err(key("provider.base_url", "must start with http:// or https://"));
+        }
+        if p.models.is_empty() || p.models.iter().any(|m| m.trim().is_empty()) {
+            return Err(key("provider.models", "must list at least one model name"));
+        }
+        if !self.personas.iter().any(|persona| persona.id == t.default_persona) {
+            return Err(key("turn.default_persona", "names no persona in [[personas]]"));
         }
         Ok(())
     }

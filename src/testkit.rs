@@ -60,6 +60,12 @@ fn unexpected(call: &str) -> ! {
 
 #[async_trait]
 impl ChatSink for Unexpected {
+    async fn send_text(&self, _: ChannelId, _: String, _: Option<MessageId>) -> Result<(), PortError> {
+        unexpected("ChatSink::send_text")
+    }
+    async fn typing(&self, _: ChannelId) {
+        unexpected("ChatSink::typing")
+    }
     async fn send_sticker(&self, _: ChannelId, _: &Sticker) -> StickerSend {
         unexpected("ChatSink::send_sticker")
     }
@@ -189,6 +195,10 @@ pub struct Discard;
 
 #[async_trait]
 impl ChatSink for Discard {
+    async fn send_text(&self, _: ChannelId, _: String, _: Option<MessageId>) -> Result<(), PortError> {
+        Ok(())
+    }
+    async fn typing(&self, _: ChannelId) {}
     async fn send_sticker(&self, _: ChannelId, _: &Sticker) -> StickerSend {
         StickerSend::Confirmed
     }
@@ -210,15 +220,59 @@ impl ToolEvents for Discard {
     async fn record(&self, _: ToolEvent) {}
 }
 
+/// A message the sink was asked to post.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SentText {
+    pub channel: ChannelId,
+    pub text: String,
+    pub reply_to: Option<MessageId>,
+}
+
 /// A chat sink that records what was posted. Each sticker send needs a scripted answer.
 #[derive(Default)]
 pub struct RecordingSink {
     script: Mutex<VecDeque<StickerSend>>,
     stickers: Mutex<Vec<(ChannelId, Sticker)>>,
     progress: Mutex<Vec<(ChannelId, String)>>,
+    texts: Mutex<Vec<SentText>>,
+    typing: Mutex<Vec<ChannelId>>,
+    /// Sends wait this long first (a slow Discord), when set.
+    send_delay: Mutex<Option<std::time::Duration>>,
+    /// Sends never complete (a hung Discord), when set.
+    hang: AtomicBool,
 }
 
 impl RecordingSink {
+    /// Every text message posted, in order.
+    pub fn texts(&self) -> Vec<SentText> {
+        lock(&self.texts).clone()
+    }
+
+    /// The texts of one channel, joined by blank lines.
+    pub fn transcript(&self, channel: ChannelId) -> String {
+        lock(&self.texts)
+            .iter()
+            .filter(|t| t.channel == channel)
+            .map(|t| t.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+
+    /// How many typing pulses each channel got.
+    pub fn typing_count(&self, channel: ChannelId) -> usize {
+        lock(&self.typing).iter().filter(|c| **c == channel).count()
+    }
+
+    /// Makes every text send wait `delay` first.
+    pub fn delay_sends(&self, delay: std::time::Duration) {
+        *lock(&self.send_delay) = Some(delay);
+    }
+
+    /// Makes every text send hang forever.
+    pub fn hang_sends(&self) {
+        self.hang.store(true, Ordering::Relaxed);
+    }
+
     /// Queues the answer for the next sticker send.
     pub fn script_sticker(&self, answer: StickerSend) {
         lock(&self.script).push_back(answer);
@@ -236,6 +290,31 @@ impl RecordingSink {
 
 #[async_trait]
 impl ChatSink for RecordingSink {
+    async fn send_text(
+        &self,
+        channel: ChannelId,
+        text: String,
+        reply_to: Option<MessageId>,
+    ) -> Result<(), PortError> {
+        if self.hang.load(Ordering::Relaxed) {
+            std::future::pending::<()>().await;
+        }
+        let delay = *lock(&self.send_delay);
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
+        lock(&self.texts).push(SentText {
+            channel,
+            text,
+            reply_to,
+        });
+        Ok(())
+    }
+
+    async fn typing(&self, channel: ChannelId) {
+        lock(&self.typing).push(channel);
+    }
+
     async fn send_sticker(&self, channel: ChannelId, sticker: &Sticker) -> StickerSend {
         let answer = lock(&self.script)
             .pop_front()
@@ -536,5 +615,332 @@ impl Fakes {
             history: self.history.clone(),
             outcomes: self.outcomes.clone(),
         }
+    }
+}
+
+/// One step of a scripted pass.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// A text chunk.
+    Text(String),
+    /// A complete tool call (arguments as text, possibly broken on purpose).
+    Call { name: String, arguments: String },
+    /// A tool call flagged truncated by the adapter.
+    TruncatedCall { name: String, arguments: String },
+    /// A pause before the next step.
+    Delay(std::time::Duration),
+    /// The stream stops yielding, forever (a hung provider).
+    Hang,
+    /// The stream fails here.
+    Fail(crate::chat::model::ModelError),
+}
+
+/// A scripted pass: the stream, or a failure to open it.
+#[derive(Debug, Clone)]
+pub enum ScriptedPass {
+    Stream(Vec<Step>),
+    OpenError(crate::chat::model::ModelError),
+}
+
+impl ScriptedPass {
+    /// A pass that streams `chunks` and ends.
+    pub fn text(chunks: &[&str]) -> Self {
+        Self::Stream(chunks.iter().map(|c| Step::Text((*c).to_owned())).collect())
+    }
+
+    /// A pass that calls one tool.
+    pub fn call(name: &str, arguments: &str) -> Self {
+        Self::Stream(vec![Step::Call {
+            name: name.to_owned(),
+            arguments: arguments.to_owned(),
+        }])
+    }
+}
+
+type Responder = dyn Fn(&crate::chat::model::ModelRequest) -> ScriptedPass + Send + Sync;
+
+/// An in-process model: each pass answers from a queue of scripted passes, or from a function
+/// of the request. Records requests and attempts; counts streams dropped before their end.
+pub struct ScriptedModel {
+    script: Mutex<VecDeque<ScriptedPass>>,
+    responder: Option<Box<Responder>>,
+    attempts: Vec<crate::chat::model::Attempt>,
+    requests: Mutex<Vec<(crate::chat::model::Attempt, crate::chat::model::ModelRequest)>>,
+    failures: Mutex<Vec<(crate::chat::model::Attempt, crate::chat::provider_failure::FailureClass)>>,
+    dropped: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ScriptedModel {
+    /// Passes answered in order; a pass nobody scripted panics.
+    pub fn new(passes: Vec<ScriptedPass>) -> Self {
+        Self::build(passes, None)
+    }
+
+    /// Every pass answered by `responder` (benchmarks, open-ended tests).
+    pub fn responding(
+        responder: impl Fn(&crate::chat::model::ModelRequest) -> ScriptedPass + Send + Sync + 'static,
+    ) -> Self {
+        Self::build(Vec::new(), Some(Box::new(responder)))
+    }
+
+    fn build(passes: Vec<ScriptedPass>, responder: Option<Box<Responder>>) -> Self {
+        Self {
+            script: Mutex::new(passes.into()),
+            responder,
+            attempts: vec![crate::chat::model::Attempt {
+                model: "scripted".into(),
+                model_index: 0,
+                key_index: 0,
+            }],
+            requests: Mutex::new(Vec::new()),
+            failures: Mutex::new(Vec::new()),
+            dropped: Arc::default(),
+        }
+    }
+
+    /// Offers these attempts (models and keys) for every pass.
+    pub fn with_attempts(mut self, attempts: Vec<crate::chat::model::Attempt>) -> Self {
+        self.attempts = attempts;
+        self
+    }
+
+    /// The requests of scripted passes (a responder's are not kept).
+    pub fn requests(&self) -> Vec<(crate::chat::model::Attempt, crate::chat::model::ModelRequest)> {
+        lock(&self.requests).clone()
+    }
+
+    pub fn failures(
+        &self,
+    ) -> Vec<(crate::chat::model::Attempt, crate::chat::provider_failure::FailureClass)> {
+        lock(&self.failures).clone()
+    }
+
+    /// Streams dropped before they ended (a kill drops the request).
+    pub fn dropped_streams(&self) -> usize {
+        self.dropped.load(Ordering::SeqCst)
+    }
+
+    /// Scripted passes not used yet.
+    pub fn remaining(&self) -> usize {
+        lock(&self.script).len()
+    }
+}
+
+/// Counts a stream as dropped unless it reached its end.
+struct DropProbe {
+    counter: Arc<std::sync::atomic::AtomicUsize>,
+    finished: bool,
+}
+
+impl Drop for DropProbe {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.counter.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+#[async_trait]
+impl crate::chat::model::ChatModel for ScriptedModel {
+    fn attempts(&self) -> Vec<crate::chat::model::Attempt> {
+        self.attempts.clone()
+    }
+
+    async fn stream(
+        &self,
+        attempt: &crate::chat::model::Attempt,
+        request: &crate::chat::model::ModelRequest,
+    ) -> Result<crate::chat::model::ModelStream, crate::chat::model::ModelError> {
+        use crate::chat::model::{Finish, ModelEvent};
+        use crate::tool_loop::{ToolCallRequest, Truncation};
+        // Scripted tests inspect requests; a responder serves benchmarks, where keeping every
+        // request would only measure this fake.
+        if self.responder.is_none() {
+            lock(&self.requests).push((attempt.clone(), request.clone()));
+        }
+        let pass = match &self.responder {
+            Some(respond) => respond(request),
+            None => lock(&self.script)
+                .pop_front()
+                .unwrap_or_else(|| unexpected("ChatModel::stream (no scripted pass left)")),
+        };
+        let steps = match pass {
+            ScriptedPass::OpenError(error) => return Err(error),
+            ScriptedPass::Stream(steps) => steps,
+        };
+        let probe = DropProbe {
+            counter: self.dropped.clone(),
+            finished: false,
+        };
+        let state = (steps.into_iter(), Vec::new(), probe, false);
+        let stream = futures::stream::unfold(state, |(mut steps, mut calls, mut probe, done)| async move {
+            if done {
+                return None;
+            }
+            loop {
+                let Some(step) = steps.next() else {
+                    probe.finished = true;
+                    let finish = if calls.is_empty() { Finish::Stop } else { Finish::ToolCalls };
+                    let end = ModelEvent::End {
+                        tool_calls: std::mem::take(&mut calls),
+                        finish,
+                        usage: None,
+                    };
+                    return Some((Ok(end), (steps, calls, probe, true)));
+                };
+                match step {
+                    Step::Text(text) => {
+                        return Some((Ok(ModelEvent::Text(text)), (steps, calls, probe, false)));
+                    }
+                    Step::Call { name, arguments } => {
+                        let id = format!("call_{}", calls.len() + 1);
+                        calls.push(ToolCallRequest::new(id, name, arguments));
+                    }
+                    Step::TruncatedCall { name, arguments } => {
+                        let id = format!("call_{}", calls.len() + 1);
+                        let mut call = ToolCallRequest::new(id, name, arguments);
+                        call.truncated = Some(Truncation::Length);
+                        calls.push(call);
+                    }
+                    Step::Delay(duration) => tokio::time::sleep(duration).await,
+                    Step::Hang => std::future::pending::<()>().await,
+                    Step::Fail(error) => {
+                        probe.finished = true;
+                        return Some((Err(error), (steps, calls, probe, true)));
+                    }
+                }
+            }
+        });
+        Ok(Box::pin(stream))
+    }
+
+    fn report_failure(
+        &self,
+        attempt: &crate::chat::model::Attempt,
+        class: crate::chat::provider_failure::FailureClass,
+    ) {
+        lock(&self.failures).push((attempt.clone(), class));
+    }
+}
+
+/// A queue store in memory.
+#[derive(Default)]
+pub struct InMemoryQueue {
+    entries: Mutex<Vec<crate::chat::stores::QueuedMessage>>,
+    next_id: std::sync::atomic::AtomicI64,
+}
+
+impl InMemoryQueue {
+    pub fn entries(&self) -> Vec<crate::chat::stores::QueuedMessage> {
+        lock(&self.entries).clone()
+    }
+}
+
+#[async_trait]
+impl crate::chat::stores::QueueStore for InMemoryQueue {
+    async fn push(&self, message: &crate::chat::stores::NewQueuedMessage) -> Result<i64, PortError> {
+        let mut entries = lock(&self.entries);
+        if let Some(existing) = entries
+            .iter()
+            .find(|e| e.entry.channel == message.channel && e.entry.message == message.message)
+        {
+            return Ok(existing.id);
+        }
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst) + 1;
+        entries.push(crate::chat::stores::QueuedMessage {
+            id,
+            entry: message.clone(),
+        });
+        Ok(id)
+    }
+
+    async fn remove(&self, id: i64) -> Result<(), PortError> {
+        lock(&self.entries).retain(|e| e.id != id);
+        Ok(())
+    }
+
+    async fn pending(
+        &self,
+        channel: ChannelId,
+    ) -> Result<Vec<crate::chat::stores::QueuedMessage>, PortError> {
+        Ok(lock(&self.entries)
+            .iter()
+            .filter(|e| e.entry.channel == channel)
+            .cloned()
+            .collect())
+    }
+
+    async fn channels_with_pending(&self) -> Result<Vec<ChannelId>, PortError> {
+        let mut channels: Vec<ChannelId> = lock(&self.entries).iter().map(|e| e.entry.channel).collect();
+        channels.sort_unstable();
+        channels.dedup();
+        Ok(channels)
+    }
+
+    async fn clear(&self, channel: ChannelId) -> Result<u64, PortError> {
+        let mut entries = lock(&self.entries);
+        let before = entries.len();
+        entries.retain(|e| e.entry.channel != channel);
+        Ok((before - entries.len()) as u64)
+    }
+
+    async fn claim_next(
+        &self,
+        channel: ChannelId,
+        _owner: &str,
+    ) -> Result<Option<crate::chat::stores::QueuedMessage>, PortError> {
+        Ok(lock(&self.entries)
+            .iter()
+            .find(|e| e.entry.channel == channel)
+            .cloned())
+    }
+}
+
+/// Server settings in memory (defaults for servers never set).
+#[derive(Default)]
+pub struct InMemorySettings {
+    settings: Mutex<HashMap<ServerId, crate::chat::stores::ServerSettings>>,
+}
+
+#[async_trait]
+impl crate::chat::stores::SettingsStore for InMemorySettings {
+    async fn settings(
+        &self,
+        server: ServerId,
+    ) -> Result<crate::chat::stores::ServerSettings, PortError> {
+        Ok(lock(&self.settings).get(&server).cloned().unwrap_or_default())
+    }
+
+    async fn save_settings(
+        &self,
+        server: ServerId,
+        settings: &crate::chat::stores::ServerSettings,
+    ) -> Result<(), PortError> {
+        lock(&self.settings).insert(server, settings.clone());
+        Ok(())
+    }
+}
+
+/// Personas in memory.
+#[derive(Default)]
+pub struct InMemoryPersonas {
+    personas: Mutex<Vec<crate::chat::stores::Persona>>,
+}
+
+#[async_trait]
+impl crate::chat::stores::PersonaStore for InMemoryPersonas {
+    async fn persona(&self, id: &PersonaId) -> Result<Option<crate::chat::stores::Persona>, PortError> {
+        Ok(lock(&self.personas).iter().find(|p| &p.id == id).cloned())
+    }
+
+    async fn personas(&self) -> Result<Vec<crate::chat::stores::Persona>, PortError> {
+        Ok(lock(&self.personas).clone())
+    }
+
+    async fn save_persona(&self, persona: &crate::chat::stores::Persona) -> Result<(), PortError> {
+        let mut personas = lock(&self.personas);
+        personas.retain(|p| p.id != persona.id);
+        personas.push(persona.clone());
+        Ok(())
     }
 }

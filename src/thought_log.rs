@@ -151,11 +151,12 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
 /// The placeholder for a redacted value.
 pub const REDACTED: &str = "[redacted]";
 
-/// Whether an argument or config key names a secret.
+/// Whether an argument or config key names a secret: it mentions a password, secret, credential,
+/// authorization, API key or cookie anywhere, or ends in `token` or `key`
+/// (`discord_token`, `openai_key`; not `max_tokens` or `first_token_timeout_secs`).
 pub fn is_secret_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
-    const NEEDLES: &[&str] = &[
-        "token",
+    const ANYWHERE: &[&str] = &[
         "secret",
         "password",
         "passwd",
@@ -164,11 +165,10 @@ pub fn is_secret_key(key: &str) -> bool {
         "api-key",
         "authorization",
         "credential",
-        "private_key",
         "cookie",
         "session_id",
     ];
-    NEEDLES.iter().any(|n| key.contains(n)) || key == "key" || key.ends_with("_key")
+    ANYWHERE.iter().any(|n| key.contains(n)) || key.ends_with("token") || key.ends_with("key")
 }
 
 static SECRET_VALUE: LazyLock<Regex> = LazyLock::new(|| {
@@ -293,7 +293,7 @@ mod tests {
         ] {
             assert!(is_secret_key(key), "{key}");
         }
-        for key in ["keyword", "name", "sticker", "monkey"] {
+        for key in ["keyword", "name", "sticker", "max_tokens", "first_token_timeout_secs", "keys_used"] {
             assert!(!is_secret_key(key), "{key}");
         }
     }

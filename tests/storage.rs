@@ -176,6 +176,10 @@ fn queued(message: u64, follow_up: bool) -> NewQueuedMessage {
         content: format!("message {message}"),
         follow_up,
         enqueued_at_ms: message as i64,
+        persona: persona(),
+        visibility: persona_bot::chat::scope::Visibility::Public,
+        locale: persona_bot::locale::Locale::Ja,
+        quiet: false,
     }
 }
 

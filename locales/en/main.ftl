@@ -39,3 +39,24 @@ tip-missing-model-install = A bot admin needs to install the model file the imag
 tip-timeout-retry-later = The provider did not answer in time. Try again later.
 tip-server-error-retry-later = The provider had an internal error. Try again later.
 tip-network-check-endpoint = The provider could not be reached. A bot admin should check the endpoint.
+
+# Turn notices in the conversation
+turn-pass-limit = I had to stop here: this reply took too many steps.
+turn-failure-limit = I had to stop: my tools failed several times in a row.
+turn-provider-error = I couldn't reply just now. { $reason }
+turn-empty-response = I couldn't come up with a reply. Please try again.
+turn-queue-dropped = Too many messages are waiting here, so I skipped this one. Please send it again in a moment.
+turn-plans-incomplete = Some of the images I promised were not planned: { $missing }.
+
+# Why the provider failed, for users
+error-rate-limited = The AI service is busy right now.
+error-insufficient-balance = The AI service account has run out of credit.
+error-unauthorized = The AI service refused the bot's credentials.
+error-model-unknown = The configured AI model is not available.
+error-context-too-long = The conversation is too long for the AI model.
+error-safety-refusal = The AI service declined this request under its safety policy.
+error-invalid-request = The AI service rejected the request.
+error-missing-model-file = The image service is missing a model file.
+error-timeout = The AI service did not answer in time.
+error-server-error = The AI service had an internal error.
+error-network-error = The AI service could not be reached.

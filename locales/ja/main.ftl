@@ -39,3 +39,24 @@ tip-missing-model-install = ボット管理者は画像ワークフローが使�
 tip-timeout-retry-later = プロバイダーが時間内に応答しませんでした。後でもう一度お試しください。
 tip-server-error-retry-later = プロバイダーで内部エラーが発生しました。後でもう一度お試しください。
 tip-network-check-endpoint = プロバイダーに接続できませんでした。ボット管理者はエンドポイントを確認してください。
+
+# 会話内のターン通知
+turn-pass-limit = ここで止めました：この返信は手順が多すぎました。
+turn-failure-limit = 止めました：ツールが続けて何度も失敗しました。
+turn-provider-error = 今は返信できませんでした。{ $reason }
+turn-empty-response = 返信を思いつけませんでした。もう一度お試しください。
+turn-queue-dropped = ここでは待機中のメッセージが多すぎるため、このメッセージはスキップしました。少ししてからもう一度送ってください。
+turn-plans-incomplete = 約束した画像の一部が計画されていません：{ $missing }。
+
+# プロバイダーの失敗理由（ユーザー向け）
+error-rate-limited = AIサービスが現在混雑しています。
+error-insufficient-balance = AIサービスのアカウント残高が不足しています。
+error-unauthorized = AIサービスがボットの認証情報を拒否しました。
+error-model-unknown = 設定されたAIモデルが利用できません。
+error-context-too-long = 会話がAIモデルには長すぎます。
+error-safety-refusal = AIサービスが安全ポリシーによりこのリクエストを断りました。
+error-invalid-request = AIサービスがリクエストを拒否しました。
+error-missing-model-file = 画像サービスにモデルファイルがありません。
+error-timeout = AIサービスが時間内に応答しませんでした。
+error-server-error = AIサービスで内部エラーが発生しました。
+error-network-error = AIサービスに接続できませんでした。

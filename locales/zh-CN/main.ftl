@@ -39,3 +39,24 @@ tip-missing-model-install = 机器人管理员需要安装图像工作流所用�
 tip-timeout-retry-later = 服务商未及时响应，请稍后再试。
 tip-server-error-retry-later = 服务商发生内部错误，请稍后再试。
 tip-network-check-endpoint = 无法连接服务商，机器人管理员应检查接口地址。
+
+# 对话中的回合通知
+turn-pass-limit = 我只能停在这里：这次回复的步骤太多了。
+turn-failure-limit = 我停下了：工具连续多次失败。
+turn-provider-error = 我现在无法回复。{ $reason }
+turn-empty-response = 我没能想出回复，请再试一次。
+turn-queue-dropped = 这里等待的消息太多，我跳过了这条。请稍后再发送一次。
+turn-plans-incomplete = 我承诺的部分图片没有被规划：{ $missing }。
+
+# 服务商失败原因（面向用户）
+error-rate-limited = AI 服务当前繁忙。
+error-insufficient-balance = AI 服务账户余额不足。
+error-unauthorized = AI 服务拒绝了机器人的凭据。
+error-model-unknown = 配置的 AI 模型不可用。
+error-context-too-long = 对话对 AI 模型来说太长了。
+error-safety-refusal = AI 服务根据其安全策略拒绝了此请求。
+error-invalid-request = AI 服务拒绝了该请求。
+error-missing-model-file = 图像服务缺少模型文件。
+error-timeout = AI 服务未及时响应。
+error-server-error = AI 服务发生内部错误。
+error-network-error = 无法连接 AI 服务。

@@ -39,3 +39,24 @@ tip-missing-model-install = 機器人管理員需要安裝圖像工作流程所�
 tip-timeout-retry-later = 服務商未及時回應，請稍後再試。
 tip-server-error-retry-later = 服務商發生內部錯誤，請稍後再試。
 tip-network-check-endpoint = 無法連線到服務商，機器人管理員應檢查端點位址。
+
+# 對話中的回合通知
+turn-pass-limit = 我只能停在這裡：這次回覆的步驟太多了。
+turn-failure-limit = 我停下了：工具連續多次失敗。
+turn-provider-error = 我現在無法回覆。{ $reason }
+turn-empty-response = 我沒能想出回覆，請再試一次。
+turn-queue-dropped = 這裡等待的訊息太多，我跳過了這則。請稍後再傳送一次。
+turn-plans-incomplete = 我承諾的部分圖片沒有被規劃：{ $missing }。
+
+# 服務商失敗原因（面向使用者）
+error-rate-limited = AI 服務目前繁忙。
+error-insufficient-balance = AI 服務帳戶餘額不足。
+error-unauthorized = AI 服務拒絕了機器人的憑證。
+error-model-unknown = 設定的 AI 模型無法使用。
+error-context-too-long = 對話對 AI 模型來說太長了。
+error-safety-refusal = AI 服務依其安全政策拒絕了此請求。
+error-invalid-request = AI 服務拒絕了該請求。
+error-missing-model-file = 圖像服務缺少模型檔案。
+error-timeout = AI 服務未及時回應。
+error-server-error = AI 服務發生內部錯誤。
+error-network-error = 無法連線到 AI 服務。

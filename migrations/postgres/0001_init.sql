@@ -75,6 +75,10 @@ CREATE TABLE queued_messages (
     content     TEXT    NOT NULL,
     follow_up   BIGINT NOT NULL,
     enqueued_at BIGINT NOT NULL,
+    persona     TEXT    NOT NULL,
+    visibility  TEXT    NOT NULL,
+    locale      TEXT    NOT NULL,
+    quiet       BIGINT NOT NULL,
     claimed_by  TEXT,
     UNIQUE (channel_id, message_id)
 );

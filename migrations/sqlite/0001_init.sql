@@ -75,6 +75,10 @@ CREATE TABLE queued_messages (
     content     TEXT    NOT NULL,
     follow_up   INTEGER NOT NULL,
     enqueued_at INTEGER NOT NULL,
+    persona     TEXT    NOT NULL,
+    visibility  TEXT    NOT NULL,
+    locale      TEXT    NOT NULL,
+    quiet       INTEGER NOT NULL,
     claimed_by  TEXT,
     UNIQUE (channel_id, message_id)
 );

@@ -5,11 +5,16 @@
 //!
 //! Nothing here imports serenity, poise, async-openai, reqwest or sqlx.
 
+pub mod context;
 pub mod history;
 pub mod ledger;
+pub mod model;
+pub mod orchestrator;
 pub mod ports;
 pub mod provider_failure;
 pub mod role;
 pub mod scope;
+pub mod segment;
 pub mod stores;
+pub mod stream;
 pub mod turn;

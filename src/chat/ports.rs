@@ -44,6 +44,16 @@ pub enum StickerSend {
 /// Where the persona speaks.
 #[async_trait]
 pub trait ChatSink: Send + Sync {
+    /// Posts one message (at most 2000 characters), as a reply to `reply_to` when given. The
+    /// adapter waits out rate limits itself; an error means Discord would not take it.
+    async fn send_text(
+        &self,
+        channel: ChannelId,
+        text: String,
+        reply_to: Option<MessageId>,
+    ) -> Result<(), PortError>;
+    /// Shows the typing indicator (Discord keeps it about 10 s).
+    async fn typing(&self, channel: ChannelId);
     /// Posts a sticker in the channel and reports what Discord said.
     async fn send_sticker(&self, channel: ChannelId, sticker: &Sticker) -> StickerSend;
     /// Posts a short progress line ("Planning an image...") in the conversation. Failures are
@@ -277,6 +287,7 @@ pub trait StickerCatalog: Send + Sync {
 pub struct HistoryMessage {
     pub id: MessageId,
     pub author: String,
+    /// Written by this bot (its persona): shown to the model as its own words.
     pub from_bot: bool,
     pub content: String,
     pub at_ms: i64,

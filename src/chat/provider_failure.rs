@@ -263,6 +263,15 @@ pub fn recovery_tips(class: FailureClass, locale: Locale) -> Vec<String> {
         .collect()
 }
 
+/// The one localized error a user sees when nothing is left to try: what happened, then what
+/// can be done about it.
+pub fn user_message(class: FailureClass, locale: Locale) -> String {
+    let what = locale::text(locale, &format!("error-{}", class.code().replace('_', "-")));
+    let mut lines = vec![locale::text_with(locale, "turn-provider-error", &[("reason", what)])];
+    lines.extend(recovery_tips(class, locale).into_iter().map(|tip| format!("- {tip}")));
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -364,6 +373,35 @@ mod tests {
         assert_eq!(ja.len(), 2);
         assert_ne!(en, ja);
         assert!(en.iter().all(|t| !t.starts_with("tip-")), "{en:?}");
+    }
+
+    // SPEC C11: the user's message is localized for every class, with its tips.
+    #[test]
+    fn user_messages_are_localized_for_every_class() {
+        let all = [
+            FailureClass::RateLimited,
+            FailureClass::InsufficientBalance,
+            FailureClass::Unauthorized,
+            FailureClass::ModelUnknown,
+            FailureClass::ContextTooLong,
+            FailureClass::SafetyRefusal,
+            FailureClass::InvalidRequest,
+            FailureClass::MissingModelFile,
+            FailureClass::Timeout,
+            FailureClass::ServerError,
+            FailureClass::Network,
+        ];
+        for class in all {
+            for locale in Locale::ALL {
+                let message = user_message(class, locale);
+                assert!(!message.contains("error-"), "{message}");
+                assert!(message.lines().count() >= 2, "{message}");
+            }
+        }
+        assert_ne!(
+            user_message(FailureClass::Timeout, Locale::En),
+            user_message(FailureClass::Timeout, Locale::ZhTw)
+        );
     }
 
     #[test]

@@ -9,8 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ports::{PlanId, PortError};
-use super::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
+use super::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use super::turn::TurnId;
+use crate::locale::Locale;
 
 /// A server's deliberate-tool-mode settings (SPEC T4).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -78,7 +79,8 @@ pub trait PersonaStore: Send + Sync {
     async fn save_persona(&self, persona: &Persona) -> Result<(), PortError>;
 }
 
-/// A triggering message waiting for its channel's turn (SPEC C3, D4).
+/// A triggering message waiting for its channel's turn (SPEC C3, D4): everything needed to
+/// run its turn, even after a restart.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewQueuedMessage {
     pub server: Option<ServerId>,
@@ -90,6 +92,13 @@ pub struct NewQueuedMessage {
     /// A follow-up from the requester of the running turn (SPEC C7).
     pub follow_up: bool,
     pub enqueued_at_ms: i64,
+    /// Who answers.
+    pub persona: PersonaId,
+    pub visibility: Visibility,
+    /// The author's locale.
+    pub locale: Locale,
+    /// A turn the bot started itself (reminder, random trigger).
+    pub quiet: bool,
 }
 
 /// A stored queue entry.

@@ -6,7 +6,8 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde::Serialize;
@@ -16,7 +17,7 @@ use uuid::Uuid;
 use super::history::ToolHistoryEntry;
 use super::ledger::{OutcomeLedger, PlanLedger};
 use super::ports::HistoryMessage;
-use super::scope::{MessageId, Scope};
+use super::scope::{ChannelId, MessageId, Scope};
 use crate::locale::Locale;
 
 /// A turn's id: a UUIDv7, unique across restarts and processes.
@@ -26,6 +27,15 @@ pub struct TurnId(pub Uuid);
 impl TurnId {
     pub fn new() -> Self {
         TurnId(Uuid::now_v7())
+    }
+
+    /// The turn answering one Discord message: the same id on every attempt, even after a
+    /// restart, so stored outcomes are found again (SPEC R4, D4).
+    pub fn for_message(channel: ChannelId, message: MessageId) -> Self {
+        let mut bytes = [0u8; 16];
+        bytes[..8].copy_from_slice(&channel.0.to_be_bytes());
+        bytes[8..].copy_from_slice(&message.0.to_be_bytes());
+        TurnId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
     }
 }
 
@@ -143,6 +153,67 @@ impl Drop for ActiveToolGuard<'_> {
     }
 }
 
+/// When the turn last made progress, and whether it is inside a phase that has its own timeout
+/// (a provider call, a tool). The stale-turn guard reads it (SPEC C10).
+#[derive(Debug)]
+pub struct Progress {
+    origin: tokio::time::Instant,
+    /// Milliseconds from `origin` to the last progress.
+    last_ms: AtomicU64,
+    /// How many guarded phases are open.
+    guarded: AtomicUsize,
+}
+
+impl Default for Progress {
+    fn default() -> Self {
+        Self {
+            origin: tokio::time::Instant::now(),
+            last_ms: AtomicU64::new(0),
+            guarded: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Progress {
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.origin.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Notes progress now.
+    pub fn touch(&self) {
+        self.last_ms.store(self.elapsed_ms(), Ordering::Relaxed);
+    }
+
+    /// Opens a guarded phase until the guard drops (which counts as progress).
+    pub fn guard(&self) -> ProgressGuard<'_> {
+        self.guarded.fetch_add(1, Ordering::AcqRel);
+        ProgressGuard(self)
+    }
+
+    /// How long the turn has gone without progress outside a guarded phase; `None` while a
+    /// guarded phase is open.
+    pub fn idle_for(&self) -> Option<Duration> {
+        if self.guarded.load(Ordering::Acquire) > 0 {
+            return None;
+        }
+        let idle = self
+            .elapsed_ms()
+            .saturating_sub(self.last_ms.load(Ordering::Relaxed));
+        Some(Duration::from_millis(idle))
+    }
+}
+
+/// Closes a guarded phase on drop.
+#[must_use = "the phase is guarded until the guard drops"]
+pub struct ProgressGuard<'a>(&'a Progress);
+
+impl Drop for ProgressGuard<'_> {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.guarded.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
 /// The turn's single sticker allowance (SPEC T9).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ExpressionState {
@@ -215,6 +286,8 @@ pub struct TurnState {
     pub oldest_context_message: Option<MessageId>,
     /// With drafting On, restart entries kept for the reviewer's view of the turn.
     pub review_history: Vec<ToolHistoryEntry>,
+    /// A tool call has run: follow-ups now queue without interrupting (SPEC C7).
+    pub in_tool_chain: bool,
 }
 
 /// One turn.
@@ -234,6 +307,7 @@ pub struct Turn {
     pub admission: ToolAdmission,
     pub stop: StopSignal,
     pub channel: Arc<ChannelActivity>,
+    pub progress: Progress,
     state: Mutex<TurnState>,
 }
 
@@ -250,6 +324,7 @@ impl Turn {
             admission: ToolAdmission::Open,
             stop: StopSignal::new(CancellationToken::new()),
             channel: Arc::new(ChannelActivity::default()),
+            progress: Progress::default(),
             state: Mutex::new(TurnState::default()),
         }
     }
@@ -266,6 +341,12 @@ impl Turn {
 
     pub fn hide_progress(mut self, hide: bool) -> Self {
         self.hide_progress = hide;
+        self
+    }
+
+    /// Gives the turn a known id (see [`TurnId::for_message`]).
+    pub fn with_id(mut self, id: TurnId) -> Self {
+        self.id = id;
         self
     }
 
@@ -305,7 +386,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::scope::{ChannelId, PersonaId, UserId, Visibility};
+    use crate::chat::scope::{PersonaId, UserId, Visibility};
 
     fn dm_scope() -> Scope {
         Scope {
@@ -336,6 +417,28 @@ mod tests {
         assert!(turn.stop.follow_up_pending());
         assert!(turn.stop.clear_follow_up());
         assert!(!turn.stop.clear_follow_up());
+    }
+
+    // SPEC C10: progress is measured outside guarded phases only.
+    #[tokio::test(start_paused = true)]
+    async fn progress_idles_only_outside_guarded_phases() {
+        let turn = Turn::new(dm_scope(), Locale::En);
+        tokio::time::advance(Duration::from_secs(5)).await;
+        assert_eq!(turn.progress.idle_for(), Some(Duration::from_secs(5)));
+        {
+            let _guard = turn.progress.guard();
+            tokio::time::advance(Duration::from_secs(500)).await;
+            assert_eq!(turn.progress.idle_for(), None);
+        }
+        assert_eq!(turn.progress.idle_for(), Some(Duration::ZERO));
+    }
+
+    #[test]
+    fn turn_ids_for_a_message_are_stable_and_distinct() {
+        let a = TurnId::for_message(ChannelId(1), MessageId(2));
+        assert_eq!(a, TurnId::for_message(ChannelId(1), MessageId(2)));
+        assert_ne!(a, TurnId::for_message(ChannelId(1), MessageId(3)));
+        assert_ne!(a, TurnId::for_message(ChannelId(2), MessageId(2)));
     }
 
     #[test]

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 
 use super::{Backend, Database, from_sql_id, port_error, sql_id};
 use crate::chat::ports::PortError;
-use crate::chat::scope::{ChannelId, MessageId, ServerId, UserId};
+use crate::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
+use crate::locale::Locale;
 use crate::chat::stores::{NewQueuedMessage, QueueStore, QueuedMessage};
 
 pub struct QueueRepo {
@@ -19,43 +20,83 @@ impl QueueRepo {
     }
 }
 
-type QueueRow = (i64, i64, i64, i64, i64, String, String, i64, i64);
+#[derive(sqlx::FromRow)]
+struct QueueRow {
+    id: i64,
+    server_id: i64,
+    channel_id: i64,
+    message_id: i64,
+    author_id: i64,
+    author_name: String,
+    content: String,
+    follow_up: i64,
+    enqueued_at: i64,
+    persona: String,
+    visibility: String,
+    locale: String,
+    quiet: i64,
+}
+
+fn visibility_str(v: Visibility) -> &'static str {
+    match v {
+        Visibility::Dm => "dm",
+        Visibility::Private => "private",
+        Visibility::Public => "public",
+    }
+}
+
+fn visibility_from(s: &str) -> Visibility {
+    match s {
+        "dm" => Visibility::Dm,
+        "public" => Visibility::Public,
+        // Unknown means private: never mirrored by mistake.
+        _ => Visibility::Private,
+    }
+}
 
 fn from_row(row: QueueRow) -> QueuedMessage {
-    let (id, server, channel, message, author, author_name, content, follow_up, at) = row;
     QueuedMessage {
-        id,
+        id: row.id,
         entry: NewQueuedMessage {
-            server: (server != 0).then(|| ServerId(from_sql_id(server))),
-            channel: ChannelId(from_sql_id(channel)),
-            message: MessageId(from_sql_id(message)),
-            author: UserId(from_sql_id(author)),
-            author_name,
-            content,
-            follow_up: follow_up != 0,
-            enqueued_at_ms: at,
+            server: (row.server_id != 0).then(|| ServerId(from_sql_id(row.server_id))),
+            channel: ChannelId(from_sql_id(row.channel_id)),
+            message: MessageId(from_sql_id(row.message_id)),
+            author: UserId(from_sql_id(row.author_id)),
+            author_name: row.author_name,
+            content: row.content,
+            follow_up: row.follow_up != 0,
+            enqueued_at_ms: row.enqueued_at,
+            persona: PersonaId(row.persona),
+            visibility: visibility_from(&row.visibility),
+            locale: Locale::from_tag(&row.locale).unwrap_or_default(),
+            quiet: row.quiet != 0,
         },
     }
 }
 
+const COLUMNS: &str = "id, server_id, channel_id, message_id, author_id, author_name, \
+    content, follow_up, enqueued_at, persona, visibility, locale, quiet";
+
 const CLAIM_SQLITE: &str = "UPDATE queued_messages SET claimed_by = $2 WHERE id = (SELECT id \
     FROM queued_messages WHERE channel_id = $1 AND claimed_by IS NULL ORDER BY id LIMIT 1) \
     AND claimed_by IS NULL RETURNING id, server_id, channel_id, message_id, author_id, \
-    author_name, content, follow_up, enqueued_at";
+    author_name, content, follow_up, enqueued_at, persona, visibility, locale, quiet";
 // SKIP LOCKED lets a second process take the next entry instead of waiting for the first; the
 // outer `claimed_by IS NULL` re-check makes a double claim impossible either way.
 const CLAIM_POSTGRES: &str = "UPDATE queued_messages SET claimed_by = $2 WHERE id = (SELECT id \
     FROM queued_messages WHERE channel_id = $1 AND claimed_by IS NULL ORDER BY id LIMIT 1 \
     FOR UPDATE SKIP LOCKED) AND claimed_by IS NULL RETURNING id, server_id, channel_id, \
-    message_id, author_id, author_name, content, follow_up, enqueued_at";
+    message_id, author_id, author_name, content, follow_up, enqueued_at, persona, visibility, \
+    locale, quiet";
 
 #[async_trait]
 impl QueueStore for QueueRepo {
     async fn push(&self, m: &NewQueuedMessage) -> Result<i64, PortError> {
         let inserted: Option<i64> = sqlx::query_scalar(
             "INSERT INTO queued_messages (server_id, channel_id, message_id, author_id, \
-             author_name, content, follow_up, enqueued_at) VALUES ($1, $2, $3, $4, $5, $6, $7, \
-             $8) ON CONFLICT (channel_id, message_id) DO NOTHING RETURNING id",
+             author_name, content, follow_up, enqueued_at, persona, visibility, locale, quiet) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+             ON CONFLICT (channel_id, message_id) DO NOTHING RETURNING id",
         )
         .bind(sql_id(m.server.map_or(0, |s| s.0)))
         .bind(sql_id(m.channel.0))
@@ -65,6 +106,10 @@ impl QueueStore for QueueRepo {
         .bind(m.content.clone())
         .bind(i64::from(m.follow_up))
         .bind(m.enqueued_at_ms)
+        .bind(m.persona.0.clone())
+        .bind(visibility_str(m.visibility).to_owned())
+        .bind(m.locale.tag().to_owned())
+        .bind(i64::from(m.quiet))
         .fetch_optional(self.db.pool())
         .await
         .map_err(port_error)?;
@@ -92,10 +137,9 @@ impl QueueStore for QueueRepo {
     }
 
     async fn pending(&self, channel: ChannelId) -> Result<Vec<QueuedMessage>, PortError> {
-        let rows: Vec<QueueRow> = sqlx::query_as(
-            "SELECT id, server_id, channel_id, message_id, author_id, author_name, content, \
-             follow_up, enqueued_at FROM queued_messages WHERE channel_id = $1 ORDER BY id",
-        )
+        let rows: Vec<QueueRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM queued_messages WHERE channel_id = $1 ORDER BY id"
+        )))
         .bind(sql_id(channel.0))
         .fetch_all(self.db.pool())
         .await

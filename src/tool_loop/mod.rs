@@ -11,6 +11,7 @@ pub mod call;
 pub mod deliberate;
 mod execute;
 pub mod expression;
+pub mod passes;
 pub mod payload;
 pub mod watchdog;
 

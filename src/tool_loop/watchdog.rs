@@ -24,6 +24,8 @@ pub async fn run_under_watchdog(
 ) -> Watched {
     let turn = session.turn();
     let _active = turn.channel.mark_tool(call.name);
+    // The tool has its own timeout: the stale-turn guard leaves it alone (SPEC C10).
+    let _guarded = turn.progress.guard();
     // The tool's own token: cancelled by `/kill` (it is a child of the turn's) and by a timeout.
     let cancel = turn.stop.kill_token().child_token();
     let watched = tokio::select! {

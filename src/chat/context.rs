@@ -1,0 +1,168 @@
+//! What the model sees: the persona's system prompt with its memories, older messages a tool
+//! brought in, recent channel history, the trigger, and the turn's tool history. Loaded once per
+//! turn; the request is rebuilt for every pass.
+
+use super::history::ToolHistoryEntry;
+use super::model::{AssistantToolCall, ChatMessage, ModelRequest};
+use super::ports::{HistoryMessage, Ports};
+use super::scope::{MessageId, UserId};
+use super::stores::Persona;
+use super::turn::Turn;
+
+/// The message a turn answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trigger {
+    pub message: MessageId,
+    pub author: UserId,
+    pub author_name: String,
+    pub content: String,
+    /// The turn did not start at once (it was queued): its reply replies to the trigger.
+    pub reply: bool,
+}
+
+/// Most long-term facts put in the system prompt.
+const FACTS_IN_PROMPT: u32 = 20;
+
+/// What stays the same for every pass of a turn.
+#[derive(Debug, Clone)]
+pub struct LoadedContext {
+    system: String,
+    recent: Vec<ChatMessage>,
+    trigger: ChatMessage,
+}
+
+fn as_message(m: &HistoryMessage) -> ChatMessage {
+    if m.from_bot {
+        ChatMessage::Assistant {
+            content: Some(m.content.clone()),
+            tool_calls: Vec::new(),
+        }
+    } else {
+        ChatMessage::User {
+            name: None,
+            content: format!("[{}] {}", m.author, m.content),
+        }
+    }
+}
+
+/// Loads memories and recent history. A port that fails leaves its part out (logged): a turn
+/// without memories is better than no turn.
+pub async fn load(
+    turn: &Turn,
+    persona: &Persona,
+    ports: &Ports,
+    trigger: &Trigger,
+    history_messages: u8,
+) -> LoadedContext {
+    let scope = &turn.scope;
+    let facts = ports
+        .memory
+        .facts(scope.server, &scope.persona, Some(scope.user), FACTS_IN_PROMPT)
+        .await
+        .unwrap_or_else(|error| {
+            tracing::warn!(turn = %turn.id, %error, "memories unavailable for this turn");
+            Vec::new()
+        });
+    let summary = ports
+        .memory
+        .summary(scope.channel, &scope.persona)
+        .await
+        .unwrap_or_else(|error| {
+            tracing::warn!(turn = %turn.id, %error, "summary unavailable for this turn");
+            None
+        });
+    let mut recent = ports
+        .history
+        .older(scope.channel, Some(trigger.message), history_messages)
+        .await
+        .unwrap_or_else(|error| {
+            tracing::warn!(turn = %turn.id, %error, "channel history unavailable for this turn");
+            Vec::new()
+        });
+    recent.reverse(); // oldest first
+    turn.state().oldest_context_message =
+        Some(recent.first().map_or(trigger.message, |m| m.id));
+
+    let mut system = persona.system_prompt.trim().to_owned();
+    system.push_str(if scope.is_dm() {
+        "\n\nYou are in a Discord direct message."
+    } else {
+        "\n\nYou are in a Discord server channel."
+    });
+    system.push_str(" Each user message starts with its author's name in brackets.");
+    if !facts.is_empty() {
+        system.push_str("\n\nWhat you remember:");
+        for fact in facts.iter().rev() {
+            let about = if fact.about.is_some() {
+                format!(" (about {})", trigger.author_name)
+            } else {
+                String::new()
+            };
+            system.push_str(&format!("\n- {}{about}", fact.text));
+        }
+    }
+    if let Some(summary) = summary {
+        system.push_str("\n\nYour summary of this conversation so far:\n");
+        system.push_str(&summary);
+    }
+    LoadedContext {
+        system,
+        recent: recent.iter().map(as_message).collect(),
+        trigger: ChatMessage::User {
+            name: None,
+            content: format!("[{}] {}", trigger.author_name, trigger.content),
+        },
+    }
+}
+
+impl LoadedContext {
+    /// The request for the next pass. `continuation` is text a failed attempt already sent:
+    /// the model is told to go on from there without repeating it.
+    pub fn request(
+        &self,
+        turn: &Turn,
+        entries: &[ToolHistoryEntry],
+        continuation: Option<&str>,
+        tools: Vec<serde_json::Value>,
+    ) -> crate::chat::model::ModelRequest {
+        let mut messages = Vec::with_capacity(self.recent.len() + entries.len() * 2 + 4);
+        messages.push(ChatMessage::System {
+            content: self.system.clone(),
+        });
+        {
+            let state = turn.state();
+            let mut older: Vec<&HistoryMessage> = state.injected_context.iter().collect();
+            older.sort_by_key(|m| m.id);
+            messages.extend(older.into_iter().map(as_message));
+        }
+        messages.extend(self.recent.iter().cloned());
+        messages.push(self.trigger.clone());
+        for entry in entries {
+            let text = entry.pre_tool_text.concat();
+            messages.push(ChatMessage::Assistant {
+                content: (!text.trim().is_empty()).then_some(text),
+                tool_calls: vec![AssistantToolCall {
+                    id: entry.call_id.clone(),
+                    name: entry.tool_name.clone(),
+                    arguments: entry.arguments.clone(),
+                }],
+            });
+            messages.push(ChatMessage::Tool {
+                call_id: entry.call_id.clone(),
+                content: entry.response.to_string(),
+            });
+        }
+        if let Some(sent) = continuation.filter(|t| !t.trim().is_empty()) {
+            messages.push(ChatMessage::Assistant {
+                content: Some(sent.to_owned()),
+                tool_calls: Vec::new(),
+            });
+            messages.push(ChatMessage::System {
+                content: "Your reply above was interrupted after it was sent. Continue from \
+                          where it stopped, without repeating it."
+                    .to_owned(),
+            });
+        }
+        ModelRequest { messages, tools }
+    }
+}

@@ -1,0 +1,580 @@
+//! The stream orchestrator: one worker task per channel, fed by an mpsc queue (the actor
+//! pattern). Turns in a channel run one at a time; channels run in parallel (SPEC C3).
+//!
+//! The worker owns its channel's waiting messages (a bounded FIFO, mirrored in the store so a
+//! restart loses nothing, SPEC D4), the running turn, and the decisions about follow-ups (C7),
+//! `/kill` (C6), typing, and the stale-turn guard (C10). Cancellation is a tree: process, then
+//! channel, then turn; `/kill` cancels the turn's token only. It imports no Discord type: the
+//! adapter hands it [`NewQueuedMessage`]s and renders its [`KillReport`]s.
+
+use std::collections::{HashMap, VecDeque};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::context::Trigger;
+use super::ports::PortError;
+use super::role::Role;
+use super::scope::{ChannelId, MessageId, Scope, UserId};
+use super::stores::{
+    NewQueuedMessage, Persona, PersonaStore, QueueStore, ServerSettings, SettingsStore,
+};
+use super::turn::{ChannelActivity, Turn, TurnId, TurnStatus};
+use crate::config::{Config, KillPermission};
+use crate::locale;
+use crate::tool_loop::deliberate::{self, KeywordPacks};
+use crate::tool_loop::passes::{TurnDeps, TurnEnd, TurnReport, run_turn};
+
+/// Everything the orchestrator's workers use.
+pub struct OrchestratorDeps {
+    pub turn: TurnDeps,
+    pub queue: Arc<dyn QueueStore>,
+    pub settings: Arc<dyn SettingsStore>,
+    pub personas: Arc<dyn PersonaStore>,
+    pub packs: KeywordPacks,
+    pub config: Arc<Config>,
+}
+
+/// What `/kill` did (SPEC C6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KillReport {
+    /// The caller may not stop this turn.
+    Denied,
+    /// No turn was running and nothing was waiting.
+    NothingRunning,
+    Stopped {
+        /// A turn was running and is now stopped.
+        turn_stopped: bool,
+        /// The tool that was running, if one was.
+        active_tool: Option<String>,
+        /// Waiting messages dropped.
+        dropped: usize,
+    },
+}
+
+/// A finished (or released) turn, as broadcast to subscribers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnFinished {
+    pub channel: ChannelId,
+    pub message: MessageId,
+    pub turn: TurnId,
+    pub report: TurnReport,
+}
+
+enum Command {
+    Message(Pending),
+    Kill {
+        requester: UserId,
+        can_manage: bool,
+        reply: oneshot::Sender<KillReport>,
+    },
+}
+
+/// A message waiting in a worker's queue.
+#[derive(Debug, Clone)]
+struct Pending {
+    /// Its row in the queue store; `None` when the store was unavailable (kept in memory).
+    store_id: Option<i64>,
+    message: NewQueuedMessage,
+    /// It waited behind another turn: its reply replies to it.
+    waited: bool,
+}
+
+/// The handle the adapter uses. Cheap to clone.
+#[derive(Clone)]
+pub struct Orchestrator {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    deps: Arc<OrchestratorDeps>,
+    /// One sender per channel worker.
+    channels: Mutex<HashMap<ChannelId, mpsc::UnboundedSender<Command>>>,
+    root: CancellationToken,
+    tracker: TaskTracker,
+    finished: broadcast::Sender<TurnFinished>,
+}
+
+impl Orchestrator {
+    pub fn new(deps: OrchestratorDeps) -> Self {
+        let (finished, _) = broadcast::channel(1024);
+        Self {
+            inner: Arc::new(Inner {
+                deps: Arc::new(deps),
+                channels: Mutex::new(HashMap::new()),
+                root: CancellationToken::new(),
+                tracker: TaskTracker::new(),
+                finished,
+            }),
+        }
+    }
+
+    /// Finished turns, as they finish.
+    pub fn subscribe(&self) -> broadcast::Receiver<TurnFinished> {
+        self.inner.finished.subscribe()
+    }
+
+    /// Takes a triggering message: stored first (so a restart does not lose it), then handed to
+    /// its channel's worker.
+    pub async fn submit(&self, message: NewQueuedMessage) {
+        let store_id = match self.inner.deps.queue.push(&message).await {
+            Ok(id) => Some(id),
+            Err(error) => {
+                tracing::error!(channel = %message.channel, %error, "queue store unavailable; message kept in memory only");
+                None
+            }
+        };
+        self.send(
+            message.channel,
+            Command::Message(Pending {
+                store_id,
+                message,
+                waited: false,
+            }),
+        );
+    }
+
+    /// Re-queues what the store holds from before a restart.
+    pub async fn recover(&self) -> Result<usize, PortError> {
+        let queue = &self.inner.deps.queue;
+        let mut recovered = 0;
+        for channel in queue.channels_with_pending().await? {
+            for stored in queue.pending(channel).await? {
+                recovered += 1;
+                self.send(
+                    channel,
+                    Command::Message(Pending {
+                        store_id: Some(stored.id),
+                        message: stored.entry,
+                        waited: true,
+                    }),
+                );
+            }
+        }
+        Ok(recovered)
+    }
+
+    /// `/kill` in `channel` by `requester`: stops the running turn, its provider stream and its
+    /// tool, and clears the channel's queue. Returns once the turn has ended (or the grace
+    /// period ran out and it was dropped).
+    pub async fn kill(&self, channel: ChannelId, requester: UserId, can_manage: bool) -> KillReport {
+        let (reply, answer) = oneshot::channel();
+        let sent = self.send(
+            channel,
+            Command::Kill {
+                requester,
+                can_manage,
+                reply,
+            },
+        );
+        if !sent {
+            return KillReport::NothingRunning;
+        }
+        answer.await.unwrap_or(KillReport::NothingRunning)
+    }
+
+    /// Stops every worker. Running turns are abandoned with their queue entries kept, so they
+    /// run again after the next start (their completed tool outcomes are reused).
+    pub async fn shutdown(&self) {
+        self.inner.root.cancel();
+        self.inner.tracker.close();
+        self.inner.tracker.wait().await;
+    }
+
+    fn send(&self, channel: ChannelId, command: Command) -> bool {
+        if self.inner.root.is_cancelled() {
+            return false;
+        }
+        let mut channels = self
+            .inner
+            .channels
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let sender = channels
+            .entry(channel)
+            .or_insert_with(|| self.spawn_worker(channel));
+        sender.send(command).is_ok()
+    }
+
+    fn spawn_worker(&self, channel: ChannelId) -> mpsc::UnboundedSender<Command> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let worker = Worker {
+            channel,
+            rx,
+            deps: self.inner.deps.clone(),
+            token: self.inner.root.child_token(),
+            activity: Arc::new(ChannelActivity::default()),
+            queue: VecDeque::new(),
+            running: None,
+            finished: self.inner.finished.clone(),
+        };
+        self.inner.tracker.spawn(worker.run());
+        tx
+    }
+}
+
+type TurnFuture = Pin<Box<dyn Future<Output = TurnReport> + Send>>;
+
+struct Running {
+    turn: Arc<Turn>,
+    pending: Pending,
+    future: TurnFuture,
+    follow_ups: u32,
+    next_typing: Instant,
+}
+
+struct Worker {
+    channel: ChannelId,
+    rx: mpsc::UnboundedReceiver<Command>,
+    deps: Arc<OrchestratorDeps>,
+    /// The channel's token: a child of the process's, parent of each turn's.
+    token: CancellationToken,
+    activity: Arc<ChannelActivity>,
+    queue: VecDeque<Pending>,
+    running: Option<Running>,
+    finished: broadcast::Sender<TurnFinished>,
+}
+
+/// How often the stale-turn guard looks.
+const STALE_CHECK: Duration = Duration::from_secs(1);
+
+impl Worker {
+    async fn run(mut self) {
+        let typing_every = Duration::from_secs(self.deps.config.turn.typing_interval_secs);
+        let mut stale_check = tokio::time::interval(STALE_CHECK);
+        stale_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            if self.running.is_none()
+                && let Some(next) = self.queue.pop_front()
+            {
+                self.start(next).await;
+                continue;
+            }
+            let next_typing = self.running.as_ref().map(|r| r.next_typing);
+            tokio::select! {
+                biased;
+                () = self.token.cancelled() => {
+                    self.abandon_for_shutdown();
+                    return;
+                }
+                command = self.rx.recv() => match command {
+                    Some(command) => self.handle(command).await,
+                    // The orchestrator is gone and nothing is running.
+                    None if self.running.is_none() => return,
+                    None => {}
+                },
+                report = poll_running(&mut self.running) => self.finish(report).await,
+                () = sleep_until_opt(next_typing) => {
+                    if let Some(running) = &mut self.running {
+                        running.next_typing = Instant::now() + typing_every;
+                        self.deps.turn.env.ports.sink.typing(self.channel).await;
+                    }
+                }
+                _ = stale_check.tick(), if self.running.is_some() => self.release_if_stale(),
+            }
+        }
+    }
+
+    async fn handle(&mut self, command: Command) {
+        match command {
+            Command::Message(pending) => self.take_message(pending).await,
+            Command::Kill {
+                requester,
+                can_manage,
+                reply,
+            } => {
+                let report = self.kill(requester, can_manage).await;
+                let _ = reply.send(report);
+            }
+        }
+    }
+
+    /// A new message: a follow-up of the running turn's requester (SPEC C7), or the queue's end.
+    async fn take_message(&mut self, mut pending: Pending) {
+        let max_follow_ups = self.deps.config.turn.max_follow_ups;
+        let follow_up_of = match &mut self.running {
+            Some(running) => {
+                pending.waited = true;
+                let is_follow_up = pending.message.author == running.turn.scope.user
+                    && running.follow_ups < max_follow_ups;
+                if is_follow_up {
+                    running.follow_ups += 1;
+                }
+                is_follow_up.then(|| running.turn.clone())
+            }
+            None => {
+                pending.waited = !self.queue.is_empty();
+                None
+            }
+        };
+        let Some(turn) = follow_up_of else {
+            self.queue.push_back(pending);
+            self.enforce_bound().await;
+            return;
+        };
+        pending.message.follow_up = true;
+        // A newer follow-up supersedes an older queued one from the same user.
+        let author = pending.message.author;
+        if let Some(at) = self
+            .queue
+            .iter()
+            .position(|q| q.message.follow_up && q.message.author == author)
+            && let Some(old) = self.queue.remove(at)
+        {
+            forget(&self.deps, self.channel, &old).await;
+        }
+        // Outside a tool chain (or with drafting On) it interrupts; inside, it waits at the
+        // front so the tool progress is kept.
+        let in_chain = turn.state().in_tool_chain;
+        if turn.drafting || !in_chain {
+            turn.stop.note_follow_up();
+        }
+        self.queue.push_front(pending);
+    }
+
+    /// Past the bound, the oldest non-follow-up is dropped, with a notice on it (SPEC C3).
+    async fn enforce_bound(&mut self) {
+        while self.queue.len() > self.deps.config.turn.queue_limit {
+            let Some(at) = self.queue.iter().position(|q| !q.message.follow_up) else {
+                return;
+            };
+            let Some(dropped) = self.queue.remove(at) else {
+                return;
+            };
+            tracing::warn!(channel = %self.channel, message = %dropped.message.message, "queue full: dropping the oldest waiting message");
+            let notice = locale::text(dropped.message.locale, "turn-queue-dropped");
+            if let Err(error) = self
+                .deps
+                .turn
+                .env
+                .ports
+                .sink
+                .send_text(self.channel, notice, Some(dropped.message.message))
+                .await
+            {
+                tracing::warn!(channel = %self.channel, %error, "could not post the queue-full notice");
+            }
+            forget(&self.deps, self.channel, &dropped).await;
+        }
+    }
+
+    async fn start(&mut self, pending: Pending) {
+        let m = &pending.message;
+        let settings = match m.server {
+            Some(server) => self.deps.settings.settings(server).await.unwrap_or_else(|error| {
+                tracing::warn!(%server, %error, "settings unavailable; using defaults");
+                ServerSettings::default()
+            }),
+            None => ServerSettings::default(),
+        };
+        let persona = persona(&self.deps, &m.persona).await;
+        let admission = deliberate::admit(
+            &self.deps.turn.registry,
+            Role::Persona,
+            &self.deps.packs,
+            &settings.deliberate,
+            &m.content,
+        );
+        let scope = Scope {
+            server: m.server,
+            channel: m.channel,
+            user: m.author,
+            persona: m.persona.clone(),
+            visibility: m.visibility,
+        };
+        let turn = Arc::new(
+            Turn::new(scope, m.locale)
+                .with_id(TurnId::for_message(m.channel, m.message))
+                .quiet(m.quiet)
+                .drafting(settings.drafting)
+                .admission(admission)
+                .in_channel(self.activity.clone(), self.token.child_token()),
+        );
+        let trigger = Trigger {
+            message: m.message,
+            author: m.author,
+            author_name: m.author_name.clone(),
+            content: m.content.clone(),
+            reply: pending.waited,
+        };
+        let deps = self.deps.clone();
+        let for_future = turn.clone();
+        let future: TurnFuture = Box::pin(async move {
+            run_turn(&deps.turn, &deps.config.turn, for_future, &persona, &trigger).await
+        });
+        self.deps.turn.env.ports.sink.typing(self.channel).await;
+        let typing_every = Duration::from_secs(self.deps.config.turn.typing_interval_secs);
+        self.running = Some(Running {
+            turn,
+            pending,
+            future,
+            follow_ups: 0,
+            next_typing: Instant::now() + typing_every,
+        });
+    }
+
+    async fn finish(&mut self, report: TurnReport) {
+        let Some(running) = self.running.take() else {
+            return;
+        };
+        forget(&self.deps, self.channel, &running.pending).await;
+        self.announce(&running, report);
+    }
+
+    fn announce(&self, running: &Running, report: TurnReport) {
+        let _ = self.finished.send(TurnFinished {
+            channel: self.channel,
+            message: running.pending.message.message,
+            turn: running.turn.id,
+            report,
+        });
+    }
+
+    async fn kill(&mut self, requester: UserId, can_manage: bool) -> KillReport {
+        if self.running.is_none() && self.queue.is_empty() {
+            return KillReport::NothingRunning;
+        }
+        let allowed = match self.deps.config.turn.kill_permission {
+            KillPermission::Anyone => true,
+            KillPermission::ManagersOnly => can_manage,
+            KillPermission::RequesterOrManager => {
+                can_manage
+                    || self
+                        .running
+                        .as_ref()
+                        .is_some_and(|r| r.turn.scope.user == requester)
+            }
+        };
+        if !allowed {
+            return KillReport::Denied;
+        }
+        let active_tool = self.activity.active_tool().map(|t| t.to_string());
+        let dropped = self.queue.len();
+        self.queue.clear();
+        if let Err(error) = self.deps.queue.clear(self.channel).await {
+            tracing::warn!(channel = %self.channel, %error, "could not clear the stored queue");
+        }
+        let turn_stopped = self.running.is_some();
+        if let Some(mut running) = self.running.take() {
+            running.turn.stop.kill();
+            let grace = Duration::from_millis(self.deps.config.turn.kill_grace_ms);
+            match tokio::time::timeout(grace, &mut running.future).await {
+                Ok(report) => self.announce(&running, report),
+                Err(_) => {
+                    tracing::warn!(channel = %self.channel, "killed turn did not wind down in time; dropped");
+                    self.announce(&running, released(TurnStatus::StoppedByUser));
+                }
+            }
+        }
+        KillReport::Stopped {
+            turn_stopped,
+            active_tool,
+            dropped,
+        }
+    }
+
+    /// SPEC C10: a turn without progress outside a provider call or a tool is released.
+    fn release_if_stale(&mut self) {
+        let stale_after = Duration::from_secs(self.deps.config.turn.stale_after_secs);
+        let Some(running) = &self.running else {
+            return;
+        };
+        let Some(idle) = running.turn.progress.idle_for() else {
+            return;
+        };
+        if idle < stale_after {
+            return;
+        }
+        let Some(running) = self.running.take() else {
+            return;
+        };
+        tracing::error!(
+            channel = %self.channel, turn = %running.turn.id, idle_secs = idle.as_secs(),
+            "turn made no progress; force-released"
+        );
+        running.turn.stop.kill();
+        let pending = running.pending.clone();
+        self.announce(&running, released(TurnStatus::Error));
+        // Its message is not retried: it already had its chance.
+        let queue = self.deps.queue.clone();
+        let channel = self.channel;
+        tokio::spawn(async move {
+            if let Some(id) = pending.store_id
+                && let Err(error) = queue.remove(id).await
+            {
+                tracing::warn!(%channel, %error, "could not remove a released turn's entry");
+            }
+        });
+    }
+
+    fn abandon_for_shutdown(&mut self) {
+        if let Some(running) = self.running.take() {
+            // Its queue entry stays: the turn runs again after the next start.
+            running.turn.stop.kill();
+            tracing::info!(channel = %self.channel, turn = %running.turn.id, "turn interrupted by shutdown; kept for the next start");
+        }
+    }
+}
+
+/// Removes an answered or dropped message from the store.
+async fn forget(deps: &OrchestratorDeps, channel: ChannelId, pending: &Pending) {
+    if let Some(id) = pending.store_id
+        && let Err(error) = deps.queue.remove(id).await
+    {
+        tracing::warn!(%channel, %error, "could not remove a queue entry");
+    }
+}
+
+/// The persona by id, or the shipped one when the store has none.
+async fn persona(deps: &OrchestratorDeps, id: &super::scope::PersonaId) -> Persona {
+    match deps.personas.persona(id).await {
+        Ok(Some(persona)) => return persona,
+        Ok(None) => tracing::warn!(persona = %id, "unknown persona; using the configured one"),
+        Err(error) => tracing::warn!(persona = %id, %error, "personas unavailable"),
+    }
+    let config = &deps.config;
+    let shipped = config
+        .personas
+        .iter()
+        .find(|p| p.id == id.0)
+        .or_else(|| config.personas.iter().find(|p| p.id == config.turn.default_persona))
+        .or(config.personas.first());
+    Persona {
+        id: id.clone(),
+        display_name: shipped.map_or_else(|| id.0.clone(), |p| p.display_name.clone()),
+        system_prompt: shipped.map_or_else(String::new, |p| p.system_prompt.clone()),
+        trigger_words: shipped.map_or_else(Vec::new, |p| p.trigger_words.clone()),
+        avatar_url: shipped.and_then(|p| p.avatar_url.clone()),
+    }
+}
+
+fn released(status: TurnStatus) -> TurnReport {
+    TurnReport {
+        status,
+        end: TurnEnd::Released,
+        passes: 0,
+        tool_calls: 0,
+        messages_sent: 0,
+        usage: Default::default(),
+    }
+}
+
+async fn poll_running(running: &mut Option<Running>) -> TurnReport {
+    match running {
+        Some(running) => (&mut running.future).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,188 @@
+//! Streaming one pass into the channel (SPEC C4, C5): text is cut into messages as it arrives;
+//! before and after every chunk the turn is checked for a stop. A user stop (`/kill`) sends what
+//! is complete and ends the turn `stopped_by_user`; a follow-up throws the pending text away and
+//! ends the pass `follow_up_interrupt`. Waiting for a chunk races the kill token, and returning
+//! drops the stream, which drops the HTTP request.
+
+use futures::StreamExt;
+
+use super::model::{Finish, ModelError, ModelEvent, ModelStream, TokenUsage};
+use super::ports::ChatSink;
+use super::scope::MessageId;
+use super::segment::Segmenter;
+use super::turn::{Turn, TurnStatus};
+use crate::tool_loop::ToolCallRequest;
+
+/// How a pass ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PassEnd {
+    /// Plain text, all of it sent.
+    Text,
+    /// The model asked for tool calls (text before them is sent).
+    ToolCalls(Vec<ToolCallRequest>),
+    /// A stop request ended it.
+    Stopped(TurnStatus),
+    /// The provider failed; `sent` says whether any of this pass's text reached the channel.
+    Failed(ModelError),
+}
+
+/// The turn's outgoing text: the segmenter, whom the first message replies to, and what was
+/// sent.
+pub struct Delivery<'a> {
+    turn: &'a Turn,
+    sink: &'a dyn ChatSink,
+    segmenter: Segmenter,
+    /// The first message of the turn replies to this (a queued trigger), once.
+    reply_to: Option<MessageId>,
+    /// Messages sent this turn.
+    pub sent: usize,
+    /// Text this pass has sent so far.
+    pub sent_this_pass: String,
+    /// Token usage reported by the provider, summed over passes.
+    pub usage: TokenUsage,
+}
+
+impl<'a> Delivery<'a> {
+    pub fn new(turn: &'a Turn, sink: &'a dyn ChatSink, reply_to: Option<MessageId>) -> Self {
+        Self {
+            turn,
+            sink,
+            segmenter: Segmenter::default(),
+            reply_to,
+            sent: 0,
+            sent_this_pass: String::new(),
+            usage: TokenUsage::default(),
+        }
+    }
+
+    /// Starts a new pass (or a retry of one).
+    pub fn begin_pass(&mut self) {
+        self.segmenter.discard();
+        self.sent_this_pass.clear();
+    }
+
+    /// Sends one message of the turn, unless `/kill` comes first.
+    pub async fn send(&mut self, text: String) {
+        if self.turn.stop.is_killed() {
+            return;
+        }
+        let kill = self.turn.stop.kill_token().clone();
+        tokio::select! {
+            biased;
+            () = kill.cancelled() => {}
+            () = self.deliver(text) => {}
+        }
+    }
+
+    /// Posts one message, whatever the stop state (the complete text a user stop keeps).
+    async fn deliver(&mut self, text: String) {
+        let reply_to = self.reply_to.take();
+        let channel = self.turn.scope.channel;
+        if let Err(error) = self.sink.send_text(channel, text.clone(), reply_to).await {
+            tracing::warn!(turn = %self.turn.id, %error, "a reply message could not be sent");
+            return;
+        }
+        self.turn.progress.touch();
+        if !self.sent_this_pass.is_empty() {
+            self.sent_this_pass.push_str("\n\n");
+        }
+        self.sent_this_pass.push_str(&text);
+        self.sent += 1;
+        self.turn.state().response_delivered = true;
+    }
+
+    async fn send_all(&mut self, messages: Vec<String>) {
+        for message in messages {
+            self.send(message).await;
+        }
+    }
+
+    /// A notice from the bot (limits, errors), outside the persona's reply.
+    pub async fn notice(&mut self, text: String) {
+        self.send(text).await;
+    }
+
+    /// Checks for a stop request; `interruptible` says whether a follow-up may interrupt.
+    async fn stop_requested(&mut self, interruptible: bool) -> Option<TurnStatus> {
+        if self.turn.stop.is_killed() {
+            for complete in self.segmenter.finish_complete_sentences() {
+                self.deliver(complete).await;
+            }
+            return Some(TurnStatus::StoppedByUser);
+        }
+        if interruptible && self.turn.stop.follow_up_pending() {
+            self.segmenter.discard();
+            return Some(TurnStatus::FollowUpInterrupt);
+        }
+        None
+    }
+
+    /// Streams one pass. `parts` collects the pass's text (the pre-tool text of a tool call).
+    pub async fn stream_pass(
+        &mut self,
+        mut stream: ModelStream,
+        parts: &mut Vec<String>,
+        interruptible: bool,
+    ) -> PassEnd {
+        loop {
+            if let Some(status) = self.stop_requested(interruptible).await {
+                return PassEnd::Stopped(status);
+            }
+            let event = {
+                // The provider has its own first-token and idle timeouts (SPEC C10).
+                let _guarded = self.turn.progress.guard();
+                tokio::select! {
+                    biased;
+                    () = self.turn.stop.kill_token().cancelled() => continue,
+                    event = stream.next() => event,
+                }
+            };
+            match event {
+                Some(Ok(ModelEvent::Text(text))) => {
+                    let complete = self.segmenter.push(&text);
+                    parts.push(text);
+                    self.send_all(complete).await;
+                }
+                Some(Ok(ModelEvent::End {
+                    tool_calls,
+                    finish,
+                    usage,
+                })) => {
+                    if let Some(usage) = usage {
+                        self.usage.prompt += usage.prompt;
+                        self.usage.completion += usage.completion;
+                    }
+                    if let Some(status) = self.stop_requested(interruptible).await {
+                        return PassEnd::Stopped(status);
+                    }
+                    let rest = self.segmenter.finish();
+                    self.send_all(rest).await;
+                    if finish == Finish::Missing && tool_calls.is_empty() {
+                        tracing::warn!(turn = %self.turn.id, "stream ended without a finish reason");
+                    }
+                    return if tool_calls.is_empty() {
+                        PassEnd::Text
+                    } else {
+                        PassEnd::ToolCalls(tool_calls)
+                    };
+                }
+                Some(Err(error)) => {
+                    self.segmenter.discard();
+                    return PassEnd::Failed(error);
+                }
+                None => {
+                    // The provider always ends with `End`; a bare end is a cut stream.
+                    self.segmenter.discard();
+                    return PassEnd::Failed(ModelError::new(
+                        super::provider_failure::FailureClass::Network,
+                        None,
+                        "stream ended without an end event",
+                    ));
+                }
+            }
+            if let Some(status) = self.stop_requested(interruptible).await {
+                return PassEnd::Stopped(status);
+            }
+        }
+    }
+}
