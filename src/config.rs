@@ -334,13 +334,22 @@ impl Config {
         let t = &self.turn;
         for (name, value) in [
             ("turn.max_passes", u64::from(t.max_passes)),
-            ("turn.max_consecutive_failures", u64::from(t.max_consecutive_failures)),
+            (
+                "turn.max_consecutive_failures",
+                u64::from(t.max_consecutive_failures),
+            ),
             ("turn.queue_limit", t.queue_limit as u64),
             ("turn.stale_after_secs", t.stale_after_secs),
             ("turn.typing_interval_secs", t.typing_interval_secs),
             ("turn.history_messages", u64::from(t.history_messages)),
-            ("provider.first_token_timeout_secs", self.provider.first_token_timeout_secs),
-            ("provider.idle_timeout_secs", self.provider.idle_timeout_secs),
+            (
+                "provider.first_token_timeout_secs",
+                self.provider.first_token_timeout_secs,
+            ),
+            (
+                "provider.idle_timeout_secs",
+                self.provider.idle_timeout_secs,
+            ),
             ("provider.max_tokens", u64::from(self.provider.max_tokens)),
         ] {
             if value == 0 {
@@ -349,13 +358,23 @@ impl Config {
         }
         let p = &self.provider;
         if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {
-            return Err(key("provider.base_url", "must start with http:// or https://"));
+            return Err(key(
+                "provider.base_url",
+                "must start with http:// or https://",
+            ));
         }
         if p.models.is_empty() || p.models.iter().any(|m| m.trim().is_empty()) {
             return Err(key("provider.models", "must list at least one model name"));
         }
-        if !self.personas.iter().any(|persona| persona.id == t.default_persona) {
-            return Err(key("turn.default_persona", "names no persona in [[personas]]"));
+        if !self
+            .personas
+            .iter()
+            .any(|persona| persona.id == t.default_persona)
+        {
+            return Err(key(
+                "turn.default_persona",
+                "names no persona in [[personas]]",
+            ));
         }
         Ok(())
     }

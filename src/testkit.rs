@@ -60,7 +60,12 @@ fn unexpected(call: &str) -> ! {
 
 #[async_trait]
 impl ChatSink for Unexpected {
-    async fn send_text(&self, _: ChannelId, _: String, _: Option<MessageId>) -> Result<(), PortError> {
+    async fn send_text(
+        &self,
+        _: ChannelId,
+        _: String,
+        _: Option<MessageId>,
+    ) -> Result<(), PortError> {
         unexpected("ChatSink::send_text")
     }
     async fn typing(&self, _: ChannelId) {
@@ -195,7 +200,12 @@ pub struct Discard;
 
 #[async_trait]
 impl ChatSink for Discard {
-    async fn send_text(&self, _: ChannelId, _: String, _: Option<MessageId>) -> Result<(), PortError> {
+    async fn send_text(
+        &self,
+        _: ChannelId,
+        _: String,
+        _: Option<MessageId>,
+    ) -> Result<(), PortError> {
         Ok(())
     }
     async fn typing(&self, _: ChannelId) {}
@@ -268,9 +278,9 @@ impl RecordingSink {
         *lock(&self.send_delay) = Some(delay);
     }
 
-    /// Makes every text send hang forever.
-    pub fn hang_sends(&self) {
-        self.hang.store(true, Ordering::Relaxed);
+    /// Makes every text send hang (a stuck Discord) until `hang_sends(false)`.
+    pub fn hang_sends(&self, hang: bool) {
+        self.hang.store(hang, Ordering::Relaxed);
     }
 
     /// Queues the answer for the next sticker send.
@@ -296,8 +306,8 @@ impl ChatSink for RecordingSink {
         text: String,
         reply_to: Option<MessageId>,
     ) -> Result<(), PortError> {
-        if self.hang.load(Ordering::Relaxed) {
-            std::future::pending::<()>().await;
+        while self.hang.load(Ordering::Relaxed) {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
         let delay = *lock(&self.send_delay);
         if let Some(delay) = delay {
@@ -665,8 +675,18 @@ pub struct ScriptedModel {
     script: Mutex<VecDeque<ScriptedPass>>,
     responder: Option<Box<Responder>>,
     attempts: Vec<crate::chat::model::Attempt>,
-    requests: Mutex<Vec<(crate::chat::model::Attempt, crate::chat::model::ModelRequest)>>,
-    failures: Mutex<Vec<(crate::chat::model::Attempt, crate::chat::provider_failure::FailureClass)>>,
+    requests: Mutex<
+        Vec<(
+            crate::chat::model::Attempt,
+            crate::chat::model::ModelRequest,
+        )>,
+    >,
+    failures: Mutex<
+        Vec<(
+            crate::chat::model::Attempt,
+            crate::chat::provider_failure::FailureClass,
+        )>,
+    >,
     dropped: Arc<std::sync::atomic::AtomicUsize>,
 }
 
@@ -705,13 +725,21 @@ impl ScriptedModel {
     }
 
     /// The requests of scripted passes (a responder's are not kept).
-    pub fn requests(&self) -> Vec<(crate::chat::model::Attempt, crate::chat::model::ModelRequest)> {
+    pub fn requests(
+        &self,
+    ) -> Vec<(
+        crate::chat::model::Attempt,
+        crate::chat::model::ModelRequest,
+    )> {
         lock(&self.requests).clone()
     }
 
     pub fn failures(
         &self,
-    ) -> Vec<(crate::chat::model::Attempt, crate::chat::provider_failure::FailureClass)> {
+    ) -> Vec<(
+        crate::chat::model::Attempt,
+        crate::chat::provider_failure::FailureClass,
+    )> {
         lock(&self.failures).clone()
     }
 
@@ -773,44 +801,54 @@ impl crate::chat::model::ChatModel for ScriptedModel {
             finished: false,
         };
         let state = (steps.into_iter(), Vec::new(), probe, false);
-        let stream = futures::stream::unfold(state, |(mut steps, mut calls, mut probe, done)| async move {
-            if done {
-                return None;
-            }
-            loop {
-                let Some(step) = steps.next() else {
-                    probe.finished = true;
-                    let finish = if calls.is_empty() { Finish::Stop } else { Finish::ToolCalls };
-                    let end = ModelEvent::End {
-                        tool_calls: std::mem::take(&mut calls),
-                        finish,
-                        usage: None,
-                    };
-                    return Some((Ok(end), (steps, calls, probe, true)));
-                };
-                match step {
-                    Step::Text(text) => {
-                        return Some((Ok(ModelEvent::Text(text)), (steps, calls, probe, false)));
-                    }
-                    Step::Call { name, arguments } => {
-                        let id = format!("call_{}", calls.len() + 1);
-                        calls.push(ToolCallRequest::new(id, name, arguments));
-                    }
-                    Step::TruncatedCall { name, arguments } => {
-                        let id = format!("call_{}", calls.len() + 1);
-                        let mut call = ToolCallRequest::new(id, name, arguments);
-                        call.truncated = Some(Truncation::Length);
-                        calls.push(call);
-                    }
-                    Step::Delay(duration) => tokio::time::sleep(duration).await,
-                    Step::Hang => std::future::pending::<()>().await,
-                    Step::Fail(error) => {
+        let stream = futures::stream::unfold(
+            state,
+            |(mut steps, mut calls, mut probe, done)| async move {
+                if done {
+                    return None;
+                }
+                loop {
+                    let Some(step) = steps.next() else {
                         probe.finished = true;
-                        return Some((Err(error), (steps, calls, probe, true)));
+                        let finish = if calls.is_empty() {
+                            Finish::Stop
+                        } else {
+                            Finish::ToolCalls
+                        };
+                        let end = ModelEvent::End {
+                            tool_calls: std::mem::take(&mut calls),
+                            finish,
+                            usage: None,
+                        };
+                        return Some((Ok(end), (steps, calls, probe, true)));
+                    };
+                    match step {
+                        Step::Text(text) => {
+                            return Some((
+                                Ok(ModelEvent::Text(text)),
+                                (steps, calls, probe, false),
+                            ));
+                        }
+                        Step::Call { name, arguments } => {
+                            let id = format!("call_{}", calls.len() + 1);
+                            calls.push(ToolCallRequest::new(id, name, arguments));
+                        }
+                        Step::TruncatedCall { name, arguments } => {
+                            let id = format!("call_{}", calls.len() + 1);
+                            let mut call = ToolCallRequest::new(id, name, arguments);
+                            call.truncated = Some(Truncation::Length);
+                            calls.push(call);
+                        }
+                        Step::Delay(duration) => tokio::time::sleep(duration).await,
+                        Step::Hang => std::future::pending::<()>().await,
+                        Step::Fail(error) => {
+                            probe.finished = true;
+                            return Some((Err(error), (steps, calls, probe, true)));
+                        }
                     }
                 }
-            }
-        });
+            },
+        );
         Ok(Box::pin(stream))
     }
 
@@ -838,7 +876,10 @@ impl InMemoryQueue {
 
 #[async_trait]
 impl crate::chat::stores::QueueStore for InMemoryQueue {
-    async fn push(&self, message: &crate::chat::stores::NewQueuedMessage) -> Result<i64, PortError> {
+    async fn push(
+        &self,
+        message: &crate::chat::stores::NewQueuedMessage,
+    ) -> Result<i64, PortError> {
         let mut entries = lock(&self.entries);
         if let Some(existing) = entries
             .iter()
@@ -871,7 +912,10 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
     }
 
     async fn channels_with_pending(&self) -> Result<Vec<ChannelId>, PortError> {
-        let mut channels: Vec<ChannelId> = lock(&self.entries).iter().map(|e| e.entry.channel).collect();
+        let mut channels: Vec<ChannelId> = lock(&self.entries)
+            .iter()
+            .map(|e| e.entry.channel)
+            .collect();
         channels.sort_unstable();
         channels.dedup();
         Ok(channels)
@@ -908,7 +952,10 @@ impl crate::chat::stores::SettingsStore for InMemorySettings {
         &self,
         server: ServerId,
     ) -> Result<crate::chat::stores::ServerSettings, PortError> {
-        Ok(lock(&self.settings).get(&server).cloned().unwrap_or_default())
+        Ok(lock(&self.settings)
+            .get(&server)
+            .cloned()
+            .unwrap_or_default())
     }
 
     async fn save_settings(
@@ -929,7 +976,10 @@ pub struct InMemoryPersonas {
 
 #[async_trait]
 impl crate::chat::stores::PersonaStore for InMemoryPersonas {
-    async fn persona(&self, id: &PersonaId) -> Result<Option<crate::chat::stores::Persona>, PortError> {
+    async fn persona(
+        &self,
+        id: &PersonaId,
+    ) -> Result<Option<crate::chat::stores::Persona>, PortError> {
         Ok(lock(&self.personas).iter().find(|p| &p.id == id).cloned())
     }
 

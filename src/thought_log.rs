@@ -293,7 +293,14 @@ mod tests {
         ] {
             assert!(is_secret_key(key), "{key}");
         }
-        for key in ["keyword", "name", "sticker", "max_tokens", "first_token_timeout_secs", "keys_used"] {
+        for key in [
+            "keyword",
+            "name",
+            "sticker",
+            "max_tokens",
+            "first_token_timeout_secs",
+            "keys_used",
+        ] {
             assert!(!is_secret_key(key), "{key}");
         }
     }

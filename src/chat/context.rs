@@ -57,7 +57,12 @@ pub async fn load(
     let scope = &turn.scope;
     let facts = ports
         .memory
-        .facts(scope.server, &scope.persona, Some(scope.user), FACTS_IN_PROMPT)
+        .facts(
+            scope.server,
+            &scope.persona,
+            Some(scope.user),
+            FACTS_IN_PROMPT,
+        )
         .await
         .unwrap_or_else(|error| {
             tracing::warn!(turn = %turn.id, %error, "memories unavailable for this turn");
@@ -80,8 +85,7 @@ pub async fn load(
             Vec::new()
         });
     recent.reverse(); // oldest first
-    turn.state().oldest_context_message =
-        Some(recent.first().map_or(trigger.message, |m| m.id));
+    turn.state().oldest_context_message = Some(recent.first().map_or(trigger.message, |m| m.id));
 
     let mut system = persona.system_prompt.trim().to_owned();
     system.push_str(if scope.is_dm() {

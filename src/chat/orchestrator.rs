@@ -163,7 +163,12 @@ impl Orchestrator {
     /// `/kill` in `channel` by `requester`: stops the running turn, its provider stream and its
     /// tool, and clears the channel's queue. Returns once the turn has ended (or the grace
     /// period ran out and it was dropped).
-    pub async fn kill(&self, channel: ChannelId, requester: UserId, can_manage: bool) -> KillReport {
+    pub async fn kill(
+        &self,
+        channel: ChannelId,
+        requester: UserId,
+        can_manage: bool,
+    ) -> KillReport {
         let (reply, answer) = oneshot::channel();
         let sent = self.send(
             channel,
@@ -367,10 +372,15 @@ impl Worker {
     async fn start(&mut self, pending: Pending) {
         let m = &pending.message;
         let settings = match m.server {
-            Some(server) => self.deps.settings.settings(server).await.unwrap_or_else(|error| {
-                tracing::warn!(%server, %error, "settings unavailable; using defaults");
-                ServerSettings::default()
-            }),
+            Some(server) => self
+                .deps
+                .settings
+                .settings(server)
+                .await
+                .unwrap_or_else(|error| {
+                    tracing::warn!(%server, %error, "settings unavailable; using defaults");
+                    ServerSettings::default()
+                }),
             None => ServerSettings::default(),
         };
         let persona = persona(&self.deps, &m.persona).await;
@@ -406,7 +416,14 @@ impl Worker {
         let deps = self.deps.clone();
         let for_future = turn.clone();
         let future: TurnFuture = Box::pin(async move {
-            run_turn(&deps.turn, &deps.config.turn, for_future, &persona, &trigger).await
+            run_turn(
+                &deps.turn,
+                &deps.config.turn,
+                for_future,
+                &persona,
+                &trigger,
+            )
+            .await
         });
         self.deps.turn.env.ports.sink.typing(self.channel).await;
         let typing_every = Duration::from_secs(self.deps.config.turn.typing_interval_secs);
@@ -543,7 +560,12 @@ async fn persona(deps: &OrchestratorDeps, id: &super::scope::PersonaId) -> Perso
         .personas
         .iter()
         .find(|p| p.id == id.0)
-        .or_else(|| config.personas.iter().find(|p| p.id == config.turn.default_persona))
+        .or_else(|| {
+            config
+                .personas
+                .iter()
+                .find(|p| p.id == config.turn.default_persona)
+        })
         .or(config.personas.first());
     Persona {
         id: id.clone(),

@@ -22,6 +22,19 @@ pub enum FailureClass {
     Network,
 }
 
+/// Where a failed pass may go next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Another key (of the same model, then the next model).
+    NextKey,
+    /// Any further attempt: the failure was passing (server error, timeout, network).
+    NextAttempt,
+    /// Another model: this one cannot take the request.
+    NextModel,
+    /// Nothing else would answer differently (safety refusal, invalid request).
+    No,
+}
+
 /// A failure reported by a provider-backed tool or call. `message` is the provider's raw text: it
 /// is read by the classifier and never copied into model history or a channel.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -213,7 +226,7 @@ impl FailureClass {
         }
     }
 
-    /// Whether another key may succeed where this one failed (key rotation, SPEC C11).
+    /// Whether the key itself is the problem: it cools down (key rotation, SPEC C11).
     pub fn rotates_key(self) -> bool {
         matches!(
             self,
@@ -221,19 +234,14 @@ impl FailureClass {
         )
     }
 
-    /// Whether another model may succeed (model fallback, SPEC C11).
-    pub fn falls_back(self) -> bool {
-        matches!(
-            self,
-            Self::ModelUnknown
-                | Self::ContextTooLong
-                | Self::Timeout
-                | Self::ServerError
-                | Self::Network
-                | Self::RateLimited
-                | Self::InsufficientBalance
-                | Self::Unauthorized
-        )
+    /// What the next attempt of a pass may be after this failure (SPEC C11).
+    pub fn retry(self) -> Retry {
+        match self {
+            Self::RateLimited | Self::InsufficientBalance | Self::Unauthorized => Retry::NextKey,
+            Self::Timeout | Self::ServerError | Self::Network => Retry::NextAttempt,
+            Self::ModelUnknown | Self::ContextTooLong => Retry::NextModel,
+            Self::SafetyRefusal | Self::InvalidRequest | Self::MissingModelFile => Retry::No,
+        }
     }
 
     fn tip_keys(self) -> &'static [&'static str] {
@@ -267,8 +275,16 @@ pub fn recovery_tips(class: FailureClass, locale: Locale) -> Vec<String> {
 /// can be done about it.
 pub fn user_message(class: FailureClass, locale: Locale) -> String {
     let what = locale::text(locale, &format!("error-{}", class.code().replace('_', "-")));
-    let mut lines = vec![locale::text_with(locale, "turn-provider-error", &[("reason", what)])];
-    lines.extend(recovery_tips(class, locale).into_iter().map(|tip| format!("- {tip}")));
+    let mut lines = vec![locale::text_with(
+        locale,
+        "turn-provider-error",
+        &[("reason", what)],
+    )];
+    lines.extend(
+        recovery_tips(class, locale)
+            .into_iter()
+            .map(|tip| format!("- {tip}")),
+    );
     lines.join("\n")
 }
 
@@ -407,8 +423,10 @@ mod tests {
     #[test]
     fn rotation_and_fallback_policy_follow_the_class() {
         assert!(FailureClass::InsufficientBalance.rotates_key());
-        assert!(!FailureClass::SafetyRefusal.rotates_key());
-        assert!(!FailureClass::SafetyRefusal.falls_back());
-        assert!(FailureClass::ModelUnknown.falls_back());
+        assert!(!FailureClass::ServerError.rotates_key());
+        assert_eq!(FailureClass::InsufficientBalance.retry(), Retry::NextKey);
+        assert_eq!(FailureClass::ServerError.retry(), Retry::NextAttempt);
+        assert_eq!(FailureClass::ModelUnknown.retry(), Retry::NextModel);
+        assert_eq!(FailureClass::SafetyRefusal.retry(), Retry::No);
     }
 }

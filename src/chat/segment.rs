@@ -200,14 +200,12 @@ fn split_long(text: &str, limit: usize) -> (String, String) {
     let spans = protected_spans(text);
     let cut = sentence_ends(text)
         .into_iter()
-        .filter(|&p| p > 0 && p <= budget)
-        .next_back()
+        .rfind(|&p| p > 0 && p <= budget)
         .or_else(|| {
             text.char_indices()
-                .filter(|(i, c)| c.is_whitespace() && *i > 0 && *i <= budget)
+                .map(|(i, c)| (i, c.is_whitespace()))
+                .rfind(|&(i, space)| space && i > 0 && i <= budget && !inside(&spans, i))
                 .map(|(i, _)| i)
-                .filter(|&i| !inside(&spans, i))
-                .next_back()
         })
         .unwrap_or_else(|| {
             // No boundary at all: a hard cut, moved to the start of a span it would split.
@@ -260,7 +258,11 @@ mod tests {
         assert!(out.len() >= 3, "{}", out.len());
         for message in &out {
             assert!(message.chars().count() <= DISCORD_LIMIT);
-            assert!(message.ends_with("ok."), "cut mid-sentence: ...{}", &message[message.len() - 20..]);
+            assert!(
+                message.ends_with("ok."),
+                "cut mid-sentence: ...{}",
+                &message[message.len() - 20..]
+            );
         }
         assert_eq!(out.concat().replace(' ', ""), text.replace(' ', ""));
     }
@@ -276,7 +278,11 @@ mod tests {
         assert!(code_messages.len() >= 2);
         for message in code_messages {
             assert!(message.starts_with("```rust\n"), "{}", &message[..20]);
-            assert!(message.ends_with("```"), "{}", &message[message.len() - 20..]);
+            assert!(
+                message.ends_with("```"),
+                "{}",
+                &message[message.len() - 20..]
+            );
             assert!(message.chars().count() <= DISCORD_LIMIT);
             assert_eq!(message.matches("```").count(), 2);
         }
@@ -301,7 +307,11 @@ mod tests {
         assert!(out.iter().any(|m| m.contains(&url)), "the URL was cut");
         let bold = "word ".repeat(395) + "**a bold span that must stay whole** tail";
         let out = all(&mut Segmenter::default(), &[&bold]);
-        assert!(out.iter().any(|m| m.contains("**a bold span that must stay whole**")), "{out:?}");
+        assert!(
+            out.iter()
+                .any(|m| m.contains("**a bold span that must stay whole**")),
+            "{out:?}"
+        );
         for m in &out {
             assert!(m.chars().count() <= DISCORD_LIMIT);
         }
@@ -323,7 +333,10 @@ mod tests {
         let text = "これは文です。".repeat(400);
         let out = all(&mut Segmenter::default(), &[&text]);
         assert!(out.len() >= 2);
-        assert!(out.iter().all(|m| m.ends_with('。') && m.chars().count() <= DISCORD_LIMIT));
+        assert!(
+            out.iter()
+                .all(|m| m.ends_with('。') && m.chars().count() <= DISCORD_LIMIT)
+        );
     }
 
     // SPEC C5: a user stop keeps complete sentences; a follow-up discards the pending text.

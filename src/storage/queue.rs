@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use super::{Backend, Database, from_sql_id, port_error, sql_id};
 use crate::chat::ports::PortError;
 use crate::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
-use crate::locale::Locale;
 use crate::chat::stores::{NewQueuedMessage, QueueStore, QueuedMessage};
+use crate::locale::Locale;
 
 pub struct QueueRepo {
     db: Database,

@@ -13,10 +13,10 @@ use super::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::chat::context::{LoadedContext, Trigger};
 use crate::chat::history::{EntryStatus, ToolHistoryEntry};
 use crate::chat::model::{Attempt, ChatModel, ModelError, TokenUsage};
-use crate::chat::provider_failure::user_message;
+use crate::chat::provider_failure::{Retry, user_message};
 use crate::chat::role::Role;
-use crate::chat::stream::{Delivery, PassEnd};
 use crate::chat::stores::{OutcomeStore, Persona};
+use crate::chat::stream::{Delivery, PassEnd};
 use crate::chat::turn::{Turn, TurnStatus};
 use crate::config::TurnConfig;
 use crate::locale;
@@ -38,7 +38,9 @@ pub enum TurnEnd {
     PassLimit,
     FailureLimit,
     /// Every key and model failed; the last failure's code.
-    ProviderFailed { code: &'static str },
+    ProviderFailed {
+        code: &'static str,
+    },
     /// The model said nothing and nothing else was delivered.
     Empty,
     /// The turn promised images it did not plan.
@@ -149,9 +151,9 @@ pub async fn run_turn(
             PassEnd::ToolCalls(calls) => {
                 report.tool_calls += 1;
                 turn.state().in_tool_chain = true;
-                let (first, rest) = calls.split_first().unwrap_or_else(|| {
-                    unreachable!("a tool-call pass has at least one call")
-                });
+                let (first, rest) = calls
+                    .split_first()
+                    .unwrap_or_else(|| unreachable!("a tool-call pass has at least one call"));
                 match execute_tool_call(&session, Some(first), &mut parts).await {
                     ToolCallOutcome::Restart => {
                         failures = 0;
@@ -312,13 +314,12 @@ async fn run_pass(
             parts.push(continuation.clone());
         }
         report_failure(deps.model.as_ref(), turn, attempt, &error);
-        let class = error.class;
+        let retry = error.class.retry();
         last_error = Some(error);
-        if !class.rotates_key() {
-            if !class.falls_back() {
-                break;
-            }
-            skip_model = Some(attempt.model_index);
+        match retry {
+            Retry::NextKey | Retry::NextAttempt => {}
+            Retry::NextModel => skip_model = Some(attempt.model_index),
+            Retry::No => break,
         }
     }
     PassEnd::Failed(last_error.unwrap_or_else(|| {
