@@ -9,6 +9,8 @@ pub mod chat;
 pub mod config;
 /// Localized strings (Fluent): English, Japanese, Simplified and Traditional Chinese.
 pub mod locale;
+/// The OpenAI-compatible streaming provider: key rotation and model fallback support.
+pub mod provider;
 /// sqlx repositories (SQLite file or PostgreSQL) implementing the storage ports.
 pub mod storage;
 /// Tracing set-up, done once per process.

@@ -8,123 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use persona_bot::chat::model::{Attempt, ChatMessage, ModelError};
-use persona_bot::chat::orchestrator::{KillReport, Orchestrator, OrchestratorDeps, TurnFinished};
+use persona_bot::chat::orchestrator::KillReport;
 use persona_bot::chat::ports::{Sticker, StickerSend};
 use persona_bot::chat::provider_failure::FailureClass;
-use persona_bot::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
-use persona_bot::chat::stores::NewQueuedMessage;
+use persona_bot::chat::scope::{ChannelId, MessageId};
 use persona_bot::chat::turn::TurnStatus;
-use persona_bot::config::Config;
-use persona_bot::locale::Locale;
-use persona_bot::testkit::{
-    Fakes, InMemoryPersonas, InMemoryQueue, InMemorySettings, ScriptedModel, ScriptedPass, Step,
-};
-use persona_bot::tool_loop::deliberate::KeywordPacks;
-use persona_bot::tool_loop::passes::{TurnDeps, TurnEnd};
+use persona_bot::testkit::{Fakes, InMemoryQueue, ScriptedModel, ScriptedPass, Step};
+use persona_bot::tool_loop::passes::TurnEnd;
+use support::bot::{ALICE, BOB, Bot, CHANNEL, message, message_in};
 use support::{Behaviour, Harness};
-use tokio::sync::broadcast;
-
-const SERVER: ServerId = ServerId(10);
-const CHANNEL: ChannelId = ChannelId(20);
-const ALICE: UserId = UserId(30);
-const BOB: UserId = UserId(31);
-
-struct Bot {
-    h: Harness,
-    model: Arc<ScriptedModel>,
-    queue: Arc<InMemoryQueue>,
-    orchestrator: Orchestrator,
-    finished: broadcast::Receiver<TurnFinished>,
-}
-
-fn message(id: u64, author: UserId, content: &str) -> NewQueuedMessage {
-    message_in(CHANNEL, id, author, content)
-}
-
-fn message_in(channel: ChannelId, id: u64, author: UserId, content: &str) -> NewQueuedMessage {
-    NewQueuedMessage {
-        server: Some(SERVER),
-        channel,
-        message: MessageId(id),
-        author,
-        author_name: if author == ALICE {
-            "alice".into()
-        } else {
-            "bob".into()
-        },
-        content: content.into(),
-        follow_up: false,
-        enqueued_at_ms: 0,
-        persona: PersonaId("aria".into()),
-        visibility: Visibility::Public,
-        locale: Locale::En,
-        quiet: false,
-    }
-}
-
-impl Bot {
-    fn new(model: ScriptedModel) -> Self {
-        Self::build(
-            model,
-            Behaviour::Succeed {
-                data: None,
-                message: None,
-            },
-            |_| {},
-            Fakes::default(),
-        )
-    }
-
-    fn build(
-        model: ScriptedModel,
-        probe: Behaviour,
-        edit: impl FnOnce(&mut Config),
-        fakes: Fakes,
-    ) -> Self {
-        let h = Harness::build_with_config(fakes, probe, |r| r, edit);
-        let queue = Arc::new(InMemoryQueue::default());
-        Self::with_queue(h, model, queue)
-    }
-
-    fn with_queue(h: Harness, model: ScriptedModel, queue: Arc<InMemoryQueue>) -> Self {
-        let model = Arc::new(model);
-        let orchestrator = Orchestrator::new(OrchestratorDeps {
-            turn: TurnDeps {
-                model: model.clone(),
-                registry: h.registry.clone(),
-                env: h.env.clone(),
-            },
-            queue: queue.clone(),
-            settings: Arc::new(InMemorySettings::default()),
-            personas: Arc::new(InMemoryPersonas::default()),
-            packs: KeywordPacks::from_config(&h.config.deliberate),
-            config: h.config.clone(),
-        });
-        let finished = orchestrator.subscribe();
-        Self {
-            h,
-            model,
-            queue,
-            orchestrator,
-            finished,
-        }
-    }
-
-    async fn say(&self, m: NewQueuedMessage) {
-        self.orchestrator.submit(m).await;
-    }
-
-    async fn next(&mut self) -> TurnFinished {
-        tokio::time::timeout(Duration::from_secs(3600), self.finished.recv())
-            .await
-            .expect("a turn finished within an hour of (paused) time")
-            .expect("finished channel open")
-    }
-
-    fn transcript(&self) -> String {
-        self.h.fakes.sink.transcript(CHANNEL)
-    }
-}
 
 fn delay(secs: u64) -> Step {
     Step::Delay(Duration::from_secs(secs))

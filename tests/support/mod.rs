@@ -2,6 +2,9 @@
 //! recording fakes of every port, and helpers to run one call through `execute_tool_call`.
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
+pub mod bot;
+pub mod fake_openai;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,0 +1,376 @@
+//! Turning a chunk stream into [`ModelEvent`]s: text as it arrives; tool-call fragments joined
+//! by `index` (or, when a server leaves `index` out, by `id` and position), the id kept from the
+//! first fragment that had one; "tool call" decided from the fragments, not from
+//! `finish_reason`; arguments flagged truncated when the stream ended on `length` or without any
+//! finish reason (SPEC T3). First-token and idle timeouts apply here (SPEC C11).
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+
+use super::wire::{Chunk, ToolCallDelta};
+use crate::chat::model::{Finish, ModelError, ModelEvent, ModelStream, TokenUsage};
+use crate::chat::provider_failure::{FailureClass, classify};
+use crate::tool_loop::{ToolCallRequest, Truncation};
+
+/// One call being assembled.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+struct Partial {
+    index: usize,
+    id: Option<String>,
+    name: String,
+    arguments: String,
+}
+
+/// The state of one pass's assembly.
+#[derive(Debug, Default)]
+pub struct Assembler {
+    calls: Vec<Partial>,
+    /// The call the last fragment went to.
+    last: Option<usize>,
+    finish: Option<String>,
+    usage: Option<TokenUsage>,
+}
+
+impl Assembler {
+    /// Takes one chunk; returns its visible text, or the error a server reported in-stream.
+    pub fn take(&mut self, chunk: Chunk) -> Result<Vec<String>, ModelError> {
+        if let Some(error) = chunk.error {
+            let message = error.message.unwrap_or_default();
+            let code = error.code.map(|c| c.to_string()).unwrap_or_default();
+            let class = classify(None, &format!("{message} {code}"));
+            return Err(ModelError::new(
+                class,
+                None,
+                format!("in-stream error: {message} {code}"),
+            ));
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(TokenUsage {
+                prompt: usage.prompt_tokens,
+                completion: usage.completion_tokens,
+            });
+        }
+        let mut text = Vec::new();
+        for choice in chunk.choices {
+            if let Some(delta) = choice.delta {
+                if let Some(content) = delta.content.filter(|c| !c.is_empty()) {
+                    text.push(content);
+                }
+                for fragment in delta.tool_calls.into_iter().flatten() {
+                    self.fragment(fragment);
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                self.finish = Some(reason);
+            }
+        }
+        Ok(text)
+    }
+
+    fn fragment(&mut self, fragment: ToolCallDelta) {
+        let at = self.slot_for(&fragment);
+        let call = &mut self.calls[at];
+        if call.id.is_none() {
+            call.id = fragment.id.filter(|id| !id.is_empty());
+        }
+        if let Some(function) = fragment.function {
+            if let Some(name) = function.name.filter(|n| !n.is_empty()) {
+                // Some servers repeat the whole name in later fragments; others split it.
+                if call.name != name {
+                    call.name.push_str(&name);
+                }
+            }
+            if let Some(arguments) = function.arguments {
+                call.arguments.push_str(&arguments);
+            }
+        }
+        self.last = Some(at);
+    }
+
+    /// Which call a fragment belongs to.
+    fn slot_for(&mut self, fragment: &ToolCallDelta) -> usize {
+        if let Some(index) = fragment.index {
+            if let Some(at) = self.calls.iter().position(|c| c.index == index) {
+                return at;
+            }
+            return self.open(index);
+        }
+        // No index: an id names its call; a new id opens a new call; no id continues the last.
+        if let Some(id) = fragment.id.as_deref().filter(|id| !id.is_empty()) {
+            if let Some(at) = self.calls.iter().position(|c| c.id.as_deref() == Some(id)) {
+                return at;
+            }
+            let last_has_other_id = self.last.is_none_or(|at| {
+                self.calls[at]
+                    .id
+                    .as_deref()
+                    .is_some_and(|other| other != id)
+            });
+            if last_has_other_id {
+                let next = self.calls.iter().map(|c| c.index + 1).max().unwrap_or(0);
+                return self.open(next);
+            }
+        }
+        match self.last {
+            Some(at) => at,
+            None => self.open(0),
+        }
+    }
+
+    fn open(&mut self, index: usize) -> usize {
+        self.calls.push(Partial {
+            index,
+            ..Partial::default()
+        });
+        self.calls.len() - 1
+    }
+
+    /// The end of the pass.
+    pub fn end(mut self, call_prefix: &str) -> ModelEvent {
+        let finish = match self.finish.as_deref() {
+            None => Finish::Missing,
+            Some("stop") => Finish::Stop,
+            Some("tool_calls" | "function_call") => Finish::ToolCalls,
+            Some("length") => Finish::Length,
+            Some(other) => Finish::Other(other.to_owned()),
+        };
+        let truncated = match finish {
+            Finish::Length => Some(Truncation::Length),
+            Finish::Missing => Some(Truncation::StreamEnded),
+            _ => None,
+        };
+        self.calls.sort_by_key(|c| c.index);
+        let tool_calls = self
+            .calls
+            .into_iter()
+            .enumerate()
+            .map(|(n, c)| ToolCallRequest {
+                id: c.id.unwrap_or_else(|| format!("{call_prefix}_{n}")),
+                name: c.name,
+                arguments: c.arguments,
+                truncated,
+            })
+            .collect();
+        ModelEvent::End {
+            tool_calls,
+            finish,
+            usage: self.usage,
+        }
+    }
+}
+
+/// Maps an async-openai error to a classified model error.
+pub fn model_error(error: async_openai::error::OpenAIError) -> ModelError {
+    use async_openai::error::OpenAIError;
+    match error {
+        OpenAIError::ApiError(response) => {
+            let api = &response.api_error;
+            let text = format!(
+                "{} {} {}",
+                api.message,
+                api.code.as_deref().unwrap_or_default(),
+                api.r#type.as_deref().unwrap_or_default()
+            );
+            let status = response.status_code.as_u16();
+            ModelError::new(
+                classify(Some(status), &text),
+                Some(status),
+                response.to_string(),
+            )
+        }
+        OpenAIError::Reqwest(e) => {
+            let class = if e.is_timeout() {
+                FailureClass::Timeout
+            } else {
+                classify(e.status().map(|s| s.as_u16()), &e.to_string())
+            };
+            ModelError::new(class, e.status().map(|s| s.as_u16()), e.to_string())
+        }
+        OpenAIError::JSONDeserialize(e, content) => {
+            ModelError::new(classify(None, &content), None, format!("{e}: {content}"))
+        }
+        other => {
+            let text = other.to_string();
+            ModelError::new(classify(None, &text), None, text)
+        }
+    }
+}
+
+/// Wraps a chunk stream into the pass's event stream, with the idle timeout between chunks.
+/// (The first-token timeout covers the request and the first chunk; see the provider.)
+pub fn events(
+    chunks: BoxStream<'static, Result<Chunk, async_openai::error::OpenAIError>>,
+    first: Option<Chunk>,
+    idle: Duration,
+    call_prefix: String,
+) -> ModelStream {
+    struct State {
+        chunks: BoxStream<'static, Result<Chunk, async_openai::error::OpenAIError>>,
+        first: Option<Chunk>,
+        assembler: Option<Assembler>,
+        pending: std::collections::VecDeque<String>,
+        idle: Duration,
+        prefix: String,
+    }
+    let state = State {
+        chunks,
+        first,
+        assembler: Some(Assembler::default()),
+        pending: Default::default(),
+        idle,
+        prefix: call_prefix,
+    };
+    let stream = futures::stream::unfold(state, |mut s| async move {
+        loop {
+            if let Some(text) = s.pending.pop_front() {
+                return Some((Ok(ModelEvent::Text(text)), s));
+            }
+            let assembler = s.assembler.as_mut()?;
+            let next = match s.first.take() {
+                Some(chunk) => Some(Ok(chunk)),
+                None => match tokio::time::timeout(s.idle, s.chunks.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        s.assembler = None;
+                        let error = ModelError::new(
+                            FailureClass::Timeout,
+                            None,
+                            format!("no chunk for {:?}", s.idle),
+                        );
+                        return Some((Err(error), s));
+                    }
+                },
+            };
+            match next {
+                Some(Ok(chunk)) => match assembler.take(chunk) {
+                    Ok(texts) => s.pending.extend(texts),
+                    Err(error) => {
+                        s.assembler = None;
+                        return Some((Err(error), s));
+                    }
+                },
+                Some(Err(async_openai::error::OpenAIError::JSONDeserialize(e, content))) => {
+                    // A chunk we cannot read at all: skipped, the stream goes on.
+                    tracing::warn!(%e, content = %content.chars().take(200).collect::<String>(), "unreadable stream chunk skipped");
+                }
+                Some(Err(error)) => {
+                    s.assembler = None;
+                    return Some((Err(model_error(error)), s));
+                }
+                None => {
+                    let assembler = s.assembler.take()?;
+                    let end = assembler.end(&s.prefix);
+                    return Some((Ok(end), s));
+                }
+            }
+        }
+    });
+    Box::pin(stream)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(raw: &str) -> Chunk {
+        serde_json::from_str(raw).expect("chunk")
+    }
+
+    fn calls(event: ModelEvent) -> (Vec<ToolCallRequest>, Finish) {
+        match event {
+            ModelEvent::End {
+                tool_calls, finish, ..
+            } => (tool_calls, finish),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    // SPEC T3, C9: fragments join by index; the id comes from the first fragment.
+    #[test]
+    fn fragments_join_by_index_with_the_first_id() {
+        let mut a = Assembler::default();
+        a.take(chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"call_a","function":{"name":"plan_image","arguments":"{\"pro"}}]}}]}"#)).unwrap();
+        a.take(chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"call_b","function":{"name":"recall_facts","arguments":"{}"}}]}}]}"#)).unwrap();
+        a.take(chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"mpt\":\"fox\"}"}}]}}]}"#)).unwrap();
+        a.take(chunk(
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ))
+        .unwrap();
+        let (calls, finish) = calls(a.end("x"));
+        assert_eq!(finish, Finish::ToolCalls);
+        assert_eq!(calls.len(), 2);
+        assert_eq!(
+            (calls[0].id.as_str(), calls[0].name.as_str()),
+            ("call_a", "plan_image")
+        );
+        assert_eq!(calls[0].arguments, r#"{"prompt":"fox"}"#);
+        assert_eq!(calls[0].truncated, None);
+        assert_eq!(calls[1].name, "recall_facts");
+    }
+
+    // Servers that leave out `index`: fragments without an id continue the last call.
+    #[test]
+    fn fragments_without_index_join_by_id_and_position() {
+        let mut a = Assembler::default();
+        a.take(chunk(r#"{"choices":[{"delta":{"tool_calls":[{"id":"c1","function":{"name":"t","arguments":"{\"a\":"}}]}}]}"#)).unwrap();
+        a.take(chunk(
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"1}"}}]}}]}"#,
+        ))
+        .unwrap();
+        a.take(chunk(r#"{"choices":[{"delta":{"tool_calls":[{"id":"c2","function":{"name":"u","arguments":"{}"}}]}}]}"#)).unwrap();
+        a.take(chunk(r#"{"choices":[{"finish_reason":"stop"}]}"#))
+            .unwrap();
+        let (calls, finish) = calls(a.end("x"));
+        assert_eq!(
+            finish,
+            Finish::Stop,
+            "some servers end tool calls with stop"
+        );
+        assert_eq!(calls.len(), 2, "decided from the fragments");
+        assert_eq!(calls[0].arguments, r#"{"a":1}"#);
+        assert_eq!(calls[1].id, "c2");
+    }
+
+    // SPEC T3: `length` and a missing finish reason flag the arguments as truncated.
+    #[test]
+    fn length_or_missing_finish_flags_truncation() {
+        for (finish, flag) in [
+            (Some("length"), Some(Truncation::Length)),
+            (None, Some(Truncation::StreamEnded)),
+            (Some("eos_token"), None),
+            (Some(""), None),
+        ] {
+            let mut a = Assembler::default();
+            a.take(chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"t","arguments":"{\"a\":"}}]}}]}"#)).unwrap();
+            if let Some(f) = finish {
+                a.take(chunk(&format!(
+                    r#"{{"choices":[{{"finish_reason":"{f}"}}]}}"#
+                )))
+                .unwrap();
+            }
+            let (calls, _) = calls(a.end("gen"));
+            assert_eq!(calls[0].truncated, flag, "{finish:?}");
+            assert_eq!(calls[0].id, "gen_0", "an id is made up when none came");
+        }
+    }
+
+    #[test]
+    fn a_repeated_full_name_is_not_doubled() {
+        let mut a = Assembler::default();
+        a.take(chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"plan_image"}}]}}]}"#)).unwrap();
+        a.take(chunk(r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"plan_image","arguments":"{}"}}]}}]}"#)).unwrap();
+        let (calls, _) = calls(a.end("x"));
+        assert_eq!(calls[0].name, "plan_image");
+    }
+
+    #[test]
+    fn in_stream_errors_are_classified() {
+        let mut a = Assembler::default();
+        let error = a
+            .take(chunk(r#"{"error":{"message":"Overloaded","code":529}}"#))
+            .unwrap_err();
+        assert_eq!(error.class, FailureClass::ServerError);
+    }
+}

@@ -1,0 +1,166 @@
+//! The OpenAI-compatible provider (OpenAI, OpenRouter, Ollama, llama.cpp, vLLM), on async-openai
+//! with our own lenient wire types ([`wire`]), fragment assembly ([`assemble`]) and a no-retry
+//! transport ([`transport`]): retries belong to the pass loop, which rotates keys and falls back
+//! across models (SPEC C11). Keys cool down after a rate limit or a key failure.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use async_openai::Client;
+use async_openai::config::OpenAIConfig;
+use async_trait::async_trait;
+use futures::StreamExt;
+use secrecy::{ExposeSecret, SecretString};
+use tokio::time::Instant;
+
+use crate::chat::model::{Attempt, ChatModel, ModelError, ModelRequest, ModelStream};
+use crate::chat::provider_failure::FailureClass;
+use crate::config::ProviderConfig;
+
+pub mod assemble;
+pub mod transport;
+pub mod wire;
+
+/// One API key and its client.
+struct Key {
+    client: Client<OpenAIConfig>,
+    /// Until when the key rests after a failure.
+    cooldown_until: Mutex<Option<Instant>>,
+}
+
+/// The provider: models in fallback order, keys in rotation.
+pub struct OpenAiProvider {
+    keys: Vec<Key>,
+    config: ProviderConfig,
+}
+
+/// Installs rustls's ring provider once (reqwest is built without a default provider).
+fn install_crypto() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+impl OpenAiProvider {
+    /// A provider on `config.base_url` with `keys` (none: a keyless local server).
+    pub fn new(config: ProviderConfig, keys: &[SecretString]) -> Result<Self, reqwest::Error> {
+        install_crypto();
+        let http = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .tcp_nodelay(true)
+            .build()?;
+        let secrets: Vec<&str> = if keys.is_empty() {
+            vec![""]
+        } else {
+            keys.iter().map(|k| k.expose_secret()).collect()
+        };
+        let keys = secrets
+            .into_iter()
+            .map(|secret| {
+                let api = OpenAIConfig::new()
+                    .with_api_base(config.base_url.trim_end_matches('/'))
+                    .with_api_key(secret);
+                Key {
+                    client: Client::build(http.clone(), api)
+                        .with_http_service(transport::NoRetryTransport::new(http.clone())),
+                    cooldown_until: Mutex::new(None),
+                }
+            })
+            .collect();
+        Ok(Self { keys, config })
+    }
+
+    fn cooldown(&self, key: usize) -> Option<Instant> {
+        *self.keys[key]
+            .cooldown_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Key order for the next pass: ready keys in their configured order (a key is used until
+    /// it fails), then resting keys, soonest back first.
+    fn key_order(&self) -> Vec<usize> {
+        let now = Instant::now();
+        let (mut ready, mut resting): (Vec<usize>, Vec<usize>) =
+            (0..self.keys.len()).partition(|&k| self.cooldown(k).is_none_or(|until| until <= now));
+        resting.sort_by_key(|&k| self.cooldown(k));
+        ready.append(&mut resting);
+        ready
+    }
+}
+
+#[async_trait]
+impl ChatModel for OpenAiProvider {
+    fn attempts(&self) -> Vec<Attempt> {
+        let keys = self.key_order();
+        self.config
+            .models
+            .iter()
+            .enumerate()
+            .flat_map(|(model_index, model)| {
+                keys.iter().map(move |&key_index| Attempt {
+                    model: model.clone(),
+                    model_index,
+                    key_index,
+                })
+            })
+            .collect()
+    }
+
+    async fn stream(
+        &self,
+        attempt: &Attempt,
+        request: &ModelRequest,
+    ) -> Result<ModelStream, ModelError> {
+        let body = wire::request_body(
+            &attempt.model,
+            request,
+            self.config.max_tokens,
+            self.config.send_parallel_tool_calls,
+        );
+        let client = &self.keys[attempt.key_index].client;
+        let first_token = Duration::from_secs(self.config.first_token_timeout_secs);
+        let idle = Duration::from_secs(self.config.idle_timeout_secs);
+        // The first-token timeout covers the request and the first chunk.
+        let opened = tokio::time::timeout(first_token, async {
+            let mut chunks = client
+                .chat()
+                .create_stream_byot::<serde_json::Value, wire::Chunk>(body)
+                .await
+                .map_err(assemble::model_error)?;
+            let first = chunks.next().await;
+            Ok::<_, ModelError>((chunks, first))
+        })
+        .await
+        .map_err(|_| {
+            ModelError::new(
+                FailureClass::Timeout,
+                None,
+                format!("no first chunk within {first_token:?}"),
+            )
+        })??;
+        let (chunks, first) = opened;
+        let first = match first {
+            Some(Ok(chunk)) => Some(chunk),
+            Some(Err(error)) => return Err(assemble::model_error(error)),
+            None => None,
+        };
+        let prefix = format!("call_{}", uuid::Uuid::now_v7().simple());
+        Ok(assemble::events(chunks.boxed(), first, idle, prefix))
+    }
+
+    fn report_failure(&self, attempt: &Attempt, class: FailureClass) {
+        if !class.rotates_key() {
+            return;
+        }
+        let base = Duration::from_secs(self.config.key_cooldown_secs);
+        // A key out of balance or refused stays out longer than a rate-limited one.
+        let rest = match class {
+            FailureClass::RateLimited => base,
+            _ => base * 10,
+        };
+        if let Some(key) = self.keys.get(attempt.key_index) {
+            *key.cooldown_until
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now() + rest);
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! The wire format: our request as OpenAI-compatible JSON, and lenient stream chunks. Every field
+//! of a chunk is optional and `finish_reason` is free text, so odd servers (`""`, `eos_token`,
+//! missing tool-call `index`, `tool_calls: null`) do not make a chunk fail to parse.
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::chat::model::{ChatMessage, ModelRequest};
+
+/// The JSON body of one streamed pass.
+pub fn request_body(
+    model: &str,
+    request: &ModelRequest,
+    max_tokens: u32,
+    send_parallel_tool_calls: bool,
+) -> Value {
+    let messages: Vec<Value> = request.messages.iter().map(message).collect();
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "stream": true,
+        "stream_options": { "include_usage": true },
+        "max_tokens": max_tokens,
+    });
+    if !request.tools.is_empty() {
+        body["tools"] = Value::Array(request.tools.clone());
+        body["tool_choice"] = json!("auto");
+        if send_parallel_tool_calls {
+            // One tool call per pass (SPEC C9).
+            body["parallel_tool_calls"] = json!(false);
+        }
+    }
+    body
+}
+
+fn message(m: &ChatMessage) -> Value {
+    match m {
+        ChatMessage::System { content } => json!({ "role": "system", "content": content }),
+        ChatMessage::User { name, content } => match name {
+            Some(name) => json!({ "role": "user", "name": name, "content": content }),
+            None => json!({ "role": "user", "content": content }),
+        },
+        ChatMessage::Assistant {
+            content,
+            tool_calls,
+        } => {
+            let mut m = json!({ "role": "assistant", "content": content });
+            if !tool_calls.is_empty() {
+                m["tool_calls"] = tool_calls
+                    .iter()
+                    .map(|c| {
+                        json!({
+                            "id": c.id,
+                            "type": "function",
+                            "function": { "name": c.name, "arguments": c.arguments },
+                        })
+                    })
+                    .collect();
+            }
+            m
+        }
+        ChatMessage::Tool { call_id, content } => {
+            json!({ "role": "tool", "tool_call_id": call_id, "content": content })
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Chunk {
+    pub choices: Vec<Choice>,
+    pub usage: Option<Usage>,
+    /// Some servers report a failure inside the stream.
+    pub error: Option<StreamError>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Choice {
+    pub delta: Option<Delta>,
+    pub finish_reason: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Delta {
+    pub content: Option<String>,
+    pub tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ToolCallDelta {
+    pub index: Option<usize>,
+    pub id: Option<String>,
+    pub function: Option<FunctionDelta>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct FunctionDelta {
+    pub name: Option<String>,
+    pub arguments: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Usage {
+    pub prompt_tokens: u32,
+    pub completion_tokens: u32,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct StreamError {
+    pub message: Option<String>,
+    pub code: Option<Value>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::model::AssistantToolCall;
+
+    #[test]
+    fn odd_chunks_parse() {
+        for raw in [
+            r#"{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":""}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"eos_token"}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":null}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"arguments":"{\"a"}}]}}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}}"#,
+            r#"{"error":{"message":"overloaded","code":529}}"#,
+        ] {
+            serde_json::from_str::<Chunk>(raw).unwrap_or_else(|e| panic!("{raw}: {e}"));
+        }
+    }
+
+    // SPEC C9: one tool call per pass is requested where the server supports it.
+    #[test]
+    fn request_body_has_tools_and_no_parallel_calls() {
+        let request = ModelRequest {
+            messages: vec![
+                ChatMessage::System {
+                    content: "s".into(),
+                },
+                ChatMessage::Assistant {
+                    content: None,
+                    tool_calls: vec![AssistantToolCall {
+                        id: "c1".into(),
+                        name: "t".into(),
+                        arguments: "{}".into(),
+                    }],
+                },
+                ChatMessage::Tool {
+                    call_id: "c1".into(),
+                    content: "{}".into(),
+                },
+            ],
+            tools: vec![json!({"type": "function"})],
+        };
+        let body = request_body("m", &request, 100, true);
+        assert_eq!(body["parallel_tool_calls"], false);
+        assert_eq!(body["stream"], true);
+        assert_eq!(
+            body["messages"][1]["tool_calls"][0]["function"]["name"],
+            "t"
+        );
+        assert_eq!(body["messages"][2]["tool_call_id"], "c1");
+        let without = request_body(
+            "m",
+            &ModelRequest {
+                messages: vec![],
+                tools: vec![],
+            },
+            1,
+            true,
+        );
+        assert!(
+            without.get("parallel_tool_calls").is_none(),
+            "only with tools"
+        );
+        assert!(without.get("tools").is_none());
+    }
+}

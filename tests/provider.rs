@@ -1,0 +1,438 @@
+//! Turns end to end through the real provider client (async-openai, our wire types, the no-retry
+//! transport) against the fake OpenAI-compatible server on 127.0.0.1: streaming, tool-call
+//! fragments and the provider quirks, timeouts, key rotation and model fallback, and `/kill`
+//! dropping the HTTP request.
+
+mod support;
+
+use std::time::Duration;
+
+use persona_bot::chat::orchestrator::KillReport;
+use persona_bot::chat::ports::{Sticker, StickerSend};
+use persona_bot::chat::turn::TurnStatus;
+use persona_bot::config::{Config, ProviderConfig};
+use persona_bot::provider::OpenAiProvider;
+use persona_bot::testkit::Fakes;
+use persona_bot::tool_loop::passes::TurnEnd;
+use secrecy::SecretString;
+use serde_json::json;
+use support::bot::{ALICE, BOB, Bot, CHANNEL, message};
+use support::fake_openai::{FakeOpenAi, Reply, Sse};
+use support::{Behaviour, Harness};
+
+fn provider(fake: &FakeOpenAi, models: &[&str], keys: &[&str]) -> OpenAiProvider {
+    let mut config: ProviderConfig = Config::shipped_defaults().provider;
+    config.base_url = fake.base_url.clone();
+    config.models = models.iter().map(|m| (*m).to_owned()).collect();
+    config.first_token_timeout_secs = 1;
+    config.idle_timeout_secs = 1;
+    let keys: Vec<SecretString> = keys
+        .iter()
+        .map(|k| SecretString::from(k.to_string()))
+        .collect();
+    OpenAiProvider::new(config, &keys).expect("provider")
+}
+
+fn bot(fake: &FakeOpenAi, models: &[&str], keys: &[&str]) -> Bot<OpenAiProvider> {
+    Bot::new(provider(fake, models, keys))
+}
+
+fn bot_with(
+    fake: &FakeOpenAi,
+    keys: &[&str],
+    probe: Behaviour,
+    fakes: Fakes,
+) -> Bot<OpenAiProvider> {
+    let h = Harness::build(fakes, probe, |r| r);
+    Bot::with_queue(h, provider(fake, &["model-a"], keys), Default::default())
+}
+
+// SPEC C4, C9: a turn runs end to end: the request carries the persona, the trigger, the tools
+// and parallel_tool_calls=false; the streamed text reaches the channel cut at paragraphs.
+#[tokio::test]
+async fn a_turn_runs_end_to_end_through_the_real_client() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Stream(vec![
+        Sse::text("Hello "),
+        Sse::text("there!\n\nSecond"),
+        Sse::text(" paragraph."),
+        Sse::finish("stop"),
+        Sse::usage(12, 5),
+        Sse::Done,
+    ]));
+    let mut bot = bot(&fake, &["model-a"], &["key-one"]);
+    bot.say(message(1, ALICE, "hi aria")).await;
+    let finished = bot.next().await;
+    assert_eq!(finished.report.status, TurnStatus::Completed);
+    assert_eq!(finished.report.usage.prompt, 12);
+    assert_eq!(bot.transcript(), "Hello there!\n\nSecond paragraph.");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1);
+    let r = &requests[0];
+    assert_eq!(r.key(), "key-one");
+    assert_eq!(r.model(), "model-a");
+    assert_eq!(r.body["stream"], true);
+    assert_eq!(r.body["parallel_tool_calls"], false);
+    assert!(
+        r.body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["function"]["name"] == "plan_image")
+    );
+    let messages = r.body["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system");
+    assert!(messages[0]["content"].as_str().unwrap().contains("Aria"));
+    assert_eq!(messages.last().unwrap()["content"], "[alice] hi aria");
+    assert_eq!(fake.unexpected(), 0);
+}
+
+// SPEC T3, C9: fragments join by index, the id comes from the first chunk, and the tool runs
+// with the joined arguments; the next pass sees its result.
+#[tokio::test]
+async fn tool_call_fragments_are_joined_and_the_tool_runs() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Stream(vec![
+        Sse::text("Let me check."),
+        Sse::fragment(Some(0), Some("call_abc"), Some("probe"), ""),
+        Sse::fragment(Some(0), None, None, "{\"n\""),
+        Sse::fragment(Some(0), None, None, ":42}"),
+        Sse::finish("tool_calls"),
+        Sse::Done,
+    ]));
+    fake.push(Reply::text(&["Checked."]));
+    let mut bot = bot(&fake, &["m"], &["k"]);
+    bot.say(message(1, ALICE, "probe it")).await;
+    assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
+    assert_eq!(bot.h.probe.runs(), 1);
+    assert_eq!(
+        *bot.h.probe.last_args.lock().unwrap(),
+        Some(json!({"n": 42}))
+    );
+    let second = &fake.requests()[1].body["messages"];
+    let assistant = second
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_calls"].is_array())
+        .unwrap();
+    assert_eq!(assistant["tool_calls"][0]["id"], "call_abc");
+    assert_eq!(assistant["content"], "Let me check.");
+    let tool = second
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert_eq!(tool["tool_call_id"], "call_abc");
+    assert!(tool["content"].as_str().unwrap().contains("completed"));
+    assert_eq!(bot.transcript(), "Let me check.\n\nChecked.");
+}
+
+// Provider quirks: no `index`, the id only in the first fragment, and `stop` (not
+// `tool_calls`) ending a tool call: the call is decided from the fragments.
+#[tokio::test]
+async fn fragments_without_index_and_a_stop_finish_still_make_a_call() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Stream(vec![
+        Sse::fragment(None, Some("c1"), Some("probe"), "{\"n\":"),
+        Sse::fragment(None, None, None, "7}"),
+        Sse::finish("stop"),
+        Sse::Done,
+    ]));
+    fake.push(Reply::text(&["ok."]));
+    let mut bot = bot(&fake, &["m"], &["k"]);
+    bot.say(message(1, ALICE, "go")).await;
+    bot.next().await;
+    assert_eq!(
+        *bot.h.probe.last_args.lock().unwrap(),
+        Some(json!({"n": 7}))
+    );
+}
+
+// Provider quirks: unknown finish reasons ("", "eos_token") do not break the stream.
+#[tokio::test]
+async fn odd_finish_reasons_do_not_break_the_stream() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Stream(vec![
+        Sse::text("One."),
+        Sse::finish(""),
+        Sse::Done,
+    ]));
+    fake.push(Reply::Stream(vec![
+        Sse::text("Two."),
+        Sse::finish("eos_token"),
+        Sse::Done,
+    ]));
+    let mut bot = bot(&fake, &["m"], &["k"]);
+    bot.say(message(1, ALICE, "a")).await;
+    bot.say(message(2, BOB, "b")).await;
+    assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
+    assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
+    assert_eq!(bot.transcript(), "One.\n\nTwo.");
+}
+
+// SPEC T3: a stream that ends without [DONE] or any finish reason cuts the arguments: the call
+// is refused as truncated, never dispatched.
+#[tokio::test]
+async fn a_stream_cut_without_finish_flags_the_call_truncated() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Stream(vec![Sse::fragment(
+        Some(0),
+        Some("c1"),
+        Some("probe"),
+        "{\"n\":1}",
+    )]));
+    fake.push(Reply::text(&["Sorry."]));
+    let mut bot = bot(&fake, &["m"], &["k"]);
+    bot.say(message(1, ALICE, "go")).await;
+    bot.next().await;
+    assert_eq!(bot.h.probe.runs(), 0, "never dispatched");
+    let tool = fake.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert!(
+        tool["content"]
+            .as_str()
+            .unwrap()
+            .contains("truncated_arguments"),
+        "{tool}"
+    );
+}
+
+// SPEC T3: `finish_reason: length` flags the arguments truncated.
+#[tokio::test]
+async fn finish_length_flags_the_call_truncated() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Stream(vec![
+        Sse::fragment(Some(0), Some("c1"), Some("probe"), "{\"n\":1"),
+        Sse::finish("length"),
+        Sse::Done,
+    ]));
+    fake.push(Reply::text(&["Sorry."]));
+    let mut bot = bot(&fake, &["m"], &["k"]);
+    bot.say(message(1, ALICE, "go")).await;
+    bot.next().await;
+    assert_eq!(bot.h.probe.runs(), 0);
+}
+
+// SPEC C11, R4, T9: a 429 whose message says the balance is exhausted rotates to the next key,
+// and the sticker the turn already sent is not sent again when the model repeats the call.
+#[tokio::test]
+async fn exhausted_balance_429_rotates_the_key_and_the_sticker_is_not_resent() {
+    let fake = FakeOpenAi::start().await;
+    let fakes = Fakes::default().with_stickers(vec![Sticker {
+        id: 5,
+        name: "wave".into(),
+    }]);
+    fakes.sink.script_sticker(StickerSend::Confirmed);
+    fake.push(Reply::call(
+        "c1",
+        "select_sticker_for_response",
+        r#"{"name":"wave"}"#,
+    ));
+    fake.push(Reply::error(
+        429,
+        "You exceeded your current quota, please check your plan and billing details.",
+        "insufficient_quota",
+    ));
+    fake.push(Reply::call(
+        "c2",
+        "select_sticker_for_response",
+        r#"{"name":"wave"}"#,
+    ));
+    fake.push(Reply::text(&["Waved at you!"]));
+    let mut bot = bot_with(
+        &fake,
+        &["key-a", "key-b"],
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        fakes,
+    );
+    bot.say(message(1, ALICE, "wave")).await;
+    assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
+    let keys: Vec<String> = fake.requests().iter().map(|r| r.key().to_owned()).collect();
+    assert_eq!(keys, vec!["key-a", "key-a", "key-b", "key-b"]);
+    assert_eq!(bot.h.fakes.sink.stickers().len(), 1, "one sticker");
+    assert_eq!(bot.transcript(), "Waved at you!");
+    assert_eq!(fake.unexpected(), 0);
+}
+
+// SPEC C11: a cooled key is used last by the next turn.
+#[tokio::test]
+async fn a_rate_limited_key_rests_for_the_next_turn() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::error(
+        429,
+        "Rate limit reached for requests",
+        "rate_limit_exceeded",
+    ));
+    fake.push(Reply::text(&["First."]));
+    fake.push(Reply::text(&["Second."]));
+    let mut bot = bot(&fake, &["m"], &["key-a", "key-b"]);
+    bot.say(message(1, ALICE, "a")).await;
+    bot.next().await;
+    bot.say(message(2, ALICE, "b")).await;
+    bot.next().await;
+    let keys: Vec<String> = fake.requests().iter().map(|r| r.key().to_owned()).collect();
+    assert_eq!(keys, vec!["key-a", "key-b", "key-b"], "key-a rests");
+}
+
+// SPEC C11: an unknown model (404) falls back to the next model in the list.
+#[tokio::test]
+async fn unknown_model_falls_back_to_the_next_one() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::error(
+        404,
+        "The model `gone-model` does not exist",
+        "model_not_found",
+    ));
+    fake.push(Reply::text(&["From the fallback."]));
+    let mut bot = bot(&fake, &["gone-model", "backup-model"], &["k"]);
+    bot.say(message(1, ALICE, "hi")).await;
+    bot.next().await;
+    let models: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| r.model().to_owned())
+        .collect();
+    assert_eq!(models, vec!["gone-model", "backup-model"]);
+    assert_eq!(bot.transcript(), "From the fallback.");
+}
+
+// The client does not retry by itself: one 500 with one key and one model is one request, and
+// the user sees one localized error.
+#[tokio::test]
+async fn the_client_does_not_retry_on_its_own() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Status(500, "upstream exploded".into()));
+    let mut bot = bot(&fake, &["m"], &["k"]);
+    bot.say(message(1, ALICE, "hi")).await;
+    let finished = bot.next().await;
+    assert_eq!(
+        finished.report.end,
+        TurnEnd::ProviderFailed {
+            code: "server_error"
+        }
+    );
+    assert_eq!(fake.requests().len(), 1);
+    let texts = bot.h.fakes.sink.texts();
+    assert_eq!(texts.len(), 1);
+    assert!(
+        !texts[0].text.contains("exploded"),
+        "no raw provider text: {}",
+        texts[0].text
+    );
+}
+
+// SPEC C11: a 500, then success on the next attempt.
+#[tokio::test]
+async fn a_server_error_is_retried_on_the_next_attempt() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Status(503, "Service Unavailable".into()));
+    fake.push(Reply::text(&["Recovered."]));
+    let mut bot = bot(&fake, &["m"], &["k1", "k2"]);
+    bot.say(message(1, ALICE, "hi")).await;
+    assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
+    assert_eq!(bot.transcript(), "Recovered.");
+}
+
+// SPEC C11: the first-token timeout ends a hung request.
+#[tokio::test]
+async fn first_token_timeout_ends_a_hung_request() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Hang);
+    let mut bot = bot(&fake, &["m"], &["k"]);
+    let started = std::time::Instant::now();
+    bot.say(message(1, ALICE, "hi")).await;
+    let finished = bot.next().await;
+    assert_eq!(
+        finished.report.end,
+        TurnEnd::ProviderFailed { code: "timeout" }
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+// SPEC C11: the idle timeout ends a stream that stalls mid-way; the next key continues without
+// repeating what was sent.
+#[tokio::test]
+async fn idle_timeout_ends_a_stalled_stream_and_the_next_attempt_continues() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Stream(vec![
+        Sse::text("Sent part.\n\n"),
+        Sse::text("lost"),
+        Sse::Hang,
+    ]));
+    fake.push(Reply::text(&["Rest."]));
+    let mut bot = bot(&fake, &["m"], &["k1", "k2"]);
+    bot.say(message(1, ALICE, "hi")).await;
+    assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
+    assert_eq!(bot.transcript(), "Sent part.\n\nRest.");
+    let retry = &fake.requests()[1].body["messages"];
+    assert!(retry.to_string().contains("Continue from where it stopped"));
+}
+
+// A stream broken mid-way (connection aborted) is a network failure, retried.
+#[tokio::test]
+async fn an_aborted_stream_is_retried() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Stream(vec![Sse::text("Par"), Sse::Abort]));
+    fake.push(Reply::text(&["Whole answer."]));
+    let mut bot = bot(&fake, &["m"], &["k1", "k2"]);
+    bot.say(message(1, ALICE, "hi")).await;
+    assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
+    assert_eq!(bot.transcript(), "Whole answer.");
+}
+
+// SPEC C6: /kill during streaming drops the HTTP request (the server sees the stream go).
+#[tokio::test]
+async fn kill_during_streaming_drops_the_http_request() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Stream(vec![
+        Sse::text("Before the kill.\n\n"),
+        Sse::Delay(Duration::from_millis(300)),
+        Sse::text("After."),
+        Sse::Delay(Duration::from_secs(30)),
+        Sse::finish("stop"),
+        Sse::Done,
+    ]));
+    let mut bot = bot(&fake, &["m"], &["k"]);
+    bot.say(message(1, ALICE, "talk")).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while bot.h.fakes.sink.texts().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "no text arrived");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let report = bot.orchestrator.kill(CHANNEL, ALICE, false).await;
+    assert!(
+        matches!(
+            report,
+            KillReport::Stopped {
+                turn_stopped: true,
+                ..
+            }
+        ),
+        "{report:?}"
+    );
+    assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while fake.dropped_streams() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never saw the request dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(bot.transcript(), "Before the kill.");
+}

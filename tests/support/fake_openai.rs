@@ -1,0 +1,283 @@
+//! A fake OpenAI-compatible server on 127.0.0.1, serving `/v1/chat/completions` from a script:
+//! SSE streams of text chunks and tool-call fragments, delays, cut or aborted streams, error
+//! statuses, and hangs. It records every request (its `Authorization` header and JSON body) and
+//! counts streams the client dropped before their end. A request nobody scripted gets a 500 and
+//! is counted, so a test can fail loudly on it.
+#![allow(dead_code)] // each test binary uses a different part
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+/// One step of a scripted SSE stream.
+#[derive(Debug, Clone)]
+pub enum Sse {
+    /// `data: <json>`.
+    Data(Value),
+    /// A raw line, sent as is (plus the blank line).
+    Raw(String),
+    /// `data: [DONE]`.
+    Done,
+    Delay(Duration),
+    /// Stop sending, keeping the connection open, forever.
+    Hang,
+    /// Break the connection mid-stream.
+    Abort,
+}
+
+impl Sse {
+    pub fn text(text: &str) -> Self {
+        Sse::Data(json!({"choices": [{"index": 0, "delta": {"content": text}}]}))
+    }
+
+    /// A tool-call fragment; `None` fields are left out of the JSON.
+    pub fn fragment(
+        index: Option<u32>,
+        id: Option<&str>,
+        name: Option<&str>,
+        arguments: &str,
+    ) -> Self {
+        let mut call = json!({"function": {"arguments": arguments}});
+        if let Some(index) = index {
+            call["index"] = json!(index);
+        }
+        if let Some(id) = id {
+            call["id"] = json!(id);
+            call["type"] = json!("function");
+        }
+        if let Some(name) = name {
+            call["function"]["name"] = json!(name);
+        }
+        Sse::Data(json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}}]}))
+    }
+
+    pub fn finish(reason: &str) -> Self {
+        Sse::Data(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}))
+    }
+
+    pub fn usage(prompt: u32, completion: u32) -> Self {
+        Sse::Data(
+            json!({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}),
+        )
+    }
+}
+
+/// The answer to one request.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    Stream(Vec<Sse>),
+    /// An error status with a body.
+    Status(u16, String),
+    /// Never answer.
+    Hang,
+}
+
+impl Reply {
+    /// A complete text answer: chunks, `stop`, `[DONE]`.
+    pub fn text(chunks: &[&str]) -> Self {
+        let mut steps: Vec<Sse> = chunks.iter().map(|c| Sse::text(c)).collect();
+        steps.push(Sse::finish("stop"));
+        steps.push(Sse::Done);
+        Reply::Stream(steps)
+    }
+
+    /// One complete tool call: name and arguments in one fragment, `tool_calls`, `[DONE]`.
+    pub fn call(id: &str, name: &str, arguments: &str) -> Self {
+        Reply::Stream(vec![
+            Sse::fragment(Some(0), Some(id), Some(name), arguments),
+            Sse::finish("tool_calls"),
+            Sse::Done,
+        ])
+    }
+
+    /// An OpenAI-style error body with this status.
+    pub fn error(status: u16, message: &str, code: &str) -> Self {
+        Reply::Status(
+            status,
+            json!({"error": {"message": message, "type": code, "code": code, "param": null}})
+                .to_string(),
+        )
+    }
+}
+
+/// A request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub authorization: Option<String>,
+    pub body: Value,
+}
+
+impl Recorded {
+    pub fn key(&self) -> &str {
+        self.authorization
+            .as_deref()
+            .and_then(|a| a.strip_prefix("Bearer "))
+            .unwrap_or("")
+    }
+
+    pub fn model(&self) -> &str {
+        self.body["model"].as_str().unwrap_or("")
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    script: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<Recorded>>,
+    dropped: AtomicUsize,
+    unexpected: AtomicUsize,
+}
+
+pub struct FakeOpenAi {
+    /// `http://127.0.0.1:<port>/v1`
+    pub base_url: String,
+    shared: Arc<Shared>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+impl FakeOpenAi {
+    pub async fn start() -> Self {
+        let shared = Arc::new(Shared::default());
+        let app = Router::new()
+            .route("/v1/chat/completions", post(completions))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .await
+                .expect("fake OpenAI server");
+        });
+        Self {
+            base_url: format!("http://{addr}/v1"),
+            shared,
+            _server: server,
+        }
+    }
+
+    pub fn push(&self, reply: Reply) {
+        self.shared.script.lock().unwrap().push_back(reply);
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.requests.lock().unwrap().clone()
+    }
+
+    /// Streams the client dropped before their last step.
+    pub fn dropped_streams(&self) -> usize {
+        self.shared.dropped.load(Ordering::SeqCst)
+    }
+
+    /// Requests that found no scripted reply.
+    pub fn unexpected(&self) -> usize {
+        self.shared.unexpected.load(Ordering::SeqCst)
+    }
+
+    pub fn remaining(&self) -> usize {
+        self.shared.script.lock().unwrap().len()
+    }
+}
+
+async fn completions(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    shared.requests.lock().unwrap().push(Recorded {
+        authorization,
+        body,
+    });
+    let reply = shared.script.lock().unwrap().pop_front();
+    let Some(reply) = reply else {
+        shared.unexpected.fetch_add(1, Ordering::SeqCst);
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "unexpected request: nothing scripted",
+        )
+            .into_response();
+    };
+    match reply {
+        Reply::Status(code, body) => {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+        }
+        Reply::Hang => {
+            std::future::pending::<()>().await;
+            unreachable!()
+        }
+        Reply::Stream(steps) => sse(shared, steps),
+    }
+}
+
+/// Counts the stream as dropped unless every step was sent.
+struct DropGuard {
+    shared: Arc<Shared>,
+    done: bool,
+}
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        if !self.done {
+            self.shared.dropped.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+fn sse(shared: Arc<Shared>, steps: Vec<Sse>) -> Response {
+    let guard = DropGuard {
+        shared,
+        done: false,
+    };
+    let state = (steps.into_iter(), guard);
+    let stream = futures::stream::unfold(state, |(mut steps, mut guard)| async move {
+        loop {
+            let Some(step) = steps.next() else {
+                guard.done = true;
+                drop(guard);
+                return None;
+            };
+            let line = match step {
+                Sse::Data(value) => format!("data: {value}\n\n"),
+                Sse::Raw(raw) => format!("{raw}\n\n"),
+                Sse::Done => "data: [DONE]\n\n".to_owned(),
+                Sse::Delay(d) => {
+                    tokio::time::sleep(d).await;
+                    continue;
+                }
+                Sse::Hang => {
+                    std::future::pending::<()>().await;
+                    continue;
+                }
+                Sse::Abort => {
+                    guard.done = true;
+                    let error = std::io::Error::other("aborted by the script");
+                    return Some((Err(error), (steps, guard)));
+                }
+            };
+            return Some((Ok::<_, std::io::Error>(Bytes::from(line)), (steps, guard)));
+        }
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .expect("response")
+}
