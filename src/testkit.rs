@@ -167,7 +167,7 @@ impl OutcomeStore for Unexpected {
 /// Completed tool outcomes, by turn.
 #[derive(Default)]
 pub struct InMemoryOutcomes {
-    outcomes: Mutex<Vec<(TurnId, StoredOutcome)>>,
+    outcomes: Mutex<HashMap<TurnId, Vec<StoredOutcome>>>,
 }
 
 #[async_trait]
@@ -179,17 +179,14 @@ impl OutcomeStore for InMemoryOutcomes {
         _at_ms: i64,
     ) -> Result<(), PortError> {
         let mut all = lock(&self.outcomes);
-        all.retain(|(t, o)| !(*t == turn && o.identity == outcome.identity));
-        all.push((turn, outcome.clone()));
+        let turn_outcomes = all.entry(turn).or_default();
+        turn_outcomes.retain(|o| o.identity != outcome.identity);
+        turn_outcomes.push(outcome.clone());
         Ok(())
     }
 
     async fn outcomes(&self, turn: TurnId) -> Result<Vec<StoredOutcome>, PortError> {
-        Ok(lock(&self.outcomes)
-            .iter()
-            .filter(|(t, _)| *t == turn)
-            .map(|(_, o)| o.clone())
-            .collect())
+        Ok(lock(&self.outcomes).get(&turn).cloned().unwrap_or_default())
     }
 }
 
@@ -864,13 +861,20 @@ impl crate::chat::model::ChatModel for ScriptedModel {
 /// A queue store in memory.
 #[derive(Default)]
 pub struct InMemoryQueue {
-    entries: Mutex<Vec<crate::chat::stores::QueuedMessage>>,
+    entries: Mutex<QueueEntries>,
     next_id: std::sync::atomic::AtomicI64,
+}
+
+#[derive(Default)]
+struct QueueEntries {
+    by_id: std::collections::BTreeMap<i64, crate::chat::stores::QueuedMessage>,
+    /// (channel, message) to id: a redelivered message keeps one entry.
+    by_message: HashMap<(ChannelId, MessageId), i64>,
 }
 
 impl InMemoryQueue {
     pub fn entries(&self) -> Vec<crate::chat::stores::QueuedMessage> {
-        lock(&self.entries).clone()
+        lock(&self.entries).by_id.values().cloned().collect()
     }
 }
 
@@ -881,22 +885,29 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
         message: &crate::chat::stores::NewQueuedMessage,
     ) -> Result<i64, PortError> {
         let mut entries = lock(&self.entries);
-        if let Some(existing) = entries
-            .iter()
-            .find(|e| e.entry.channel == message.channel && e.entry.message == message.message)
-        {
-            return Ok(existing.id);
+        let key = (message.channel, message.message);
+        if let Some(id) = entries.by_message.get(&key) {
+            return Ok(*id);
         }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst) + 1;
-        entries.push(crate::chat::stores::QueuedMessage {
+        entries.by_message.insert(key, id);
+        entries.by_id.insert(
             id,
-            entry: message.clone(),
-        });
+            crate::chat::stores::QueuedMessage {
+                id,
+                entry: message.clone(),
+            },
+        );
         Ok(id)
     }
 
     async fn remove(&self, id: i64) -> Result<(), PortError> {
-        lock(&self.entries).retain(|e| e.id != id);
+        let mut entries = lock(&self.entries);
+        if let Some(removed) = entries.by_id.remove(&id) {
+            entries
+                .by_message
+                .remove(&(removed.entry.channel, removed.entry.message));
+        }
         Ok(())
     }
 
@@ -905,7 +916,8 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
         channel: ChannelId,
     ) -> Result<Vec<crate::chat::stores::QueuedMessage>, PortError> {
         Ok(lock(&self.entries)
-            .iter()
+            .by_id
+            .values()
             .filter(|e| e.entry.channel == channel)
             .cloned()
             .collect())
@@ -913,7 +925,8 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
 
     async fn channels_with_pending(&self) -> Result<Vec<ChannelId>, PortError> {
         let mut channels: Vec<ChannelId> = lock(&self.entries)
-            .iter()
+            .by_id
+            .values()
             .map(|e| e.entry.channel)
             .collect();
         channels.sort_unstable();
@@ -923,9 +936,10 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
 
     async fn clear(&self, channel: ChannelId) -> Result<u64, PortError> {
         let mut entries = lock(&self.entries);
-        let before = entries.len();
-        entries.retain(|e| e.entry.channel != channel);
-        Ok((before - entries.len()) as u64)
+        let before = entries.by_id.len();
+        entries.by_id.retain(|_, e| e.entry.channel != channel);
+        entries.by_message.retain(|(c, _), _| *c != channel);
+        Ok((before - entries.by_id.len()) as u64)
     }
 
     async fn claim_next(
@@ -934,7 +948,8 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
         _owner: &str,
     ) -> Result<Option<crate::chat::stores::QueuedMessage>, PortError> {
         Ok(lock(&self.entries)
-            .iter()
+            .by_id
+            .values()
             .find(|e| e.entry.channel == channel)
             .cloned())
     }

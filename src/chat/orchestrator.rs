@@ -67,8 +67,10 @@ pub struct TurnFinished {
     pub report: TurnReport,
 }
 
+/// A worker's inbox item. Boxed payloads keep it small: the channel allocates its slots in
+/// blocks, per channel, and there may be many thousands of channels.
 enum Command {
-    Message(Pending),
+    Message(Box<Pending>),
     Kill {
         requester: UserId,
         can_manage: bool,
@@ -132,11 +134,11 @@ impl Orchestrator {
         };
         self.send(
             message.channel,
-            Command::Message(Pending {
+            Command::Message(Box::new(Pending {
                 store_id,
                 message,
                 waited: false,
-            }),
+            })),
         );
     }
 
@@ -149,11 +151,11 @@ impl Orchestrator {
                 recovered += 1;
                 self.send(
                     channel,
-                    Command::Message(Pending {
+                    Command::Message(Box::new(Pending {
                         store_id: Some(stored.id),
                         message: stored.entry,
                         waited: true,
-                    }),
+                    })),
                 );
             }
         }
@@ -288,7 +290,7 @@ impl Worker {
 
     async fn handle(&mut self, command: Command) {
         match command {
-            Command::Message(pending) => self.take_message(pending).await,
+            Command::Message(pending) => self.take_message(*pending).await,
             Command::Kill {
                 requester,
                 can_manage,
