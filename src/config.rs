@@ -43,6 +43,18 @@ pub struct Config {
     pub turn: TurnConfig,
     pub provider: ProviderConfig,
     pub personas: Vec<PersonaConfig>,
+    pub discord: DiscordConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscordConfig {
+    /// Base URL all REST traffic (and the gateway lookup) goes to; empty means Discord itself.
+    pub api_base_url: String,
+    /// Messages the bot allows itself per channel per 5 seconds (Discord allows 5).
+    pub channel_messages_per_5s: u32,
+    /// Most times one message is re-sent after a 429 before it is reported lost.
+    pub max_rate_limit_waits: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -139,6 +151,8 @@ pub struct TurnConfig {
     pub default_persona: String,
     /// Who may `/kill` a turn: "requester_or_manager", "managers_only" or "anyone".
     pub kill_permission: KillPermission,
+    /// Least time between two turns one user may start, in milliseconds (0: no cooldown).
+    pub user_cooldown_ms: u64,
 }
 
 /// Who may stop a turn with `/kill` (SPEC C6).
@@ -355,6 +369,16 @@ impl Config {
             if value == 0 {
                 return Err(key(name, "must be greater than 0"));
             }
+        }
+        let d = &self.discord;
+        let base_ok = d.api_base_url.is_empty()
+            || d.api_base_url.starts_with("http://")
+            || d.api_base_url.starts_with("https://");
+        if !base_ok {
+            return Err(key("discord.api_base_url", "must be empty or start with http:// or https://"));
+        }
+        if d.channel_messages_per_5s == 0 {
+            return Err(key("discord.channel_messages_per_5s", "must be greater than 0"));
         }
         let p = &self.provider;
         if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {

@@ -5,6 +5,8 @@
 
 /// The chat core: turn context, scope, ports and the provider-failure classifier.
 pub mod chat;
+/// The Discord adapter (serenity and poise live only here): events, delivery, commands.
+pub mod discord;
 /// Typed settings, layered loading (file defaults, local file, environment) and secrets.
 pub mod config;
 /// Localized strings (Fluent): English, Japanese, Simplified and Traditional Chinese.

@@ -25,6 +25,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the bot: reads DISCORD_TOKEN and PROVIDER_API_KEYS from the environment, config from
+    /// the config directory, and stores data in the configured database (a SQLite file under
+    /// data/ by default, created and migrated at start). Stops cleanly on Ctrl-C.
+    Run,
     /// Load and check the configuration and the built-in tools, then exit.
     CheckConfig,
     /// Create the database if needed and apply its migrations, then exit. (Start-up applies
@@ -44,6 +48,7 @@ async fn main() -> ExitCode {
     };
     persona_bot::telemetry::init(&config.general.log_filter);
     match cli.command {
+        Command::Run => run(config).await,
         Command::CheckConfig => {
             let registry = persona_bot::tools::Registry::builtin(&config);
             let tools: Vec<&str> = registry.iter().map(|t| t.name).collect();
@@ -76,6 +81,37 @@ async fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+async fn run(config: Config) -> ExitCode {
+    let secrets = Secrets::from_env();
+    let mut running =
+        match persona_bot::discord::start(std::sync::Arc::new(config), &secrets, |r| r).await {
+            Ok(running) => running,
+            Err(error) => {
+                // One line: the outermost context and its cause.
+                eprintln!("{error:#}");
+                return ExitCode::from(2);
+            }
+        };
+    let stopped = tokio::select! {
+        result = running.wait() => result,
+        signal = tokio::signal::ctrl_c() => {
+            if let Err(error) = signal {
+                tracing::warn!(%error, "cannot listen for Ctrl-C");
+            }
+            tracing::info!("shutting down");
+            Ok(())
+        }
+    };
+    running.shutdown().await;
+    match stopped {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{error:#}");
+            ExitCode::FAILURE
         }
     }
 }

@@ -78,6 +78,16 @@ pub enum Notice {
         tool: String,
         text: String,
     },
+    /// What one turn did: its end, passes, tool calls, time and tokens.
+    TurnSummary {
+        channel: ChannelId,
+        status: String,
+        passes: u32,
+        tool_calls: u32,
+        duration_ms: u64,
+        prompt_tokens: u32,
+        completion_tokens: u32,
+    },
 }
 
 /// A rendered notice: the adapter maps it to an embed.
@@ -142,6 +152,26 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
                 (t("notice-field-channel"), format!("<#{channel}>")),
                 (t("notice-field-tool"), format!("`{tool}`")),
                 (t("notice-field-progress"), text.clone()),
+            ],
+            colour: GREY,
+        },
+        Notice::TurnSummary {
+            channel,
+            status,
+            passes,
+            tool_calls,
+            duration_ms,
+            prompt_tokens,
+            completion_tokens,
+        } => Card {
+            title: t("notice-turn-title"),
+            fields: vec![
+                (t("notice-field-channel"), format!("<#{channel}>")),
+                (t("notice-field-status"), format!("`{status}`")),
+                (t("notice-field-passes"), passes.to_string()),
+                (t("notice-field-tool-calls"), tool_calls.to_string()),
+                (t("notice-field-duration"), format!("{:.1} s", *duration_ms as f64 / 1000.0)),
+                (t("notice-field-tokens"), format!("{prompt_tokens} / {completion_tokens}")),
             ],
             colour: GREY,
         },

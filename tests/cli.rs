@@ -95,3 +95,22 @@ fn migrate_creates_and_migrates_the_sqlite_file() {
     }
     assert!(db.is_file());
 }
+
+// SPEC D2: `persona-bot run` without DISCORD_TOKEN is one clear line, not a panic.
+#[test]
+fn run_without_a_token_is_one_clear_line() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = bin()
+        .args(["run", "--config-dir"])
+        .arg(shipped_config())
+        .env_remove("DISCORD_TOKEN")
+        .env("PERSONA_BOT_DATABASE__URL", format!("sqlite://{}/bot.db", dir.path().display()))
+        .output()
+        .expect("run persona-bot");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.contains(" INFO ") && !l.contains(" WARN ")).collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    assert!(lines[0].contains("DISCORD_TOKEN is not set"), "{stderr}");
+    assert!(!stderr.contains("panicked"));
+}

@@ -60,3 +60,42 @@ error-missing-model-file = The image service is missing a model file.
 error-timeout = The AI service did not answer in time.
 error-server-error = The AI service had an internal error.
 error-network-error = The AI service could not be reached.
+
+# Slash commands: names are lowercase without spaces
+cmd-kill-name = kill
+cmd-kill-description = Stop the bot's reply in this channel
+cmd-drafting-name = drafting
+cmd-drafting-description = Turn Response Drafting on or off for this server
+cmd-drafting-state-name = state
+cmd-drafting-state-description = on or off
+cmd-thoughtlog-name = thoughtlog
+cmd-thoughtlog-description = Choose the hidden channel where moderators see what the bot did
+cmd-thoughtlog-set-name = set
+cmd-thoughtlog-set-description = Use a channel as the thought log
+cmd-thoughtlog-set-channel-name = channel
+cmd-thoughtlog-set-channel-description = A channel that @everyone cannot view
+cmd-thoughtlog-off-name = off
+cmd-thoughtlog-off-description = Stop posting to the thought log
+
+# Command replies
+kill-stopped = Stopped the reply in progress.
+kill-stopped-tool = Stopped the reply in progress and cancelled the tool `{ $tool }`.
+kill-dropped = Waiting messages dropped: { $count }.
+kill-nothing = Nothing was running here.
+kill-denied = Only the person who asked, or someone who can manage messages, can stop this.
+drafting-on = Response Drafting is on: replies and tool requests are reviewed before they are posted.
+drafting-off = Response Drafting is off: replies stream as they are written.
+thoughtlog-set = The thought log is now { $channel }.
+thoughtlog-public = { $channel } is visible to everyone, so it cannot be the thought log. Choose a channel that @everyone cannot view.
+thoughtlog-off = The thought log is off.
+command-needs-manage-server = You need the Manage Server permission for this.
+command-server-only = This command works in servers only.
+command-failed = Something went wrong with this command. Please try again.
+
+# Thought log: the summary of each turn
+notice-turn-title = Turn summary
+notice-field-status = Status
+notice-field-passes = Passes
+notice-field-tool-calls = Tool calls
+notice-field-duration = Duration
+notice-field-tokens = Tokens (prompt / reply)

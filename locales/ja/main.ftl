@@ -60,3 +60,42 @@ error-missing-model-file = 画像サービスにモデルファイルがあり�
 error-timeout = AIサービスが時間内に応答しませんでした。
 error-server-error = AIサービスで内部エラーが発生しました。
 error-network-error = AIサービスに接続できませんでした。
+
+# スラッシュコマンド：名前は小文字・空白なし
+cmd-kill-name = 停止
+cmd-kill-description = このチャンネルでのボットの返信を止めます
+cmd-drafting-name = 下書き
+cmd-drafting-description = このサーバーの返信下書き（Response Drafting）をオン・オフします
+cmd-drafting-state-name = 状態
+cmd-drafting-state-description = オンまたはオフ
+cmd-thoughtlog-name = 思考ログ
+cmd-thoughtlog-description = ボットの行動をモデレーターが確認する非公開チャンネルを選びます
+cmd-thoughtlog-set-name = 設定
+cmd-thoughtlog-set-description = チャンネルを思考ログとして使います
+cmd-thoughtlog-set-channel-name = チャンネル
+cmd-thoughtlog-set-channel-description = @everyone が閲覧できないチャンネル
+cmd-thoughtlog-off-name = オフ
+cmd-thoughtlog-off-description = 思考ログへの投稿をやめます
+
+# コマンドの返答
+kill-stopped = 進行中の返信を止めました。
+kill-stopped-tool = 進行中の返信を止め、ツール `{ $tool }` をキャンセルしました。
+kill-dropped = 破棄した待機メッセージ：{ $count } 件。
+kill-nothing = ここでは何も実行されていませんでした。
+kill-denied = これを止められるのは、依頼した本人かメッセージの管理権限を持つ人だけです。
+drafting-on = 返信下書きがオンです：返信とツールのリクエストは投稿前に確認されます。
+drafting-off = 返信下書きがオフです：返信は書かれるそばから送られます。
+thoughtlog-set = 思考ログを { $channel } に設定しました。
+thoughtlog-public = { $channel } は全員が閲覧できるため、思考ログにできません。@everyone が閲覧できないチャンネルを選んでください。
+thoughtlog-off = 思考ログをオフにしました。
+command-needs-manage-server = この操作には「サーバー管理」の権限が必要です。
+command-server-only = このコマンドはサーバー内でのみ使えます。
+command-failed = コマンドの実行中に問題が発生しました。もう一度お試しください。
+
+# 思考ログ：各ターンのまとめ
+notice-turn-title = ターンのまとめ
+notice-field-status = 状態
+notice-field-passes = パス数
+notice-field-tool-calls = ツール呼び出し
+notice-field-duration = 所要時間
+notice-field-tokens = トークン（プロンプト / 返信）

@@ -60,3 +60,42 @@ error-missing-model-file = 图像服务缺少模型文件。
 error-timeout = AI 服务未及时响应。
 error-server-error = AI 服务发生内部错误。
 error-network-error = 无法连接 AI 服务。
+
+# 斜杠命令：名称为小写且无空格
+cmd-kill-name = 停止
+cmd-kill-description = 停止机器人在此频道中的回复
+cmd-drafting-name = 草稿
+cmd-drafting-description = 为本服务器开启或关闭回复草稿（Response Drafting）
+cmd-drafting-state-name = 状态
+cmd-drafting-state-description = 开启或关闭
+cmd-thoughtlog-name = 思考日志
+cmd-thoughtlog-description = 选择管理员查看机器人行为的隐藏频道
+cmd-thoughtlog-set-name = 设置
+cmd-thoughtlog-set-description = 将一个频道用作思考日志
+cmd-thoughtlog-set-channel-name = 频道
+cmd-thoughtlog-set-channel-description = @everyone 无法查看的频道
+cmd-thoughtlog-off-name = 关闭
+cmd-thoughtlog-off-description = 停止向思考日志发帖
+
+# 命令回复
+kill-stopped = 已停止正在进行的回复。
+kill-stopped-tool = 已停止正在进行的回复，并取消了工具 `{ $tool }`。
+kill-dropped = 已丢弃的等待消息：{ $count } 条。
+kill-nothing = 这里没有正在运行的内容。
+kill-denied = 只有发起请求的人或拥有管理消息权限的人才能停止。
+drafting-on = 回复草稿已开启：回复和工具请求会在发布前经过审核。
+drafting-off = 回复草稿已关闭：回复会边写边发送。
+thoughtlog-set = 思考日志已设为 { $channel }。
+thoughtlog-public = { $channel } 对所有人可见，不能用作思考日志。请选择 @everyone 无法查看的频道。
+thoughtlog-off = 思考日志已关闭。
+command-needs-manage-server = 此操作需要“管理服务器”权限。
+command-server-only = 此命令只能在服务器中使用。
+command-failed = 执行此命令时出错，请重试。
+
+# 思考日志：每个回合的摘要
+notice-turn-title = 回合摘要
+notice-field-status = 状态
+notice-field-passes = 轮次
+notice-field-tool-calls = 工具调用
+notice-field-duration = 耗时
+notice-field-tokens = 令牌（提示 / 回复）

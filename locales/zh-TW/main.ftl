@@ -60,3 +60,42 @@ error-missing-model-file = 圖像服務缺少模型檔案。
 error-timeout = AI 服務未及時回應。
 error-server-error = AI 服務發生內部錯誤。
 error-network-error = 無法連線到 AI 服務。
+
+# 斜線指令：名稱為小寫且無空格
+cmd-kill-name = 停止
+cmd-kill-description = 停止機器人在此頻道中的回覆
+cmd-drafting-name = 草稿
+cmd-drafting-description = 為本伺服器開啟或關閉回覆草稿（Response Drafting）
+cmd-drafting-state-name = 狀態
+cmd-drafting-state-description = 開啟或關閉
+cmd-thoughtlog-name = 思考日誌
+cmd-thoughtlog-description = 選擇管理員查看機器人行為的隱藏頻道
+cmd-thoughtlog-set-name = 設定
+cmd-thoughtlog-set-description = 將一個頻道用作思考日誌
+cmd-thoughtlog-set-channel-name = 頻道
+cmd-thoughtlog-set-channel-description = @everyone 無法檢視的頻道
+cmd-thoughtlog-off-name = 關閉
+cmd-thoughtlog-off-description = 停止向思考日誌發文
+
+# 指令回覆
+kill-stopped = 已停止進行中的回覆。
+kill-stopped-tool = 已停止進行中的回覆，並取消了工具 `{ $tool }`。
+kill-dropped = 已捨棄的等待訊息：{ $count } 則。
+kill-nothing = 這裡沒有正在執行的內容。
+kill-denied = 只有提出請求的人或擁有管理訊息權限的人才能停止。
+drafting-on = 回覆草稿已開啟：回覆和工具請求會在發布前經過審核。
+drafting-off = 回覆草稿已關閉：回覆會邊寫邊傳送。
+thoughtlog-set = 思考日誌已設為 { $channel }。
+thoughtlog-public = { $channel } 對所有人可見，不能用作思考日誌。請選擇 @everyone 無法檢視的頻道。
+thoughtlog-off = 思考日誌已關閉。
+command-needs-manage-server = 此操作需要「管理伺服器」權限。
+command-server-only = 此指令只能在伺服器中使用。
+command-failed = 執行此指令時出錯，請再試一次。
+
+# 思考日誌：每個回合的摘要
+notice-turn-title = 回合摘要
+notice-field-status = 狀態
+notice-field-passes = 輪次
+notice-field-tool-calls = 工具呼叫
+notice-field-duration = 耗時
+notice-field-tokens = 權杖（提示 / 回覆）

@@ -5,6 +5,7 @@
 //!
 //! Nothing here imports serenity, poise, async-openai, reqwest or sqlx.
 
+pub mod admission;
 pub mod context;
 pub mod history;
 pub mod ledger;

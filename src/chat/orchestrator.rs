@@ -64,7 +64,11 @@ pub struct TurnFinished {
     pub channel: ChannelId,
     pub message: MessageId,
     pub turn: TurnId,
+    /// Where the turn ran (server, visibility): the thought log's summary needs it.
+    pub scope: Scope,
     pub report: TurnReport,
+    /// From the turn's start to its end.
+    pub elapsed: Duration,
 }
 
 /// A worker's inbox item. Boxed payloads keep it small: the channel allocates its slots in
@@ -230,6 +234,7 @@ type TurnFuture = Pin<Box<dyn Future<Output = TurnReport> + Send>>;
 
 struct Running {
     turn: Arc<Turn>,
+    started: Instant,
     pending: Pending,
     future: TurnFuture,
     follow_ups: u32,
@@ -431,6 +436,7 @@ impl Worker {
         let typing_every = Duration::from_secs(self.deps.config.turn.typing_interval_secs);
         self.running = Some(Running {
             turn,
+            started: Instant::now(),
             pending,
             future,
             follow_ups: 0,
@@ -451,7 +457,9 @@ impl Worker {
             channel: self.channel,
             message: running.pending.message.message,
             turn: running.turn.id,
+            scope: running.turn.scope.clone(),
             report,
+            elapsed: running.started.elapsed(),
         });
     }
 

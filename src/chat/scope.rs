@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 macro_rules! snowflake {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
         pub struct $name(pub u64);
 
         impl std::fmt::Display for $name {

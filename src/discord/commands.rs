@@ -1,0 +1,286 @@
+//! Slash commands (poise): `/kill` (SPEC C6), `/drafting on|off` (SPEC C8), `/thoughtlog set`
+//! and `/thoughtlog off` (SPEC T11). Each parses, calls one core function, and renders a
+//! localized, ephemeral reply. Names and descriptions are localized from `locales/` (SPEC D3).
+//! Permission checks read the member permissions Discord computed for the interaction.
+
+use poise::CreateReply;
+use serenity::all::{ChannelId as SerenityChannelId, Permissions};
+
+use super::{BotData, Context, Error};
+use crate::chat::orchestrator::KillReport;
+use crate::chat::scope::{ChannelId, ServerId, UserId};
+use crate::locale::{self, Locale};
+
+/// Every command, localized.
+pub fn all() -> Vec<poise::Command<std::sync::Arc<BotData>, Error>> {
+    let mut commands = vec![kill(), drafting(), thoughtlog()];
+    for command in &mut commands {
+        localize(command, "cmd");
+    }
+    commands
+}
+
+/// Discord locale codes for our languages other than English.
+const DISCORD_LOCALES: [(&str, Locale); 3] = [
+    ("ja", Locale::Ja),
+    ("zh-CN", Locale::ZhCn),
+    ("zh-TW", Locale::ZhTw),
+];
+
+fn localize(command: &mut poise::Command<std::sync::Arc<BotData>, Error>, parent: &str) {
+    let path = format!("{parent}-{}", command.name);
+    command.description = Some(locale::text(Locale::En, &format!("{path}-description")).into());
+    for (code, locale) in DISCORD_LOCALES {
+        command.name_localizations.to_mut().push((
+            code.into(),
+            locale::text(locale, &format!("{path}-name")).into(),
+        ));
+        command.description_localizations.to_mut().push((
+            code.into(),
+            locale::text(locale, &format!("{path}-description")).into(),
+        ));
+    }
+    for parameter in &mut command.parameters {
+        let key = format!("{path}-{}", parameter.name);
+        parameter.description =
+            Some(locale::text(Locale::En, &format!("{key}-description")).into());
+        for (code, locale) in DISCORD_LOCALES {
+            parameter.name_localizations.to_mut().push((
+                code.into(),
+                locale::text(locale, &format!("{key}-name")).into(),
+            ));
+            parameter.description_localizations.to_mut().push((
+                code.into(),
+                locale::text(locale, &format!("{key}-description")).into(),
+            ));
+        }
+    }
+    for sub in &mut command.subcommands {
+        localize(sub, &path);
+    }
+}
+
+/// The invoker's language.
+fn locale_of(ctx: Context<'_>) -> Locale {
+    ctx.locale()
+        .map(Locale::from_discord)
+        .unwrap_or(ctx.data().default_locale)
+}
+
+/// The invoker's permissions in this channel, as Discord computed them (none in a DM).
+fn permissions(ctx: Context<'_>) -> Permissions {
+    match ctx {
+        poise::Context::Application(app) => app
+            .interaction
+            .member
+            .as_ref()
+            .and_then(|m| m.permissions)
+            .unwrap_or_else(Permissions::empty),
+        poise::Context::Prefix(_) => Permissions::empty(),
+    }
+}
+
+async fn reply(ctx: Context<'_>, text: String) -> Result<(), Error> {
+    ctx.send(CreateReply::default().content(text).ephemeral(true))
+        .await?;
+    Ok(())
+}
+
+/// What `/kill` says, in the invoker's language.
+pub fn kill_text(report: &KillReport, locale: Locale) -> String {
+    match report {
+        KillReport::Denied => locale::text(locale, "kill-denied"),
+        KillReport::NothingRunning => locale::text(locale, "kill-nothing"),
+        KillReport::Stopped {
+            turn_stopped,
+            active_tool,
+            dropped,
+        } => {
+            let mut lines = Vec::new();
+            match (turn_stopped, active_tool) {
+                (_, Some(tool)) => lines.push(locale::text_with(
+                    locale,
+                    "kill-stopped-tool",
+                    &[("tool", tool.clone())],
+                )),
+                (true, None) => lines.push(locale::text(locale, "kill-stopped")),
+                (false, None) => {}
+            }
+            if *dropped > 0 || lines.is_empty() {
+                lines.push(locale::text_with(
+                    locale,
+                    "kill-dropped",
+                    &[("count", dropped.to_string())],
+                ));
+            }
+            lines.join("\n")
+        }
+    }
+}
+
+/// Stop the bot's reply in this channel.
+#[poise::command(slash_command)]
+pub async fn kill(ctx: Context<'_>) -> Result<(), Error> {
+    let locale = locale_of(ctx);
+    let can_manage = permissions(ctx).contains(Permissions::MANAGE_MESSAGES);
+    let report = ctx
+        .data()
+        .orchestrator
+        .kill(
+            ChannelId(ctx.channel_id().get()),
+            UserId(ctx.author().id.get()),
+            can_manage,
+        )
+        .await;
+    reply(ctx, kill_text(&report, locale)).await
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, poise::ChoiceParameter)]
+pub enum State {
+    #[name = "on"]
+    On,
+    #[name = "off"]
+    Off,
+}
+
+/// Checks the guild and Manage Server; replies with the refusal when they fail.
+async fn managed_server(ctx: Context<'_>) -> Result<Option<ServerId>, Error> {
+    let locale = locale_of(ctx);
+    let Some(guild) = ctx.guild_id() else {
+        reply(ctx, locale::text(locale, "command-server-only")).await?;
+        return Ok(None);
+    };
+    if !permissions(ctx).contains(Permissions::MANAGE_GUILD) {
+        reply(ctx, locale::text(locale, "command-needs-manage-server")).await?;
+        return Ok(None);
+    }
+    Ok(Some(ServerId(guild.get())))
+}
+
+/// Turn Response Drafting on or off for this server.
+#[poise::command(slash_command, default_member_permissions = "MANAGE_GUILD")]
+pub async fn drafting(ctx: Context<'_>, state: State) -> Result<(), Error> {
+    let Some(server) = managed_server(ctx).await? else {
+        return Ok(());
+    };
+    let store = &ctx.data().settings;
+    let mut settings = store.settings(server).await?;
+    settings.drafting = state == State::On;
+    store.save_settings(server, &settings).await?;
+    let key = if settings.drafting {
+        "drafting-on"
+    } else {
+        "drafting-off"
+    };
+    reply(ctx, locale::text(locale_of(ctx), key)).await
+}
+
+/// Choose the hidden channel where moderators see what the bot did.
+#[poise::command(
+    slash_command,
+    subcommands("set", "off"),
+    default_member_permissions = "MANAGE_GUILD"
+)]
+pub async fn thoughtlog(_ctx: Context<'_>) -> Result<(), Error> {
+    // Discord only invokes the subcommands.
+    Ok(())
+}
+
+/// Use a channel as the thought log.
+#[poise::command(slash_command)]
+pub async fn set(ctx: Context<'_>, channel: SerenityChannelId) -> Result<(), Error> {
+    let Some(server) = managed_server(ctx).await? else {
+        return Ok(());
+    };
+    let locale = locale_of(ctx);
+    let target = ChannelId(channel.get());
+    let mention = format!("<#{}>", target.0);
+    // Refused when @everyone can view it (or the bot cannot tell), said once, to the setter.
+    if ctx.data().cache.everyone_can_view(server, target) != Some(false) {
+        return reply(
+            ctx,
+            locale::text_with(locale, "thoughtlog-public", &[("channel", mention)]),
+        )
+        .await;
+    }
+    let store = &ctx.data().settings;
+    let mut settings = store.settings(server).await?;
+    settings.thought_log_channel = Some(target);
+    store.save_settings(server, &settings).await?;
+    reply(
+        ctx,
+        locale::text_with(locale, "thoughtlog-set", &[("channel", mention)]),
+    )
+    .await
+}
+
+/// Stop posting to the thought log.
+#[poise::command(slash_command)]
+pub async fn off(ctx: Context<'_>) -> Result<(), Error> {
+    let Some(server) = managed_server(ctx).await? else {
+        return Ok(());
+    };
+    let store = &ctx.data().settings;
+    let mut settings = store.settings(server).await?;
+    settings.thought_log_channel = None;
+    store.save_settings(server, &settings).await?;
+    reply(ctx, locale::text(locale_of(ctx), "thoughtlog-off")).await
+}
+
+/// Errors from commands are reported here, once: logged for operators, a localized line for the
+/// user (a failed reply is only logged).
+pub async fn on_error(error: poise::FrameworkError<'_, std::sync::Arc<BotData>, Error>) {
+    match error {
+        poise::FrameworkError::Command { error, ctx, .. } => {
+            tracing::error!(command = %ctx.command().qualified_name, %error, "command failed");
+            let text = locale::text(locale_of(ctx), "command-failed");
+            if let Err(e) = reply(ctx, text).await {
+                tracing::warn!(error = %e, "could not report a command error");
+            }
+        }
+        other => {
+            if let Err(e) = poise::builtins::on_error(other).await {
+                tracing::warn!(error = %e, "could not report a framework error");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // SPEC D3: command names and descriptions are localized in every language.
+    #[test]
+    fn commands_are_localized() {
+        for command in all() {
+            assert_eq!(command.name_localizations.len(), 3, "{}", command.name);
+            assert!(command.description.as_deref().is_some_and(|d| !d.starts_with("cmd-")));
+            for (code, name) in command.name_localizations.iter() {
+                assert!(!name.starts_with("cmd-"), "{code}: {name}");
+                assert_eq!(name, &name.to_lowercase());
+                assert!(!name.contains(' '));
+            }
+            for sub in &command.subcommands {
+                assert_eq!(sub.description_localizations.len(), 3);
+            }
+        }
+        let kill = &all()[0];
+        let ja = kill.name_localizations.iter().find(|(code, _)| code == "ja");
+        assert_eq!(ja.map(|(_, name)| name.as_ref()), Some("停止"));
+    }
+
+    // SPEC C6: the /kill reply says what was stopped.
+    #[test]
+    fn kill_replies_say_what_was_stopped() {
+        let report = KillReport::Stopped {
+            turn_stopped: true,
+            active_tool: Some("plan_image".into()),
+            dropped: 2,
+        };
+        let text = kill_text(&report, Locale::En);
+        assert!(text.contains("plan_image") && text.contains('2'), "{text}");
+        assert!(kill_text(&KillReport::NothingRunning, Locale::Ja).contains("何も"));
+        assert!(!kill_text(&KillReport::Denied, Locale::ZhTw).starts_with("kill-"));
+    }
+}

@@ -1,0 +1,104 @@
+//! Gateway events into the core: a message that triggers (SPEC C1) and is admitted (SPEC C2)
+//! becomes a [`NewQueuedMessage`] for the orchestrator.
+
+use serenity::all::{FullEvent, Message};
+
+use super::BotData;
+use crate::chat::admission::{MessageFacts, admit, triggers};
+use crate::chat::ports::{Clock, SystemClock};
+use crate::chat::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
+use crate::chat::stores::{NewQueuedMessage, ServerSettings};
+
+/// Handles one gateway event.
+pub async fn handle(event: &FullEvent, data: &BotData) {
+    match event {
+        FullEvent::Ready { data_about_bot } => data.bot.set(data_about_bot.user.id.get()),
+        FullEvent::Message { new_message } => on_message(data, new_message).await,
+        _ => {}
+    }
+}
+
+/// The name shown for the author of a gateway message (as `sink::author_name` does for REST).
+fn name_of(message: &Message) -> String {
+    message
+        .member
+        .as_ref()
+        .and_then(|m| m.nick.clone())
+        .or_else(|| message.author.global_name.clone())
+        .unwrap_or_else(|| message.author.name.clone())
+}
+
+async fn on_message(data: &BotData, message: &Message) {
+    let Some(bot) = data.bot.get() else {
+        return;
+    };
+    let server = message.guild_id.map(|g| ServerId(g.get()));
+    let channel = ChannelId(message.channel_id.get());
+    let settings = match server {
+        Some(server) => data.settings.settings(server).await.unwrap_or_else(|error| {
+            tracing::warn!(%server, %error, "settings unavailable; using defaults");
+            ServerSettings::default()
+        }),
+        None => ServerSettings::default(),
+    };
+    let roles: Vec<u64> = message
+        .member
+        .as_ref()
+        .map(|m| m.roles.iter().map(|r| r.get()).collect())
+        .unwrap_or_default();
+    let bot_mention = format!("<@{bot}>");
+    let bot_nick_mention = format!("<@!{bot}>");
+    let facts = MessageFacts {
+        content: &message.content,
+        channel,
+        parent_channel: server.and_then(|s| data.cache.parent(s, channel)),
+        is_dm: server.is_none(),
+        author: UserId(message.author.id.get()),
+        from_bot_or_webhook: message.author.bot || message.webhook_id.is_some(),
+        mentions_bot: message.mentions.iter().any(|u| u.id.get() == bot)
+            || message.content.contains(&bot_mention)
+            || message.content.contains(&bot_nick_mention),
+        replies_to_bot: message
+            .referenced_message
+            .as_ref()
+            .is_some_and(|r| r.author.id.get() == bot),
+        author_roles: &roles,
+        bot_can_send: server.is_none_or(|s| data.cache.bot_can_send(s, channel, bot)),
+    };
+    if !triggers(&facts, &settings, &data.persona.trigger_words) {
+        return;
+    }
+    if let Err(refusal) = admit(&facts, &settings, &data.cooldowns) {
+        tracing::debug!(%channel, ?refusal, "message not admitted");
+        return;
+    }
+    let visibility = match server {
+        None => Visibility::Dm,
+        Some(server) => data.cache.visibility(server, channel),
+    };
+    let locale = server
+        .and_then(|s| data.cache.locale(s))
+        .unwrap_or(data.default_locale);
+    // The model reads the bot's mention as the persona's name.
+    let at_name = format!("@{}", data.persona.display_name);
+    let content = message
+        .content
+        .replace(&bot_mention, &at_name)
+        .replace(&bot_nick_mention, &at_name);
+    data.orchestrator
+        .submit(NewQueuedMessage {
+            server,
+            channel,
+            message: MessageId(message.id.get()),
+            author: UserId(message.author.id.get()),
+            author_name: name_of(message),
+            content,
+            follow_up: false,
+            enqueued_at_ms: SystemClock.now_ms(),
+            persona: data.persona.id.clone(),
+            visibility,
+            locale,
+            quiet: false,
+        })
+        .await;
+}

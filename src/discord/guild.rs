@@ -1,0 +1,123 @@
+//! Facts about servers and channels from serenity's cache: who can view a channel, whether the
+//! bot may post there, the server's language. Read in short, synchronous sections (cache
+//! references are never held across an `.await`).
+
+use std::sync::{Arc, OnceLock};
+
+use serenity::all::{Cache, ChannelType, GuildChannel, GuildId, Permissions, RoleId, UserId};
+
+use crate::chat::scope::{ChannelId, ServerId, Visibility};
+use crate::locale::Locale;
+
+/// The client's cache, set once the client exists (it is built after the ports).
+#[derive(Clone, Default)]
+pub struct CacheCell(Arc<OnceLock<Arc<Cache>>>);
+
+impl CacheCell {
+    pub fn set(&self, cache: Arc<Cache>) {
+        let _ = self.0.set(cache);
+    }
+
+    fn get(&self) -> Option<&Arc<Cache>> {
+        self.0.get()
+    }
+
+    /// Whether @everyone may view `channel` (a thread follows its parent; a private thread is
+    /// never public). `None` when the cache does not know the channel.
+    pub fn everyone_can_view(&self, server: ServerId, channel: ChannelId) -> Option<bool> {
+        let cache = self.get()?;
+        let guild = cache.guild(GuildId::new(server.0))?;
+        let channel = find_channel(&guild.channels, &guild.threads, channel)?;
+        if channel.kind == ChannelType::PrivateThread {
+            return Some(false);
+        }
+        let channel = match channel.parent_id.filter(|_| is_thread(channel.kind)) {
+            Some(parent) => guild.channels.get(&parent)?,
+            None => channel,
+        };
+        let everyone = RoleId::new(guild.id.get());
+        let mut permissions = guild
+            .roles
+            .get(&everyone)
+            .map_or(Permissions::empty(), |r| r.permissions);
+        if permissions.contains(Permissions::ADMINISTRATOR) {
+            return Some(true);
+        }
+        for overwrite in &channel.permission_overwrites {
+            if overwrite.kind == serenity::all::PermissionOverwriteType::Role(everyone) {
+                permissions.remove(overwrite.deny);
+                permissions.insert(overwrite.allow);
+            }
+        }
+        Some(permissions.contains(Permissions::VIEW_CHANNEL))
+    }
+
+    /// Who may read the channel: public, private (a DM is decided by the caller).
+    pub fn visibility(&self, server: ServerId, channel: ChannelId) -> Visibility {
+        match self.everyone_can_view(server, channel) {
+            Some(true) => Visibility::Public,
+            // Unknown counts as private: nothing is mirrored by mistake.
+            Some(false) | None => Visibility::Private,
+        }
+    }
+
+    /// Whether the bot may post in the channel; `true` when the cache cannot tell (Discord
+    /// will refuse then, and the refusal is logged).
+    pub fn bot_can_send(&self, server: ServerId, channel: ChannelId, bot: u64) -> bool {
+        let Some(cache) = self.get() else {
+            return true;
+        };
+        let Some(guild) = cache.guild(GuildId::new(server.0)) else {
+            return true;
+        };
+        let (Some(channel), Some(member)) = (
+            find_channel(&guild.channels, &guild.threads, channel),
+            guild.members.get(&UserId::new(bot)),
+        ) else {
+            return true;
+        };
+        let permissions = guild.user_permissions_in(channel, member);
+        let send = if is_thread(channel.kind) {
+            Permissions::SEND_MESSAGES_IN_THREADS
+        } else {
+            Permissions::SEND_MESSAGES
+        };
+        permissions.contains(Permissions::VIEW_CHANNEL | send)
+    }
+
+    /// The server's language, or `None` when unknown.
+    pub fn locale(&self, server: ServerId) -> Option<Locale> {
+        let cache = self.get()?;
+        let guild = cache.guild(GuildId::new(server.0))?;
+        Some(Locale::from_discord(&guild.preferred_locale))
+    }
+
+    /// The parent of a thread (for allow and block lists).
+    pub fn parent(&self, server: ServerId, channel: ChannelId) -> Option<ChannelId> {
+        let cache = self.get()?;
+        let guild = cache.guild(GuildId::new(server.0))?;
+        let channel = find_channel(&guild.channels, &guild.threads, channel)?;
+        channel
+            .parent_id
+            .filter(|_| is_thread(channel.kind))
+            .map(|p| ChannelId(p.get()))
+    }
+}
+
+fn is_thread(kind: ChannelType) -> bool {
+    matches!(
+        kind,
+        ChannelType::PublicThread | ChannelType::PrivateThread | ChannelType::NewsThread
+    )
+}
+
+fn find_channel<'a>(
+    channels: &'a std::collections::HashMap<serenity::all::ChannelId, GuildChannel>,
+    threads: &'a [GuildChannel],
+    channel: ChannelId,
+) -> Option<&'a GuildChannel> {
+    let id = serenity::all::ChannelId::new(channel.0);
+    channels
+        .get(&id)
+        .or_else(|| threads.iter().find(|t| t.id == id))
+}

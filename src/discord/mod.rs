@@ -1,0 +1,266 @@
+//! The Discord adapter: the only module that imports serenity or poise. It turns gateway events
+//! into the orchestrator's messages, implements the chat-facing ports (delivery, typing,
+//! history, stickers, the thought log) and the slash commands, and starts everything for
+//! `persona-bot run`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use serenity::all::{ClientBuilder, GatewayIntents, HttpBuilder, ShardManager};
+use tokio::task::JoinHandle;
+
+use crate::chat::admission::Cooldowns;
+use crate::chat::orchestrator::{Orchestrator, OrchestratorDeps};
+use crate::chat::ports::{ChatPorts, SystemClock, ThoughtLog};
+use crate::chat::scope::PersonaId;
+use crate::chat::stores::{Persona, PersonaStore, SettingsStore};
+use crate::config::{Config, Secrets};
+use crate::locale::Locale;
+use crate::provider::OpenAiProvider;
+use crate::storage::Storage;
+use crate::thought_log::Notice;
+use crate::tool_loop::deliberate::KeywordPacks;
+use crate::tool_loop::passes::TurnDeps;
+use crate::tools::{Registry, ToolEnv};
+
+pub mod commands;
+pub mod events;
+pub mod guild;
+pub mod rest;
+pub mod sink;
+pub mod thought_log;
+
+pub type Error = anyhow::Error;
+pub type Context<'a> = poise::Context<'a, Arc<BotData>, Error>;
+
+/// What commands and event handlers share.
+pub struct BotData {
+    pub orchestrator: Orchestrator,
+    pub settings: Arc<dyn SettingsStore>,
+    /// The persona that answers (its trigger words and name).
+    pub persona: Persona,
+    pub cooldowns: Cooldowns,
+    pub cache: guild::CacheCell,
+    pub bot: sink::BotId,
+    pub default_locale: Locale,
+}
+
+/// A running bot.
+pub struct Running {
+    pub orchestrator: Orchestrator,
+    pub storage: Storage,
+    shard_manager: Arc<ShardManager>,
+    client: JoinHandle<Result<(), serenity::Error>>,
+    summaries: JoinHandle<()>,
+}
+
+impl Running {
+    /// Waits until the gateway client stops (an error or a shutdown).
+    pub async fn wait(&mut self) -> anyhow::Result<()> {
+        match (&mut self.client).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => Err(error).context("Discord client stopped"),
+            Err(error) => Err(error).context("Discord client task failed"),
+        }
+    }
+
+    /// Stops turns (keeping queued messages for the next start), the gateway, and storage.
+    pub async fn shutdown(self) {
+        self.orchestrator.shutdown().await;
+        self.shard_manager.shutdown_all().await;
+        self.summaries.abort();
+        if tokio::time::timeout(Duration::from_secs(5), self.client).await.is_err() {
+            tracing::warn!("Discord client did not stop within 5 s");
+        }
+        self.storage.close().await;
+    }
+}
+
+/// The persona configured as the default, from the store (config personas are saved there at
+/// start).
+async fn default_persona(config: &Config, storage: &Storage) -> anyhow::Result<Persona> {
+    for p in &config.personas {
+        storage
+            .personas
+            .save_persona(&Persona {
+                id: PersonaId(p.id.clone()),
+                display_name: p.display_name.clone(),
+                system_prompt: p.system_prompt.clone(),
+                trigger_words: p.trigger_words.clone(),
+                avatar_url: p.avatar_url.clone(),
+            })
+            .await?;
+    }
+    let id = PersonaId(config.turn.default_persona.clone());
+    storage
+        .personas
+        .persona(&id)
+        .await?
+        .with_context(|| format!("persona {id} is not configured"))
+}
+
+/// Starts the bot: storage (migrated), provider, orchestrator (recovering queued messages), the
+/// Discord client. `extend` may add tools (tests use it for slow or failing tools).
+pub async fn start(
+    config: Arc<Config>,
+    secrets: &Secrets,
+    extend: impl FnOnce(Registry) -> Registry,
+) -> anyhow::Result<Running> {
+    let token = secrets
+        .discord_token
+        .clone()
+        .context("DISCORD_TOKEN is not set: the bot needs its Discord token in the environment")?;
+    let url = secrets.database_url.as_ref().map_or_else(
+        || config.database.url.clone(),
+        |u| secrecy::ExposeSecret::expose_secret(u).to_owned(),
+    );
+    let storage = Storage::open(&url, &config.database)
+        .await
+        .context("database")?;
+    let persona = default_persona(&config, &storage).await?;
+    let default_locale = config.general.default_locale;
+
+    let provider = OpenAiProvider::new(config.provider.clone(), &secrets.provider_keys)
+        .context("provider HTTP client")?;
+    let rest = Arc::new(
+        rest::DiscordRest::new(
+            &config.discord.api_base_url,
+            &token,
+            config.discord.channel_messages_per_5s,
+            config.discord.max_rate_limit_waits,
+        )
+        .context("Discord HTTP client")?,
+    );
+    let bot = sink::BotId::default();
+    let cache = guild::CacheCell::default();
+    let sink = Arc::new(sink::DiscordSink::new(rest.clone(), bot.clone()));
+    let thought_log: Arc<dyn ThoughtLog> = Arc::new(thought_log::DiscordThoughtLog::new(
+        rest.clone(),
+        storage.settings.clone(),
+        cache.clone(),
+        default_locale,
+    ));
+    let ports = storage.ports(ChatPorts {
+        sink: sink.clone(),
+        thought_log: thought_log.clone(),
+        stickers: sink.clone(),
+        history: sink,
+        clock: Arc::new(SystemClock),
+    });
+    let registry = Arc::new(extend(Registry::builtin(&config)));
+    let orchestrator = Orchestrator::new(OrchestratorDeps {
+        turn: TurnDeps {
+            model: Arc::new(provider),
+            registry,
+            env: Arc::new(ToolEnv {
+                ports,
+                config: config.clone(),
+            }),
+        },
+        queue: storage.queue.clone(),
+        settings: storage.settings.clone(),
+        personas: storage.personas.clone(),
+        packs: KeywordPacks::from_config(&config.deliberate),
+        config: config.clone(),
+    });
+    let recovered = orchestrator.recover().await?;
+    if recovered > 0 {
+        tracing::info!(recovered, "queued messages from before the restart are back in line");
+    }
+    let summaries = tokio::spawn(post_summaries(orchestrator.clone(), thought_log));
+
+    let data = Arc::new(BotData {
+        orchestrator: orchestrator.clone(),
+        settings: storage.settings.clone(),
+        persona,
+        cooldowns: Cooldowns::new(Duration::from_millis(config.turn.user_cooldown_ms)),
+        cache: cache.clone(),
+        bot: bot.clone(),
+        default_locale,
+    });
+
+    let token = secrecy::ExposeSecret::expose_secret(&token).trim().to_owned();
+    let mut http = HttpBuilder::new(&token);
+    if !config.discord.api_base_url.is_empty() {
+        // serenity rewrites REST URLs to the proxy only with its rate limiter off; delivery
+        // handles rate limits itself (see `rest`).
+        http = http
+            .proxy(config.discord.api_base_url.trim_end_matches('/'))
+            .ratelimiter_disabled(true);
+    }
+    let framework = poise::Framework::builder()
+        .options(poise::FrameworkOptions {
+            commands: commands::all(),
+            on_error: |error| Box::pin(commands::on_error(error)),
+            event_handler: |ctx, event| {
+                Box::pin(async move {
+                    events::handle(event, ctx.user_data).await;
+                    Ok(())
+                })
+            },
+            prefix_options: poise::PrefixFrameworkOptions {
+                // A leading mention is a chat message, not a command prefix.
+                mention_as_prefix: false,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .initialize_owners(false)
+        .setup(move |ctx, ready, framework| {
+            Box::pin(async move {
+                bot.set(ready.user.id.get());
+                cache.set(ctx.cache.clone());
+                poise::builtins::register_globally(ctx, &framework.options().commands).await?;
+                tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
+                Ok(data)
+            })
+        })
+        .build();
+    let intents = GatewayIntents::GUILDS
+        | GatewayIntents::GUILD_MESSAGES
+        | GatewayIntents::DIRECT_MESSAGES
+        | GatewayIntents::MESSAGE_CONTENT;
+    let mut client = ClientBuilder::new_with_http(http.build(), intents)
+        .framework(framework)
+        .await
+        .context("Discord client")?;
+    let shard_manager = client.shard_manager.clone();
+    let client = tokio::spawn(async move { client.start().await });
+    Ok(Running {
+        orchestrator,
+        storage,
+        shard_manager,
+        client,
+        summaries,
+    })
+}
+
+/// Posts each finished turn's summary to its server's thought log (public channels only).
+async fn post_summaries(orchestrator: Orchestrator, thought_log: Arc<dyn ThoughtLog>) {
+    let mut finished = orchestrator.subscribe();
+    loop {
+        let turn = match finished.recv().await {
+            Ok(turn) => turn,
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                tracing::warn!(missed, "turn summaries skipped (too many at once)");
+                continue;
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        };
+        let Some(server) = turn.scope.thought_log_server() else {
+            continue;
+        };
+        let report = &turn.report;
+        let notice = Notice::TurnSummary {
+            channel: turn.channel,
+            status: report.status.as_str().to_owned(),
+            passes: report.passes,
+            tool_calls: report.tool_calls,
+            duration_ms: u64::try_from(turn.elapsed.as_millis()).unwrap_or(u64::MAX),
+            prompt_tokens: report.usage.prompt,
+            completion_tokens: report.usage.completion,
+        };
+        thought_log.post(server, notice).await;
+    }
+}

@@ -1,0 +1,273 @@
+//! The REST calls the bot's delivery makes (messages, typing, history, stickers), on its own
+//! HTTP client, because delivery must see every 429 itself: serenity with its rate limiter off
+//! (required behind a proxy) turns a 429 into a decode error and loses `retry_after`.
+//!
+//! Every message send waits for the channel's budget (a token bucket of N per 5 s), waits out a
+//! 429 for exactly its `retry_after` (a global one holds every channel), and retries a 5xx or a
+//! lost connection with the same `nonce` and `enforce_nonce`, so Discord never posts it twice.
+//! Text is never dropped for a rate limit.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::Value;
+use tokio::time::Instant;
+
+/// Retries of one message after a 5xx or a lost connection.
+const SERVER_RETRIES: u32 = 3;
+/// Longest single wait a 429 may ask for before the send is given up.
+const LONGEST_RATE_LIMIT_WAIT: Duration = Duration::from_secs(120);
+
+/// Why a send did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SendError {
+    /// Discord definitely refused (4xx other than 429): nothing was posted.
+    Refused {
+        status: u16,
+        code: i64,
+        message: String,
+    },
+    /// No answer we can trust: it may or may not have been posted.
+    Unconfirmed(String),
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Refused {
+                status,
+                code,
+                message,
+            } => write!(f, "Discord refused ({status}, code {code}): {message}"),
+            Self::Unconfirmed(why) => write!(f, "delivery unconfirmed: {why}"),
+        }
+    }
+}
+
+/// A token bucket per channel.
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+pub struct DiscordRest {
+    http: reqwest::Client,
+    /// `{base}/api/v10`
+    api: String,
+    authorization: SecretString,
+    per_5s: f64,
+    max_rate_limit_waits: u32,
+    buckets: Mutex<HashMap<u64, Bucket>>,
+    /// A global 429 holds every send until then.
+    global_until: Mutex<Option<Instant>>,
+}
+
+impl DiscordRest {
+    /// `base` is empty for Discord itself, or a proxy such as the tests' fake Discord.
+    pub fn new(
+        base: &str,
+        token: &SecretString,
+        per_5s: u32,
+        max_rate_limit_waits: u32,
+    ) -> Result<Self, reqwest::Error> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let base = if base.is_empty() {
+            "https://discord.com"
+        } else {
+            base.trim_end_matches('/')
+        };
+        let token = token.expose_secret().trim();
+        let authorization = if token.starts_with("Bot ") {
+            token.to_owned()
+        } else {
+            format!("Bot {token}")
+        };
+        Ok(Self {
+            http: reqwest::Client::builder()
+                .connect_timeout(Duration::from_secs(10))
+                .timeout(Duration::from_secs(30))
+                .user_agent("DiscordBot (https://github.com/persona-bot, 0.1)")
+                .build()?,
+            api: format!("{base}/api/v10"),
+            authorization: SecretString::from(authorization),
+            per_5s: f64::from(per_5s),
+            max_rate_limit_waits,
+            buckets: Mutex::new(HashMap::new()),
+            global_until: Mutex::new(None),
+        })
+    }
+
+    fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
+        self.http
+            .request(method, format!("{}{path}", self.api))
+            .header(
+                reqwest::header::AUTHORIZATION,
+                self.authorization.expose_secret(),
+            )
+    }
+
+    /// Waits for the channel's send budget.
+    async fn take_budget(&self, channel: u64) {
+        loop {
+            let wait = {
+                let mut buckets = self
+                    .buckets
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let now = Instant::now();
+                let bucket = buckets.entry(channel).or_insert(Bucket {
+                    tokens: self.per_5s,
+                    at: now,
+                });
+                let refill = now.duration_since(bucket.at).as_secs_f64() * self.per_5s / 5.0;
+                bucket.tokens = (bucket.tokens + refill).min(self.per_5s);
+                bucket.at = now;
+                if bucket.tokens >= 1.0 {
+                    bucket.tokens -= 1.0;
+                    return;
+                }
+                Duration::from_secs_f64((1.0 - bucket.tokens) * 5.0 / self.per_5s)
+            };
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    async fn wait_global(&self) {
+        let until = *self
+            .global_until
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(until) = until {
+            tokio::time::sleep_until(until).await;
+        }
+    }
+
+    /// Posts a message (`POST /channels/{id}/messages`). `body` should carry a `nonce` with
+    /// `enforce_nonce: true`, which makes the retries here safe.
+    pub async fn create_message(&self, channel: u64, body: &Value) -> Result<Value, SendError> {
+        let path = format!("/channels/{channel}/messages");
+        let mut server_failures = 0;
+        let mut rate_limited = 0;
+        loop {
+            self.take_budget(channel).await;
+            self.wait_global().await;
+            let sent = self
+                .request(reqwest::Method::POST, &path)
+                .json(body)
+                .send()
+                .await;
+            let response = match sent {
+                Ok(response) => response,
+                Err(error) => {
+                    server_failures += 1;
+                    if server_failures > SERVER_RETRIES {
+                        return Err(SendError::Unconfirmed(error.without_url().to_string()));
+                    }
+                    tracing::warn!(channel, error = %error.without_url(), "message send failed; retrying");
+                    tokio::time::sleep(Duration::from_millis(250 * u64::from(server_failures)))
+                        .await;
+                    continue;
+                }
+            };
+            let status = response.status();
+            if status.is_success() {
+                return response
+                    .json()
+                    .await
+                    .map_err(|e| SendError::Unconfirmed(e.without_url().to_string()));
+            }
+            if status.as_u16() == 429 {
+                rate_limited += 1;
+                let wait = self.rate_limit_wait(response).await;
+                if rate_limited > self.max_rate_limit_waits || wait > LONGEST_RATE_LIMIT_WAIT {
+                    return Err(SendError::Unconfirmed(format!(
+                        "still rate limited after {rate_limited} waits"
+                    )));
+                }
+                tracing::info!(channel, wait_ms = wait.as_millis() as u64, "rate limited; waiting retry_after");
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            if status.is_server_error() {
+                server_failures += 1;
+                if server_failures > SERVER_RETRIES {
+                    return Err(SendError::Unconfirmed(format!("Discord answered {status}")));
+                }
+                tokio::time::sleep(Duration::from_millis(250 * u64::from(server_failures))).await;
+                continue;
+            }
+            let error: Value = response.json().await.unwrap_or(Value::Null);
+            return Err(SendError::Refused {
+                status: status.as_u16(),
+                code: error["code"].as_i64().unwrap_or(0),
+                message: error["message"].as_str().unwrap_or_default().to_owned(),
+            });
+        }
+    }
+
+    /// How long a 429 asks to wait: the body's `retry_after`, else the headers. A global limit
+    /// holds every channel.
+    async fn rate_limit_wait(&self, response: reqwest::Response) -> Duration {
+        let header = |name: &str| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<f64>().ok())
+        };
+        let from_headers = header("x-ratelimit-reset-after").or_else(|| header("retry-after"));
+        let global_header = response
+            .headers()
+            .get("x-ratelimit-global")
+            .is_some_and(|v| v.as_bytes() == b"true");
+        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let secs = body["retry_after"]
+            .as_f64()
+            .or(from_headers)
+            .unwrap_or(1.0)
+            .max(0.0);
+        let wait = Duration::from_secs_f64(secs);
+        if global_header || body["global"].as_bool() == Some(true) {
+            *self
+                .global_until
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now() + wait);
+        }
+        wait
+    }
+
+    /// Shows the typing indicator. Best effort: a failure is only logged.
+    pub async fn trigger_typing(&self, channel: u64) {
+        let path = format!("/channels/{channel}/typing");
+        match self.request(reqwest::Method::POST, &path).send().await {
+            Ok(r) if r.status().is_success() => {}
+            Ok(r) => tracing::debug!(channel, status = %r.status(), "typing refused"),
+            Err(e) => tracing::debug!(channel, error = %e.without_url(), "typing failed"),
+        }
+    }
+
+    /// `GET` a JSON value (history, stickers).
+    pub async fn get(&self, path: &str) -> Result<Value, String> {
+        let response = self
+            .request(reqwest::Method::GET, path)
+            .send()
+            .await
+            .map_err(|e| e.without_url().to_string())?;
+        let status = response.status();
+        if !status.is_success() {
+            return Err(format!("Discord answered {status} for {path}"));
+        }
+        response
+            .json()
+            .await
+            .map_err(|e| e.without_url().to_string())
+    }
+}
+
+/// A fresh nonce for `enforce_nonce` (Discord accepts up to 25 characters).
+pub fn nonce() -> String {
+    uuid::Uuid::now_v7().simple().to_string()[..25].to_owned()
+}

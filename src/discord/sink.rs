@@ -1,0 +1,203 @@
+//! The chat-facing ports on Discord: posting text and stickers (SPEC C4, T9), typing, channel
+//! history and the server's stickers. Messages go out with `@everyone`, `@here` and role pings
+//! disabled.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::rest::{DiscordRest, SendError, nonce};
+use crate::chat::ports::{
+    ChannelHistory, ChatSink, HistoryMessage, PortError, Sticker, StickerCatalog, StickerSend,
+};
+use crate::chat::scope::{ChannelId, MessageId, ServerId};
+
+/// The bot's own user id, known once the gateway says READY (0 before).
+#[derive(Debug, Default, Clone)]
+pub struct BotId(Arc<AtomicU64>);
+
+impl BotId {
+    pub fn set(&self, id: u64) {
+        self.0.store(id, Ordering::Release);
+    }
+
+    pub fn get(&self) -> Option<u64> {
+        let id = self.0.load(Ordering::Acquire);
+        (id != 0).then_some(id)
+    }
+}
+
+pub struct DiscordSink {
+    rest: Arc<DiscordRest>,
+    bot: BotId,
+}
+
+impl DiscordSink {
+    pub fn new(rest: Arc<DiscordRest>, bot: BotId) -> Self {
+        Self { rest, bot }
+    }
+}
+
+/// No `@everyone`, `@here` or role pings; users may be mentioned; a reply pings its author.
+fn allowed_mentions() -> Value {
+    json!({ "parse": ["users"], "replied_user": true })
+}
+
+fn port_error(error: SendError) -> PortError {
+    PortError::Unavailable {
+        what: "discord",
+        detail: error.to_string(),
+    }
+}
+
+#[async_trait]
+impl ChatSink for DiscordSink {
+    async fn send_text(
+        &self,
+        channel: ChannelId,
+        text: String,
+        reply_to: Option<MessageId>,
+    ) -> Result<(), PortError> {
+        let mut body = json!({
+            "content": text,
+            "allowed_mentions": allowed_mentions(),
+            "nonce": nonce(),
+            "enforce_nonce": true,
+        });
+        if let Some(reply_to) = reply_to {
+            body["message_reference"] = json!({
+                "message_id": reply_to.0.to_string(),
+                "fail_if_not_exists": false,
+            });
+        }
+        self.rest
+            .create_message(channel.0, &body)
+            .await
+            .map(|_| ())
+            .map_err(port_error)
+    }
+
+    async fn typing(&self, channel: ChannelId) {
+        self.rest.trigger_typing(channel.0).await;
+    }
+
+    async fn send_sticker(&self, channel: ChannelId, sticker: &Sticker) -> StickerSend {
+        let body = json!({
+            "sticker_ids": [sticker.id.to_string()],
+            "allowed_mentions": { "parse": [] },
+            "nonce": nonce(),
+            "enforce_nonce": true,
+        });
+        match self.rest.create_message(channel.0, &body).await {
+            Ok(_) => StickerSend::Confirmed,
+            Err(SendError::Refused {
+                status,
+                code,
+                message,
+            }) => StickerSend::Refused {
+                reason: format!("{status} ({code}): {message}"),
+            },
+            Err(SendError::Unconfirmed(why)) => {
+                tracing::warn!(%channel, %why, "sticker delivery unconfirmed");
+                StickerSend::Unconfirmed
+            }
+        }
+    }
+
+    async fn send_progress(&self, channel: ChannelId, text: String) {
+        if let Err(error) = self.send_text(channel, text, None).await {
+            tracing::warn!(%channel, %error, "progress line not posted");
+        }
+    }
+}
+
+/// A snowflake from a JSON string (or number).
+pub fn snowflake(value: &Value) -> Option<u64> {
+    match value {
+        Value::String(s) => s.parse().ok(),
+        Value::Number(n) => n.as_u64(),
+        _ => None,
+    }
+}
+
+fn timestamp_ms(value: &Value) -> i64 {
+    value
+        .as_str()
+        .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+        .map_or(0, |t| t.timestamp_millis())
+}
+
+/// The name to show for a message author: server nickname, display name, user name.
+pub fn author_name(message: &Value) -> String {
+    let author = &message["author"];
+    message["member"]["nick"]
+        .as_str()
+        .or_else(|| author["global_name"].as_str())
+        .or_else(|| author["username"].as_str())
+        .unwrap_or("someone")
+        .to_owned()
+}
+
+#[async_trait]
+impl ChannelHistory for DiscordSink {
+    async fn older(
+        &self,
+        channel: ChannelId,
+        before: Option<MessageId>,
+        limit: u8,
+    ) -> Result<Vec<HistoryMessage>, PortError> {
+        let mut path = format!("/channels/{}/messages?limit={}", channel.0, limit.clamp(1, 100));
+        if let Some(before) = before {
+            path.push_str(&format!("&before={}", before.0));
+        }
+        let messages = self.rest.get(&path).await.map_err(|detail| PortError::Unavailable {
+            what: "discord",
+            detail,
+        })?;
+        let bot = self.bot.get();
+        Ok(messages
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| {
+                let id = snowflake(&m["id"])?;
+                let author = snowflake(&m["author"]["id"]);
+                Some(HistoryMessage {
+                    id: MessageId(id),
+                    author: author_name(m),
+                    from_bot: author.is_some() && author == bot,
+                    content: m["content"].as_str().unwrap_or_default().to_owned(),
+                    at_ms: timestamp_ms(&m["timestamp"]),
+                })
+            })
+            .collect())
+    }
+}
+
+#[async_trait]
+impl StickerCatalog for DiscordSink {
+    async fn stickers(&self, server: ServerId) -> Result<Vec<Sticker>, PortError> {
+        let stickers = self
+            .rest
+            .get(&format!("/guilds/{}/stickers", server.0))
+            .await
+            .map_err(|detail| PortError::Unavailable {
+                what: "discord",
+                detail,
+            })?;
+        Ok(stickers
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|s| s["available"].as_bool() != Some(false))
+            .filter_map(|s| {
+                Some(Sticker {
+                    id: snowflake(&s["id"])?,
+                    name: s["name"].as_str()?.to_owned(),
+                })
+            })
+            .collect())
+    }
+}
