@@ -375,10 +375,16 @@ impl Config {
             || d.api_base_url.starts_with("http://")
             || d.api_base_url.starts_with("https://");
         if !base_ok {
-            return Err(key("discord.api_base_url", "must be empty or start with http:// or https://"));
+            return Err(key(
+                "discord.api_base_url",
+                "must be empty or start with http:// or https://",
+            ));
         }
         if d.channel_messages_per_5s == 0 {
-            return Err(key("discord.channel_messages_per_5s", "must be greater than 0"));
+            return Err(key(
+                "discord.channel_messages_per_5s",
+                "must be greater than 0",
+            ));
         }
         let p = &self.provider;
         if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {

@@ -5,10 +5,10 @@
 
 /// The chat core: turn context, scope, ports and the provider-failure classifier.
 pub mod chat;
-/// The Discord adapter (serenity and poise live only here): events, delivery, commands.
-pub mod discord;
 /// Typed settings, layered loading (file defaults, local file, environment) and secrets.
 pub mod config;
+/// The Discord adapter (serenity and poise live only here): events, delivery, commands.
+pub mod discord;
 /// Localized strings (Fluent): English, Japanese, Simplified and Traditional Chinese.
 pub mod locale;
 /// The OpenAI-compatible streaming provider: key rotation and model fallback support.

@@ -170,8 +170,14 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
                 (t("notice-field-status"), format!("`{status}`")),
                 (t("notice-field-passes"), passes.to_string()),
                 (t("notice-field-tool-calls"), tool_calls.to_string()),
-                (t("notice-field-duration"), format!("{:.1} s", *duration_ms as f64 / 1000.0)),
-                (t("notice-field-tokens"), format!("{prompt_tokens} / {completion_tokens}")),
+                (
+                    t("notice-field-duration"),
+                    format!("{:.1} s", *duration_ms as f64 / 1000.0),
+                ),
+                (
+                    t("notice-field-tokens"),
+                    format!("{prompt_tokens} / {completion_tokens}"),
+                ),
             ],
             colour: GREY,
         },

@@ -104,12 +104,18 @@ fn run_without_a_token_is_one_clear_line() {
         .args(["run", "--config-dir"])
         .arg(shipped_config())
         .env_remove("DISCORD_TOKEN")
-        .env("PERSONA_BOT_DATABASE__URL", format!("sqlite://{}/bot.db", dir.path().display()))
+        .env(
+            "PERSONA_BOT_DATABASE__URL",
+            format!("sqlite://{}/bot.db", dir.path().display()),
+        )
         .output()
         .expect("run persona-bot");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = stderr.lines().filter(|l| !l.contains(" INFO ") && !l.contains(" WARN ")).collect();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| !l.contains(" INFO ") && !l.contains(" WARN "))
+        .collect();
     assert_eq!(lines.len(), 1, "{stderr}");
     assert!(lines[0].contains("DISCORD_TOKEN is not set"), "{stderr}");
     assert!(!stderr.contains("panicked"));

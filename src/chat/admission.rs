@@ -32,7 +32,11 @@ pub struct MessageFacts<'a> {
 }
 
 /// Whether the message triggers a turn (SPEC C1).
-pub fn triggers(facts: &MessageFacts<'_>, settings: &ServerSettings, trigger_words: &[String]) -> bool {
+pub fn triggers(
+    facts: &MessageFacts<'_>,
+    settings: &ServerSettings,
+    trigger_words: &[String],
+) -> bool {
     if facts.from_bot_or_webhook {
         return false;
     }
@@ -43,7 +47,8 @@ pub fn triggers(facts: &MessageFacts<'_>, settings: &ServerSettings, trigger_wor
         return true;
     }
     let always = &settings.access.always_reply_channels;
-    if always.contains(&facts.channel) || facts.parent_channel.is_some_and(|p| always.contains(&p)) {
+    if always.contains(&facts.channel) || facts.parent_channel.is_some_and(|p| always.contains(&p))
+    {
         return true;
     }
     contains_word(facts.content, trigger_words)
@@ -105,7 +110,10 @@ impl Cooldowns {
             .last
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if last.get(&user).is_some_and(|at| now.duration_since(*at) < self.every) {
+        if last
+            .get(&user)
+            .is_some_and(|at| now.duration_since(*at) < self.every)
+        {
             return false;
         }
         // Keep the map small: forget users whose cooldown is long over.
@@ -136,11 +144,18 @@ pub fn admit(
         if !access.allowed_channels.is_empty() && !in_list(&access.allowed_channels) {
             return Err(Refusal::ChannelNotAllowed);
         }
-        if facts.author_roles.iter().any(|r| access.blocked_roles.contains(r)) {
+        if facts
+            .author_roles
+            .iter()
+            .any(|r| access.blocked_roles.contains(r))
+        {
             return Err(Refusal::RoleBlocked);
         }
         if !access.allowed_roles.is_empty()
-            && !facts.author_roles.iter().any(|r| access.allowed_roles.contains(r))
+            && !facts
+                .author_roles
+                .iter()
+                .any(|r| access.allowed_roles.contains(r))
         {
             return Err(Refusal::RoleNotAllowed);
         }
@@ -178,14 +193,45 @@ mod tests {
     fn each_trigger_starts_a_turn() {
         let settings = ServerSettings::default();
         assert!(!triggers(&facts("hello all"), &settings, &words()));
-        assert!(triggers(&MessageFacts { mentions_bot: true, ..facts("hey") }, &settings, &words()));
-        assert!(triggers(&MessageFacts { replies_to_bot: true, ..facts("and?") }, &settings, &words()));
-        assert!(triggers(&MessageFacts { is_dm: true, ..facts("psst") }, &settings, &words()));
-        assert!(triggers(&facts("Hey Aria, how are you?"), &settings, &words()));
+        assert!(triggers(
+            &MessageFacts {
+                mentions_bot: true,
+                ..facts("hey")
+            },
+            &settings,
+            &words()
+        ));
+        assert!(triggers(
+            &MessageFacts {
+                replies_to_bot: true,
+                ..facts("and?")
+            },
+            &settings,
+            &words()
+        ));
+        assert!(triggers(
+            &MessageFacts {
+                is_dm: true,
+                ..facts("psst")
+            },
+            &settings,
+            &words()
+        ));
+        assert!(triggers(
+            &facts("Hey Aria, how are you?"),
+            &settings,
+            &words()
+        ));
         assert!(triggers(&facts("アリア、元気？"), &settings, &words()));
-        assert!(!triggers(&facts("malaria is bad"), &settings, &words()), "whole words only");
+        assert!(
+            !triggers(&facts("malaria is bad"), &settings, &words()),
+            "whole words only"
+        );
         let always = ServerSettings {
-            access: AccessLists { always_reply_channels: vec![ChannelId(1)], ..Default::default() },
+            access: AccessLists {
+                always_reply_channels: vec![ChannelId(1)],
+                ..Default::default()
+            },
             ..Default::default()
         };
         assert!(triggers(&facts("anything"), &always, &words()));
@@ -194,10 +240,25 @@ mod tests {
     // SPEC C1: bots, webhooks and the thought-log channel never trigger.
     #[test]
     fn bots_webhooks_and_the_thought_log_never_trigger() {
-        let settings = ServerSettings { thought_log_channel: Some(ChannelId(1)), ..Default::default() };
-        assert!(!triggers(&MessageFacts { mentions_bot: true, ..facts("aria") }, &settings, &words()));
+        let settings = ServerSettings {
+            thought_log_channel: Some(ChannelId(1)),
+            ..Default::default()
+        };
+        assert!(!triggers(
+            &MessageFacts {
+                mentions_bot: true,
+                ..facts("aria")
+            },
+            &settings,
+            &words()
+        ));
         let plain = ServerSettings::default();
-        let bot = MessageFacts { from_bot_or_webhook: true, mentions_bot: true, is_dm: true, ..facts("aria") };
+        let bot = MessageFacts {
+            from_bot_or_webhook: true,
+            mentions_bot: true,
+            is_dm: true,
+            ..facts("aria")
+        };
         assert!(!triggers(&bot, &plain, &words()));
     }
 
@@ -213,23 +274,69 @@ mod tests {
             },
             ..Default::default()
         };
-        assert_eq!(admit(&facts("x"), &settings, &cooldowns), Err(Refusal::ChannelBlocked));
+        assert_eq!(
+            admit(&facts("x"), &settings, &cooldowns),
+            Err(Refusal::ChannelBlocked)
+        );
         let roles = ServerSettings {
-            access: AccessLists { allowed_roles: vec![7], blocked_roles: vec![8], ..Default::default() },
+            access: AccessLists {
+                allowed_roles: vec![7],
+                blocked_roles: vec![8],
+                ..Default::default()
+            },
             ..Default::default()
         };
         let both = [7, 8];
-        assert_eq!(admit(&MessageFacts { author_roles: &both, ..facts("x") }, &roles, &cooldowns), Err(Refusal::RoleBlocked));
+        assert_eq!(
+            admit(
+                &MessageFacts {
+                    author_roles: &both,
+                    ..facts("x")
+                },
+                &roles,
+                &cooldowns
+            ),
+            Err(Refusal::RoleBlocked)
+        );
         let none: [u64; 0] = [];
-        assert_eq!(admit(&MessageFacts { author_roles: &none, ..facts("x") }, &roles, &cooldowns), Err(Refusal::RoleNotAllowed));
+        assert_eq!(
+            admit(
+                &MessageFacts {
+                    author_roles: &none,
+                    ..facts("x")
+                },
+                &roles,
+                &cooldowns
+            ),
+            Err(Refusal::RoleNotAllowed)
+        );
         let allowed = [7];
-        assert_eq!(admit(&MessageFacts { author_roles: &allowed, ..facts("x") }, &roles, &cooldowns), Ok(()));
-        let elsewhere = MessageFacts { channel: ChannelId(9), ..facts("x") };
+        assert_eq!(
+            admit(
+                &MessageFacts {
+                    author_roles: &allowed,
+                    ..facts("x")
+                },
+                &roles,
+                &cooldowns
+            ),
+            Ok(())
+        );
+        let elsewhere = MessageFacts {
+            channel: ChannelId(9),
+            ..facts("x")
+        };
         let only_one = ServerSettings {
-            access: AccessLists { allowed_channels: vec![ChannelId(1)], ..Default::default() },
+            access: AccessLists {
+                allowed_channels: vec![ChannelId(1)],
+                ..Default::default()
+            },
             ..Default::default()
         };
-        assert_eq!(admit(&elsewhere, &only_one, &cooldowns), Err(Refusal::ChannelNotAllowed));
+        assert_eq!(
+            admit(&elsewhere, &only_one, &cooldowns),
+            Err(Refusal::ChannelNotAllowed)
+        );
     }
 
     // SPEC C2: a channel the bot cannot post in is refused; DMs ignore server lists.
@@ -237,12 +344,31 @@ mod tests {
     fn undeliverable_is_refused_and_dms_skip_server_lists() {
         let cooldowns = Cooldowns::new(Duration::ZERO);
         let settings = ServerSettings {
-            access: AccessLists { allowed_channels: vec![ChannelId(5)], ..Default::default() },
+            access: AccessLists {
+                allowed_channels: vec![ChannelId(5)],
+                ..Default::default()
+            },
             ..Default::default()
         };
-        assert_eq!(admit(&MessageFacts { is_dm: true, ..facts("x") }, &settings, &cooldowns), Ok(()));
-        let mute = MessageFacts { bot_can_send: false, ..facts("x") };
-        assert_eq!(admit(&mute, &ServerSettings::default(), &cooldowns), Err(Refusal::CannotSend));
+        assert_eq!(
+            admit(
+                &MessageFacts {
+                    is_dm: true,
+                    ..facts("x")
+                },
+                &settings,
+                &cooldowns
+            ),
+            Ok(())
+        );
+        let mute = MessageFacts {
+            bot_can_send: false,
+            ..facts("x")
+        };
+        assert_eq!(
+            admit(&mute, &ServerSettings::default(), &cooldowns),
+            Err(Refusal::CannotSend)
+        );
     }
 
     // SPEC C2: the per-user cooldown.
@@ -251,8 +377,14 @@ mod tests {
         let cooldowns = Cooldowns::new(Duration::from_secs(2));
         let settings = ServerSettings::default();
         assert_eq!(admit(&facts("a"), &settings, &cooldowns), Ok(()));
-        assert_eq!(admit(&facts("b"), &settings, &cooldowns), Err(Refusal::CoolingDown));
-        let other = MessageFacts { author: UserId(3), ..facts("c") };
+        assert_eq!(
+            admit(&facts("b"), &settings, &cooldowns),
+            Err(Refusal::CoolingDown)
+        );
+        let other = MessageFacts {
+            author: UserId(3),
+            ..facts("c")
+        };
         assert_eq!(admit(&other, &settings, &cooldowns), Ok(()), "per user");
         tokio::time::advance(Duration::from_secs(2)).await;
         assert_eq!(admit(&facts("d"), &settings, &cooldowns), Ok(()));

@@ -255,7 +255,12 @@ mod tests {
     fn commands_are_localized() {
         for command in all() {
             assert_eq!(command.name_localizations.len(), 3, "{}", command.name);
-            assert!(command.description.as_deref().is_some_and(|d| !d.starts_with("cmd-")));
+            assert!(
+                command
+                    .description
+                    .as_deref()
+                    .is_some_and(|d| !d.starts_with("cmd-"))
+            );
             for (code, name) in command.name_localizations.iter() {
                 assert!(!name.starts_with("cmd-"), "{code}: {name}");
                 assert_eq!(name, &name.to_lowercase());
@@ -266,7 +271,10 @@ mod tests {
             }
         }
         let kill = &all()[0];
-        let ja = kill.name_localizations.iter().find(|(code, _)| code == "ja");
+        let ja = kill
+            .name_localizations
+            .iter()
+            .find(|(code, _)| code == "ja");
         assert_eq!(ja.map(|(_, name)| name.as_ref()), Some("停止"));
     }
 

@@ -35,10 +35,14 @@ async fn on_message(data: &BotData, message: &Message) {
     let server = message.guild_id.map(|g| ServerId(g.get()));
     let channel = ChannelId(message.channel_id.get());
     let settings = match server {
-        Some(server) => data.settings.settings(server).await.unwrap_or_else(|error| {
-            tracing::warn!(%server, %error, "settings unavailable; using defaults");
-            ServerSettings::default()
-        }),
+        Some(server) => data
+            .settings
+            .settings(server)
+            .await
+            .unwrap_or_else(|error| {
+                tracing::warn!(%server, %error, "settings unavailable; using defaults");
+                ServerSettings::default()
+            }),
         None => ServerSettings::default(),
     };
     let roles: Vec<u64> = message

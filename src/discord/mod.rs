@@ -70,7 +70,10 @@ impl Running {
         self.orchestrator.shutdown().await;
         self.shard_manager.shutdown_all().await;
         self.summaries.abort();
-        if tokio::time::timeout(Duration::from_secs(5), self.client).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), self.client)
+            .await
+            .is_err()
+        {
             tracing::warn!("Discord client did not stop within 5 s");
         }
         self.storage.close().await;
@@ -166,7 +169,10 @@ pub async fn start(
     });
     let recovered = orchestrator.recover().await?;
     if recovered > 0 {
-        tracing::info!(recovered, "queued messages from before the restart are back in line");
+        tracing::info!(
+            recovered,
+            "queued messages from before the restart are back in line"
+        );
     }
     let summaries = tokio::spawn(post_summaries(orchestrator.clone(), thought_log));
 
@@ -180,7 +186,9 @@ pub async fn start(
         default_locale,
     });
 
-    let token = secrecy::ExposeSecret::expose_secret(&token).trim().to_owned();
+    let token = secrecy::ExposeSecret::expose_secret(&token)
+        .trim()
+        .to_owned();
     let mut http = HttpBuilder::new(&token);
     if !config.discord.api_base_url.is_empty() {
         // serenity rewrites REST URLs to the proxy only with its rate limiter off; delivery

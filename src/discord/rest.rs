@@ -187,7 +187,11 @@ impl DiscordRest {
                         "still rate limited after {rate_limited} waits"
                     )));
                 }
-                tracing::info!(channel, wait_ms = wait.as_millis() as u64, "rate limited; waiting retry_after");
+                tracing::info!(
+                    channel,
+                    wait_ms = wait.as_millis() as u64,
+                    "rate limited; waiting retry_after"
+                );
                 tokio::time::sleep(wait).await;
                 continue;
             }

@@ -148,14 +148,22 @@ impl ChannelHistory for DiscordSink {
         before: Option<MessageId>,
         limit: u8,
     ) -> Result<Vec<HistoryMessage>, PortError> {
-        let mut path = format!("/channels/{}/messages?limit={}", channel.0, limit.clamp(1, 100));
+        let mut path = format!(
+            "/channels/{}/messages?limit={}",
+            channel.0,
+            limit.clamp(1, 100)
+        );
         if let Some(before) = before {
             path.push_str(&format!("&before={}", before.0));
         }
-        let messages = self.rest.get(&path).await.map_err(|detail| PortError::Unavailable {
-            what: "discord",
-            detail,
-        })?;
+        let messages = self
+            .rest
+            .get(&path)
+            .await
+            .map_err(|detail| PortError::Unavailable {
+                what: "discord",
+                detail,
+            })?;
         let bot = self.bot.get();
         Ok(messages
             .as_array()

@@ -1,0 +1,705 @@
+//! End to end: the real `persona-bot` start-up (`discord::start`), the real serenity client and
+//! poise against the fake Discord on 127.0.0.1, the real provider client against the fake
+//! OpenAI-compatible server, and a real SQLite file. Every test checks the fakes were used.
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use persona_bot::chat::scope::ServerId;
+use persona_bot::chat::stores::{AccessLists, ServerSettings, SettingsStore};
+use persona_bot::config::{Config, Secrets};
+use persona_bot::discord::Running;
+use persona_bot::tools::ToolError;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use support::fake_discord::{FakeDiscord, Incoming, Slash, World};
+use support::fake_openai::{FakeOpenAi, Reply, Sse};
+use support::{Behaviour, Probe, ProbeTool};
+
+const GUILD: u64 = 100;
+const GENERAL: u64 = 200;
+const THOUGHTS: u64 = 201;
+const PUBLIC_MODS: u64 = 202;
+const BOT: u64 = 900;
+const ALICE: u64 = 300;
+const BOB: u64 = 301;
+const MODERATOR: u64 = 302;
+const MANAGE_MESSAGES: u64 = 1 << 13;
+const MANAGE_GUILD: u64 = 1 << 5;
+/// The test probe's progress line (it borrows plan_image's).
+const PROGRESS: &str = "🎨 Planning an image…";
+
+struct E2e {
+    discord: FakeDiscord,
+    openai: FakeOpenAi,
+    running: Option<Running>,
+    probe: Arc<Probe>,
+    _dir: tempfile::TempDir,
+}
+
+impl E2e {
+    async fn start(probe: Behaviour, replies: Vec<Reply>) -> Self {
+        persona_bot::telemetry::init_for_tests();
+        let discord = FakeDiscord::start(World::simple()).await;
+        let openai = FakeOpenAi::start().await;
+        for reply in replies {
+            openai.push(reply);
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = Config::shipped_defaults();
+        config.discord.api_base_url = discord.base_url.clone();
+        config.provider.base_url = openai.base_url.clone();
+        config.provider.models = vec!["test-model".into()];
+        config.provider.first_token_timeout_secs = 5;
+        config.provider.idle_timeout_secs = 5;
+        config.database.url = format!("sqlite://{}/bot.db", dir.path().display());
+        config.turn.user_cooldown_ms = 0;
+        let secrets = Secrets {
+            discord_token: Some(SecretString::from("test-token".to_owned())),
+            provider_keys: vec![SecretString::from("provider-key".to_owned())],
+            database_url: None,
+        };
+        let probe_state = Arc::new(Probe::default());
+        let tool = ProbeTool {
+            probe: probe_state.clone(),
+            behaviour: probe,
+        };
+        let running = persona_bot::discord::start(Arc::new(config), &secrets, |r| r.with(tool))
+            .await
+            .expect("bot starts");
+        discord.wait_ready().await;
+        let e2e = Self {
+            discord,
+            openai,
+            running: Some(running),
+            probe: probe_state,
+            _dir: dir,
+        };
+        // poise registers the commands once it has the READY; wait for it.
+        e2e.until("commands registered", |e| {
+            e.discord
+                .requests()
+                .iter()
+                .any(|r| r.method == "PUT" && r.path.contains("/commands"))
+        })
+        .await;
+        e2e
+    }
+
+    fn running(&self) -> &Running {
+        self.running.as_ref().expect("running")
+    }
+
+    async fn until(&self, what: &str, done: impl Fn(&Self) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !done(self) {
+            assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn mention(&self, author: u64, name: &str, text: &str) -> u64 {
+        let mut m = Incoming::new(
+            GENERAL,
+            Some(GUILD),
+            author,
+            name,
+            &format!("<@{BOT}> {text}"),
+        );
+        m.mentions = vec![(BOT, "Aria".into())];
+        self.discord.send_message(m).await
+    }
+
+    /// Message bodies the bot posted in a channel.
+    fn posted(&self, channel: u64) -> Vec<Value> {
+        self.discord.messages_in(channel)
+    }
+
+    /// The persona's text messages in a channel (tool progress lines left out).
+    fn texts(&self, channel: u64) -> Vec<String> {
+        self.posted(channel)
+            .iter()
+            .filter_map(|m| m["content"].as_str().map(str::to_owned))
+            .filter(|t| t != PROGRESS)
+            .collect()
+    }
+
+    async fn slash(&self, user: u64, name: &str, permissions: u64, options: Value) -> Value {
+        let id = self
+            .discord
+            .slash(Slash {
+                name: name.into(),
+                options,
+                guild_id: Some(GUILD),
+                channel_id: GENERAL,
+                user_id: user,
+                user_name: format!("user{user}"),
+                permissions,
+                locale: "en-US".into(),
+            })
+            .await;
+        self.until("the interaction is answered", |e| {
+            e.discord
+                .interaction_responses()
+                .iter()
+                .any(|(i, _)| *i == id)
+        })
+        .await;
+        let (_, body) = self
+            .discord
+            .interaction_responses()
+            .into_iter()
+            .find(|(i, _)| *i == id)
+            .expect("response");
+        body
+    }
+
+    /// Both fakes were really used, and nothing unexpected was asked of them.
+    fn assert_fakes_used(&self) {
+        assert!(
+            self.discord.gateway_used(),
+            "serenity used the fake gateway"
+        );
+        assert!(
+            self.discord.unexpected().is_empty(),
+            "unexpected: {:?}",
+            self.discord.unexpected()
+        );
+        assert_eq!(self.openai.unexpected(), 0, "unscripted provider requests");
+    }
+
+    async fn stop(mut self) {
+        if let Some(running) = self.running.take() {
+            running.shutdown().await;
+        }
+    }
+}
+
+fn content_of(response: &Value) -> String {
+    response["data"]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+// SPEC C1, C4: a mention gets a streamed reply cut at paragraphs, with safe mentions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mention_gets_a_streamed_reply_cut_at_paragraphs() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![Reply::Stream(vec![
+            Sse::text("First paragraph, "),
+            Sse::text("streamed.\n\nSecond "),
+            Sse::text("paragraph."),
+            Sse::finish("stop"),
+            Sse::Done,
+        ])],
+    )
+    .await;
+    e.mention(ALICE, "alice", "hello there").await;
+    e.until("two messages", |e| e.posted(GENERAL).len() == 2)
+        .await;
+    assert_eq!(
+        e.texts(GENERAL),
+        vec!["First paragraph, streamed.", "Second paragraph."]
+    );
+    for message in e.posted(GENERAL) {
+        assert_eq!(
+            message["allowed_mentions"]["parse"],
+            json!(["users"]),
+            "no everyone/here/role pings"
+        );
+        assert!(
+            message.get("message_reference").is_none(),
+            "not a queued trigger"
+        );
+    }
+    let request = &e.openai.requests()[0];
+    assert_eq!(request.key(), "provider-key");
+    let last = request.body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .cloned()
+        .unwrap();
+    assert_eq!(last["content"], "[alice] @Aria hello there");
+    assert!(e.discord.typing_count(GENERAL) >= 1, "typing shown");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC C3, C4: a message arriving while the channel is busy is answered after the turn, as a
+// reply to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_in_a_busy_channel_is_answered_after_the_turn() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![
+            Reply::Stream(vec![
+                Sse::Delay(Duration::from_millis(400)),
+                Sse::text("Answer to alice."),
+                Sse::finish("stop"),
+                Sse::Done,
+            ]),
+            Reply::text(&["Answer to bob."]),
+        ],
+    )
+    .await;
+    e.mention(ALICE, "alice", "first").await;
+    e.until("alice's turn started", |e| e.openai.requests().len() == 1)
+        .await;
+    let bobs = e.mention(BOB, "bob", "second").await;
+    e.until("two answers", |e| e.texts(GENERAL).len() == 2)
+        .await;
+    assert_eq!(e.texts(GENERAL), vec!["Answer to alice.", "Answer to bob."]);
+    let second = &e.posted(GENERAL)[1];
+    assert_eq!(
+        second["message_reference"]["message_id"],
+        json!(bobs.to_string())
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC C6, T5: /kill during a slow tool stops it and replies ephemerally, naming the tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_during_a_slow_tool_stops_it_and_replies_ephemerally() {
+    let e = E2e::start(
+        Behaviour::Sleep {
+            duration: Duration::from_secs(600),
+            honour_cancel: false,
+        },
+        vec![Reply::call("call_1", "probe", r#"{"n":1}"#)],
+    )
+    .await;
+    e.mention(ALICE, "alice", "run the probe").await;
+    e.until("the tool runs", |e| e.probe.runs() == 1).await;
+    let asked = Instant::now();
+    let response = e.slash(ALICE, "kill", 0, json!([])).await;
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(response["data"]["flags"], json!(64), "ephemeral");
+    assert!(content_of(&response).contains("probe"), "{response}");
+    assert!(
+        e.probe
+            .token
+            .lock()
+            .unwrap()
+            .clone()
+            .unwrap()
+            .is_cancelled()
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(e.texts(GENERAL).is_empty(), "nothing posted after the kill");
+    let all: Vec<Value> = e.posted(GENERAL);
+    assert_eq!(
+        all.len(),
+        1,
+        "only the progress line, before the kill: {all:?}"
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC C6: by default another member without Manage Messages may not /kill; a moderator may.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_by_another_member_is_denied_but_a_moderator_may() {
+    let e = E2e::start(
+        Behaviour::Sleep {
+            duration: Duration::from_secs(600),
+            honour_cancel: true,
+        },
+        vec![Reply::call("call_1", "probe", r#"{"n":1}"#)],
+    )
+    .await;
+    e.mention(ALICE, "alice", "run it").await;
+    e.until("the tool runs", |e| e.probe.runs() == 1).await;
+    let denied = e.slash(BOB, "kill", 0, json!([])).await;
+    assert!(
+        content_of(&denied).contains("Only the person who asked"),
+        "{denied}"
+    );
+    let allowed = e.slash(MODERATOR, "kill", MANAGE_MESSAGES, json!([])).await;
+    assert!(content_of(&allowed).contains("probe"), "{allowed}");
+    e.stop().await;
+}
+
+// SPEC T9: a model calling the sticker tool twice posts one sticker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sticker_tool_called_twice_posts_one_sticker() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![
+            Reply::call("c1", "select_sticker_for_response", r#"{"name":"wave"}"#),
+            Reply::call("c2", "select_sticker_for_response", r#"{"name":"wave"}"#),
+            Reply::text(&["Hi!"]),
+        ],
+    )
+    .await;
+    e.mention(ALICE, "alice", "wave please").await;
+    e.until("the final text", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "Hi!")
+    })
+    .await;
+    let stickers: Vec<Value> = e
+        .posted(GENERAL)
+        .into_iter()
+        .filter(|m| m.get("sticker_ids").is_some())
+        .collect();
+    assert_eq!(stickers.len(), 1, "{stickers:?}");
+    assert_eq!(stickers[0]["sticker_ids"], json!(["700"]));
+    let second_answer = e.openai.requests()[2].body.to_string();
+    assert!(
+        second_answer.contains("already_delivered"),
+        "{second_answer}"
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC S2: a model guessing a hidden tool name gets tool_denied; nothing of it is posted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_guessed_hidden_tool_is_denied_and_nothing_is_posted() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![
+            Reply::call("c1", "submit_review", r#"{"decision":"pass"}"#),
+            Reply::text(&["Never mind."]),
+        ],
+    )
+    .await;
+    e.mention(ALICE, "alice", "review yourself").await;
+    e.until("the final text", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    assert_eq!(e.texts(GENERAL), vec!["Never mind."]);
+    let tool_result = e.openai.requests()[1].body.to_string();
+    assert!(tool_result.contains("tool_denied"), "{tool_result}");
+    let storage = &e.running().storage;
+    storage.writes.flush().await;
+    assert_eq!(
+        storage
+            .events
+            .count(ServerId(GUILD), "tool_denied")
+            .await
+            .unwrap(),
+        1
+    );
+    e.stop().await;
+}
+
+// SPEC T11: a failed tool posts a redacted notice to the thought-log channel (set with
+// /thoughtlog), with notifications suppressed; a turn summary follows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_tool_posts_a_redacted_notice_to_the_thought_log() {
+    let e = E2e::start(
+        Behaviour::Fail(ToolError::Failed {
+            code: Some("jammed".into()),
+            message: "the widget jammed".into(),
+        }),
+        vec![
+            Reply::call(
+                "c1",
+                "probe",
+                r#"{"n":1,"note":"my key is sk-live-abcdefghijklmnopqrstuvwx"}"#,
+            ),
+            Reply::text(&["That did not work."]),
+        ],
+    )
+    .await;
+    let set = e
+        .slash(
+            MODERATOR,
+            "thoughtlog",
+            MANAGE_GUILD | MANAGE_MESSAGES,
+            json!([{
+                "name": "set", "type": 1,
+                "options": [{ "name": "channel", "type": 7, "value": THOUGHTS.to_string() }]
+            }]),
+        )
+        .await;
+    assert!(
+        content_of(&set).contains(&format!("<#{THOUGHTS}>")),
+        "{set}"
+    );
+    e.mention(ALICE, "alice", "use the probe").await;
+    e.until("a notice and a summary", |e| e.posted(THOUGHTS).len() >= 2)
+        .await;
+    let notices = e.posted(THOUGHTS);
+    let failure = notices[0].to_string();
+    assert!(
+        failure.contains("probe") && failure.contains("jammed"),
+        "{failure}"
+    );
+    assert!(
+        failure.contains("[redacted]") && !failure.contains("sk-live"),
+        "{failure}"
+    );
+    assert_eq!(notices[0]["flags"], json!(4096), "notifications suppressed");
+    assert_eq!(notices[0]["allowed_mentions"]["parse"], json!([]));
+    assert!(
+        notices[1].to_string().contains("Turn summary"),
+        "{}",
+        notices[1]
+    );
+    assert!(e.texts(GENERAL).contains(&"That did not work.".to_owned()));
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC T11: the thought log refuses a channel @everyone can view, and says so to the setter.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_thought_log_refuses_a_public_channel() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![],
+    )
+    .await;
+    let refused = e
+        .slash(
+            MODERATOR,
+            "thoughtlog",
+            MANAGE_GUILD,
+            json!([{
+                "name": "set", "type": 1,
+                "options": [{ "name": "channel", "type": 7, "value": PUBLIC_MODS.to_string() }]
+            }]),
+        )
+        .await;
+    assert!(
+        content_of(&refused).contains("visible to everyone"),
+        "{refused}"
+    );
+    let settings = e
+        .running()
+        .storage
+        .settings
+        .settings(ServerId(GUILD))
+        .await
+        .unwrap();
+    assert_eq!(settings.thought_log_channel, None);
+    let no_permission = e
+        .slash(
+            ALICE,
+            "thoughtlog",
+            0,
+            json!([{ "name": "off", "type": 1, "options": [] }]),
+        )
+        .await;
+    assert!(
+        content_of(&no_permission).contains("Manage Server"),
+        "{no_permission}"
+    );
+    e.stop().await;
+}
+
+// SPEC C8: /drafting on|off is stored per server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drafting_is_stored_per_server() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![],
+    )
+    .await;
+    let on = e
+        // poise registers a choice parameter as an integer option: the choice's index.
+        .slash(
+            MODERATOR,
+            "drafting",
+            MANAGE_GUILD,
+            json!([{ "name": "state", "type": 4, "value": 0 }]),
+        )
+        .await;
+    assert!(content_of(&on).contains("Drafting is on"), "{on}");
+    let settings = e
+        .running()
+        .storage
+        .settings
+        .settings(ServerId(GUILD))
+        .await
+        .unwrap();
+    assert!(settings.drafting);
+    e.stop().await;
+}
+
+// SPEC C4: a 429 from Discord is waited out (its retry_after) and no text is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discord_429_is_waited_out_and_no_text_is_lost() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![Reply::text(&["One.\n\nTwo.\n\nThree."])],
+    )
+    .await;
+    e.discord.rate_limit_next(GENERAL, 2, 0.3);
+    let started = Instant::now();
+    e.mention(ALICE, "alice", "count").await;
+    e.until("three messages", |e| e.texts(GENERAL).len() == 3)
+        .await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(600),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(e.texts(GENERAL), vec!["One.", "Two.", "Three."]);
+    let posts = e
+        .discord
+        .requests()
+        .into_iter()
+        .filter(|r| {
+            r.method == "POST" && r.path.starts_with(&format!("/channels/{GENERAL}/messages"))
+        })
+        .count();
+    assert_eq!(posts, 5, "two refused, three accepted");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC C1, T10: DMs work, and record no usage stats.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dms_work_and_record_no_stats() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![
+            Reply::call("c1", "probe", r#"{"n":2}"#),
+            Reply::text(&["Hello in private."]),
+        ],
+    )
+    .await;
+    let (dm, _) = e.discord.send_dm(ALICE, "hi, privately").await;
+    e.until("a DM reply", |e| !e.texts(dm).is_empty()).await;
+    assert_eq!(e.texts(dm), vec!["Hello in private."]);
+    assert_eq!(
+        e.posted(dm)[0]["content"],
+        PROGRESS,
+        "progress shows in the conversation"
+    );
+    assert_eq!(e.probe.runs(), 1);
+    let storage = &e.running().storage;
+    storage.writes.flush().await;
+    assert_eq!(
+        storage
+            .usage
+            .total(ServerId(0), "tool_used", "probe")
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        storage
+            .usage
+            .total(ServerId(GUILD), "tool_used", "probe")
+            .await
+            .unwrap(),
+        0
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC C1, C2: bots, webhooks, plain chatter and blocked channels get no model call.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bots_webhooks_chatter_and_blocked_channels_get_no_turn() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![Reply::text(&["Only this."])],
+    )
+    .await;
+    let mut from_bot = Incoming::new(
+        GENERAL,
+        Some(GUILD),
+        555,
+        "otherbot",
+        &format!("<@{BOT}> hi"),
+    );
+    from_bot.author_is_bot = true;
+    from_bot.mentions = vec![(BOT, "Aria".into())];
+    e.discord.send_message(from_bot).await;
+    let mut from_webhook =
+        Incoming::new(GENERAL, Some(GUILD), 556, "hook", &format!("<@{BOT}> hi"));
+    from_webhook.webhook_id = Some(557);
+    from_webhook.mentions = vec![(BOT, "Aria".into())];
+    e.discord.send_message(from_webhook).await;
+    e.discord
+        .send_message(Incoming::new(
+            GENERAL,
+            Some(GUILD),
+            ALICE,
+            "alice",
+            "just chatting",
+        ))
+        .await;
+    let blocked = ServerSettings {
+        access: AccessLists {
+            blocked_channels: vec![persona_bot::chat::scope::ChannelId(PUBLIC_MODS)],
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    e.running()
+        .storage
+        .settings
+        .save_settings(ServerId(GUILD), &blocked)
+        .await
+        .unwrap();
+    let mut in_blocked = Incoming::new(
+        PUBLIC_MODS,
+        Some(GUILD),
+        ALICE,
+        "alice",
+        &format!("<@{BOT}> hi"),
+    );
+    in_blocked.mentions = vec![(BOT, "Aria".into())];
+    e.discord.send_message(in_blocked).await;
+    // The trigger word (not a mention) still works where allowed.
+    e.discord
+        .send_message(Incoming::new(
+            GENERAL,
+            Some(GUILD),
+            BOB,
+            "bob",
+            "hey aria, you there?",
+        ))
+        .await;
+    e.until("one answer", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        e.openai.requests().len(),
+        1,
+        "only bob's trigger word reached the model"
+    );
+    assert!(e.texts(PUBLIC_MODS).is_empty());
+    e.assert_fakes_used();
+    e.stop().await;
+}
