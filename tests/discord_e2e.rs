@@ -703,3 +703,82 @@ async fn bots_webhooks_chatter_and_blocked_channels_get_no_turn() {
     e.assert_fakes_used();
     e.stop().await;
 }
+
+// SPEC T9: Discord's real answers map to the sticker outcomes: a 400 is a definite refusal
+// (nothing posted, the allowance is free again: the next sticker goes out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_sticker_frees_the_allowance() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![
+            Reply::call("c1", "select_sticker_for_response", r#"{"name":"wave"}"#),
+            Reply::call("c2", "select_sticker_for_response", r#"{"name":"heart"}"#),
+            Reply::text(&["There."]),
+        ],
+    )
+    .await;
+    e.discord.fail_next(
+        GENERAL,
+        400,
+        json!({"message": "Invalid Form Body", "code": 50035}),
+    );
+    e.mention(ALICE, "alice", "a sticker").await;
+    e.until("the final text", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "There.")
+    })
+    .await;
+    let refused = e.openai.requests()[1].body.to_string();
+    assert!(refused.contains("sticker_refused"), "{refused}");
+    let stickers: Vec<Value> = e
+        .posted(GENERAL)
+        .into_iter()
+        .filter(|m| m.get("sticker_ids").is_some())
+        .collect();
+    assert_eq!(stickers.len(), 1);
+    assert_eq!(stickers[0]["sticker_ids"], json!(["701"]));
+    e.stop().await;
+}
+
+// SPEC T9: a send Discord never confirms (5xx after every retry) blocks the rest of the turn:
+// nothing more is sent, not even after the model asks again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unconfirmed_sticker_send_ends_the_turn_quietly() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![Reply::call(
+            "c1",
+            "select_sticker_for_response",
+            r#"{"name":"wave"}"#,
+        )],
+    )
+    .await;
+    for _ in 0..4 {
+        e.discord
+            .fail_next(GENERAL, 502, json!({"message": "Bad Gateway", "code": 0}));
+    }
+    e.mention(ALICE, "alice", "a sticker").await;
+    e.until("four attempts", |e| {
+        e.discord
+            .requests()
+            .iter()
+            .filter(|r| r.method == "POST" && r.path == format!("/channels/{GENERAL}/messages"))
+            .count()
+            == 4
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(e.posted(GENERAL).is_empty(), "nothing was accepted");
+    assert_eq!(
+        e.openai.requests().len(),
+        1,
+        "no further pass after an unconfirmed delivery"
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
