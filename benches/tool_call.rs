@@ -56,10 +56,7 @@ fn bench(c: &mut Criterion) {
         .expect("runtime");
     let config = Arc::new(Config::shipped_defaults());
     let registry = Arc::new(Registry::builtin(&config).with(Noop));
-    let env = Arc::new(ToolEnv {
-        ports: Fakes::default().discarding(),
-        config: config.clone(),
-    });
+    let env = Arc::new(ToolEnv::new(Fakes::default().discarding(), config.clone()));
     // Deliberate mode on, with the tool admitted, so the allowlist gate does its lookup too.
     let admission = ToolAdmission::Deliberate {
         admitted: HashMap::from([("noop".to_owned(), None)]),

@@ -85,10 +85,7 @@ fn orchestrator(model: ScriptedModel, slow_tool: bool) -> Orchestrator {
     let config = Arc::new(Config::shipped_defaults());
     let fakes = Fakes::default();
     let registry = Arc::new(Registry::builtin(&config).with(Lookup { slow: slow_tool }));
-    let env = Arc::new(ToolEnv {
-        ports: fakes.discarding(),
-        config: config.clone(),
-    });
+    let env = Arc::new(ToolEnv::new(fakes.discarding(), config.clone()));
     Orchestrator::new(OrchestratorDeps {
         turn: TurnDeps {
             model: Arc::new(model),

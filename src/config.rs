@@ -44,6 +44,18 @@ pub struct Config {
     pub provider: ProviderConfig,
     pub personas: Vec<PersonaConfig>,
     pub discord: DiscordConfig,
+    pub review: ReviewConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewConfig {
+    /// The reviewer's models, in fallback order (the provider's endpoint and keys).
+    pub models: Vec<String>,
+    /// The reviewer's instructions (a server may store its own).
+    pub prompt: String,
+    /// Longest time one review may take; past it the reviewer is unavailable for the turn.
+    pub timeout_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

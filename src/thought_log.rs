@@ -87,6 +87,8 @@ pub enum Notice {
         duration_ms: u64,
         prompt_tokens: u32,
         completion_tokens: u32,
+        /// Each review verdict, one line each (`plan_image: reject (too graphic)`).
+        reviews: Vec<String>,
     },
 }
 
@@ -163,9 +165,9 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
             duration_ms,
             prompt_tokens,
             completion_tokens,
-        } => Card {
-            title: t("notice-turn-title"),
-            fields: vec![
+            reviews,
+        } => {
+            let mut fields = vec![
                 (t("notice-field-channel"), format!("<#{channel}>")),
                 (t("notice-field-status"), format!("`{status}`")),
                 (t("notice-field-passes"), passes.to_string()),
@@ -178,9 +180,16 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
                     t("notice-field-tokens"),
                     format!("{prompt_tokens} / {completion_tokens}"),
                 ),
-            ],
-            colour: GREY,
-        },
+            ];
+            if !reviews.is_empty() {
+                fields.push((t("notice-field-reviews"), reviews.join("\n")));
+            }
+            Card {
+                title: t("notice-turn-title"),
+                fields,
+                colour: GREY,
+            }
+        }
     }
 }
 

@@ -212,6 +212,11 @@ fn sample_settings() -> ServerSettings {
             allowed_roles: vec![77],
             ..AccessLists::default()
         },
+        review: persona_bot::chat::review::ReviewPolicy {
+            replies: false,
+            prompt: Some("Be strict about names.".into()),
+            ..Default::default()
+        },
     }
 }
 
@@ -786,10 +791,7 @@ async fn the_tool_stage_writes_through_real_storage(db: TestDb) {
     let s = db.open().await;
     let fakes = Fakes::default();
     let config = Arc::new(Config::shipped_defaults());
-    let env = Arc::new(ToolEnv {
-        ports: s.ports(fakes.chat_ports()),
-        config: config.clone(),
-    });
+    let env = Arc::new(ToolEnv::new(s.ports(fakes.chat_ports()), config.clone()));
     let registry = Arc::new(Registry::builtin(&config));
     let turn = Arc::new(persona_bot::chat::turn::Turn::new(
         public_scope(),

@@ -99,3 +99,4 @@ notice-field-passes = Passes
 notice-field-tool-calls = Tool calls
 notice-field-duration = Duration
 notice-field-tokens = Tokens (prompt / reply)
+notice-field-reviews = Reviews

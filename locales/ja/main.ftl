@@ -99,3 +99,4 @@ notice-field-passes = パス数
 notice-field-tool-calls = ツール呼び出し
 notice-field-duration = 所要時間
 notice-field-tokens = トークン（プロンプト / 返信）
+notice-field-reviews = レビュー

@@ -99,3 +99,4 @@ notice-field-passes = 轮次
 notice-field-tool-calls = 工具调用
 notice-field-duration = 耗时
 notice-field-tokens = 令牌（提示 / 回复）
+notice-field-reviews = 审核

@@ -99,3 +99,4 @@ notice-field-passes = 輪次
 notice-field-tool-calls = 工具呼叫
 notice-field-duration = 耗時
 notice-field-tokens = 權杖（提示 / 回覆）
+notice-field-reviews = 審核

@@ -121,12 +121,14 @@ pub async fn load(
 
 impl LoadedContext {
     /// The request for the next pass. `continuation` is text a failed attempt already sent:
-    /// the model is told to go on from there without repeating it.
+    /// the model is told to go on from there without repeating it. `tail` ends the conversation
+    /// (a revision request, for one).
     pub fn request(
         &self,
         turn: &Turn,
         entries: &[ToolHistoryEntry],
         continuation: Option<&str>,
+        tail: &[ChatMessage],
         tools: Vec<serde_json::Value>,
     ) -> crate::chat::model::ModelRequest {
         let mut messages = Vec::with_capacity(self.recent.len() + entries.len() * 2 + 4);
@@ -167,6 +169,7 @@ impl LoadedContext {
                     .to_owned(),
             });
         }
+        messages.extend(tail.iter().cloned());
         ModelRequest { messages, tools }
     }
 }

@@ -13,6 +13,7 @@ pub mod model;
 pub mod orchestrator;
 pub mod ports;
 pub mod provider_failure;
+pub mod review;
 pub mod role;
 pub mod scope;
 pub mod segment;

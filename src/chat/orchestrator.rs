@@ -410,6 +410,7 @@ impl Worker {
                 .with_id(TurnId::for_message(m.channel, m.message))
                 .quiet(m.quiet)
                 .drafting(settings.drafting)
+                .review_policy(settings.review.clone())
                 .admission(admission)
                 .in_channel(self.activity.clone(), self.token.child_token()),
         );
@@ -594,6 +595,7 @@ fn released(status: TurnStatus) -> TurnReport {
         tool_calls: 0,
         messages_sent: 0,
         usage: Default::default(),
+        reviews: Vec::new(),
     }
 }
 

@@ -117,6 +117,8 @@ pub enum EventOutcome {
     Truncated,
     /// Refused by deliberate tool mode or a per-turn limit before running.
     Blocked,
+    /// The drafting reviewer rejected the request; nothing ran (SPEC R2).
+    ReviewRejected,
     TimedOut,
     Cancelled,
 }
@@ -132,6 +134,7 @@ impl EventOutcome {
             Self::InvalidArguments => "invalid_arguments",
             Self::Truncated => "truncated_arguments",
             Self::Blocked => "blocked",
+            Self::ReviewRejected => "review_rejected",
             Self::TimedOut => "timed_out",
             Self::Cancelled => "cancelled",
         }

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::ports::{PlanId, PortError};
 use super::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
+use super::review::ReviewPolicy;
 use super::turn::TurnId;
 use crate::locale::Locale;
 
@@ -48,6 +49,8 @@ pub struct ServerSettings {
     pub thought_log_channel: Option<ChannelId>,
     pub deliberate: DeliberateSettings,
     pub access: AccessLists,
+    /// What Response Drafting's reviewer checks here (SPEC C8).
+    pub review: ReviewPolicy,
 }
 
 #[async_trait]

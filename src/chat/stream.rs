@@ -40,6 +40,8 @@ pub struct Delivery<'a> {
     pub sent_this_pass: String,
     /// Token usage reported by the provider, summed over passes.
     pub usage: TokenUsage,
+    /// With Response Drafting On, the reply is held here instead of posted (SPEC C8).
+    held: Option<String>,
 }
 
 impl<'a> Delivery<'a> {
@@ -52,7 +54,34 @@ impl<'a> Delivery<'a> {
             sent: 0,
             sent_this_pass: String::new(),
             usage: TokenUsage::default(),
+            held: None,
         }
+    }
+
+    /// Holds the reply (drafting): text is kept, not posted, until [`Self::release`].
+    pub fn hold(&mut self) {
+        self.held.get_or_insert_with(String::new);
+    }
+
+    pub fn is_holding(&self) -> bool {
+        self.held.is_some()
+    }
+
+    /// Takes the held draft (empty when nothing is held), still holding.
+    pub fn take_held(&mut self) -> String {
+        self.held.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Posts an approved draft, cut into messages, unless `/kill` comes first.
+    pub async fn release(&mut self, draft: &str) {
+        let mut segmenter = Segmenter::default();
+        let mut messages = segmenter.push(draft);
+        messages.extend(segmenter.finish());
+        let held = self.held.take();
+        for message in messages {
+            self.send(message).await;
+        }
+        self.held = held;
     }
 
     /// Starts a new pass (or a retry of one).
@@ -61,9 +90,20 @@ impl<'a> Delivery<'a> {
         self.sent_this_pass.clear();
     }
 
-    /// Sends one message of the turn, unless `/kill` comes first.
+    /// Sends one message of the turn (or holds it, when drafting), unless `/kill` comes first.
     pub async fn send(&mut self, text: String) {
         if self.turn.stop.is_killed() {
+            return;
+        }
+        if let Some(held) = &mut self.held {
+            if !held.is_empty() {
+                held.push_str("\n\n");
+            }
+            held.push_str(&text);
+            if !self.sent_this_pass.is_empty() {
+                self.sent_this_pass.push_str("\n\n");
+            }
+            self.sent_this_pass.push_str(&text);
             return;
         }
         let kill = self.turn.stop.kill_token().clone();
@@ -97,21 +137,32 @@ impl<'a> Delivery<'a> {
         }
     }
 
-    /// A notice from the bot (limits, errors), outside the persona's reply.
+    /// A notice from the bot (limits, errors), outside the persona's reply: never held.
     pub async fn notice(&mut self, text: String) {
+        let held = self.held.take();
         self.send(text).await;
+        self.held = held;
     }
 
     /// Checks for a stop request; `interruptible` says whether a follow-up may interrupt.
     async fn stop_requested(&mut self, interruptible: bool) -> Option<TurnStatus> {
         if self.turn.stop.is_killed() {
-            for complete in self.segmenter.finish_complete_sentences() {
-                self.deliver(complete).await;
+            let complete = self.segmenter.finish_complete_sentences();
+            if self.held.is_some() {
+                // A held draft is discarded, never posted (SPEC C8).
+                self.held = Some(String::new());
+            } else {
+                for complete in complete {
+                    self.deliver(complete).await;
+                }
             }
             return Some(TurnStatus::StoppedByUser);
         }
         if interruptible && self.turn.stop.follow_up_pending() {
             self.segmenter.discard();
+            if self.held.is_some() {
+                self.held = Some(String::new());
+            }
             return Some(TurnStatus::FollowUpInterrupt);
         }
         None

@@ -17,6 +17,7 @@ use uuid::Uuid;
 use super::history::ToolHistoryEntry;
 use super::ledger::{OutcomeLedger, PlanLedger};
 use super::ports::HistoryMessage;
+use super::review::{ReviewLedger, ReviewPolicy};
 use super::scope::{ChannelId, MessageId, Scope};
 use crate::locale::Locale;
 
@@ -64,6 +65,8 @@ pub enum TurnStatus {
     DeliveryUnconfirmed,
     /// A malformed call or an internal error.
     Error,
+    /// Review stopped the tool chain (SPEC R3): the held reply is delivered and the turn ends.
+    HeldResponse,
 }
 
 impl TurnStatus {
@@ -74,6 +77,7 @@ impl TurnStatus {
             Self::FollowUpInterrupt => "follow_up_interrupt",
             Self::DeliveryUnconfirmed => "delivery_unconfirmed",
             Self::Error => "error",
+            Self::HeldResponse => "held_response",
         }
     }
 }
@@ -86,6 +90,8 @@ pub struct StopSignal {
     /// Set when the requester sent a follow-up during the turn (SPEC C7); cleared by whoever
     /// acts on it.
     follow_up: AtomicBool,
+    /// Wakes whoever waits for a follow-up (a review in progress, SPEC C8).
+    follow_up_arrived: tokio::sync::Notify,
 }
 
 impl StopSignal {
@@ -93,6 +99,7 @@ impl StopSignal {
         Self {
             kill,
             follow_up: AtomicBool::new(false),
+            follow_up_arrived: tokio::sync::Notify::new(),
         }
     }
 
@@ -112,6 +119,18 @@ impl StopSignal {
 
     pub fn note_follow_up(&self) {
         self.follow_up.store(true, Ordering::Release);
+        self.follow_up_arrived.notify_waiters();
+    }
+
+    /// Resolves once a follow-up is pending (at once if one already is).
+    pub async fn follow_up(&self) {
+        loop {
+            let arrived = self.follow_up_arrived.notified();
+            if self.follow_up_pending() {
+                return;
+            }
+            arrived.await;
+        }
     }
 
     pub fn follow_up_pending(&self) -> bool {
@@ -288,6 +307,8 @@ pub struct TurnState {
     pub review_history: Vec<ToolHistoryEntry>,
     /// A tool call has run: follow-ups now queue without interrupting (SPEC C7).
     pub in_tool_chain: bool,
+    /// Tool-request review state and verdicts (SPEC R1-R5).
+    pub review: ReviewLedger,
 }
 
 /// One turn.
@@ -302,6 +323,8 @@ pub struct Turn {
     pub quiet: bool,
     /// The server's Response Drafting switch, read once at turn start (SPEC C8).
     pub drafting: bool,
+    /// What drafting reviews on this server.
+    pub review: ReviewPolicy,
     /// Hidden image planning and persona generation post no progress notices (SPEC T11).
     pub hide_progress: bool,
     pub admission: ToolAdmission,
@@ -320,6 +343,7 @@ impl Turn {
             locale,
             quiet: false,
             drafting: false,
+            review: ReviewPolicy::default(),
             hide_progress: false,
             admission: ToolAdmission::Open,
             stop: StopSignal::new(CancellationToken::new()),
@@ -336,6 +360,11 @@ impl Turn {
 
     pub fn drafting(mut self, drafting: bool) -> Self {
         self.drafting = drafting;
+        self
+    }
+
+    pub fn review_policy(mut self, policy: ReviewPolicy) -> Self {
+        self.review = policy;
         self
     }
 

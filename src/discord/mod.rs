@@ -126,6 +126,17 @@ pub async fn start(
 
     let provider = OpenAiProvider::new(config.provider.clone(), &secrets.provider_keys)
         .context("provider HTTP client")?;
+    let mut review_provider = config.provider.clone();
+    review_provider.models = config.review.models.clone();
+    let reviewer: Arc<dyn crate::chat::review::Reviewer> =
+        Arc::new(crate::tool_loop::review::ModelReviewer::new(
+            Arc::new(
+                OpenAiProvider::new(review_provider, &secrets.provider_keys)
+                    .context("reviewer HTTP client")?,
+            ),
+            config.review.prompt.clone(),
+            Duration::from_secs(config.review.timeout_secs),
+        ));
     let rest = Arc::new(
         rest::DiscordRest::new(
             &config.discord.api_base_url,
@@ -159,6 +170,7 @@ pub async fn start(
             env: Arc::new(ToolEnv {
                 ports,
                 config: config.clone(),
+                reviewer: Some(reviewer),
             }),
         },
         queue: storage.queue.clone(),
@@ -268,6 +280,17 @@ async fn post_summaries(orchestrator: Orchestrator, thought_log: Arc<dyn Thought
             duration_ms: u64::try_from(turn.elapsed.as_millis()).unwrap_or(u64::MAX),
             prompt_tokens: report.usage.prompt,
             completion_tokens: report.usage.completion,
+            reviews: report
+                .reviews
+                .iter()
+                .map(|r| {
+                    if r.findings.is_empty() {
+                        format!("{}: {}", r.subject, r.verdict)
+                    } else {
+                        format!("{}: {} ({})", r.subject, r.verdict, r.findings.join("; "))
+                    }
+                })
+                .collect(),
         };
         thought_log.post(server, notice).await;
     }

@@ -12,6 +12,7 @@ use super::watchdog::{Watched, run_under_watchdog};
 use super::{ToolCallOutcome, ToolCallRequest};
 use crate::chat::history::{EntryStatus, ToolHistoryEntry};
 use crate::chat::ports::{EventOutcome, Metric, UsageRecord};
+use crate::chat::review::{Gate, ReviewNote, ReviewOutcome, ReviewedCall, Verdict};
 use crate::chat::role::Role;
 use crate::chat::stores::StoredOutcome;
 use crate::chat::turn::{Turn, TurnStatus};
@@ -109,6 +110,17 @@ pub async fn execute_tool_call(
     if let Some(response) = reused {
         stage.record(EventOutcome::Reused, None).await;
         return stage.history(response, EntryStatus::Succeeded);
+    }
+
+    // R1-R5: with drafting On, the prepared request (exactly what would run) is reviewed.
+    if turn.drafting && session.role() == Role::Persona {
+        if let Some(outcome) = stage.review(&prepared, tool).await {
+            return outcome;
+        }
+        // Cancellation is checked after review, before the tool's transport.
+        if let Some(status) = stop_requested(turn) {
+            return ToolCallOutcome::Abort { status };
+        }
     }
 
     // T11: notices before the run.
@@ -253,15 +265,114 @@ impl Stage<'_> {
         }
     }
 
-    fn history(mut self, response: Value, status: EntryStatus) -> ToolCallOutcome {
+    fn history(&mut self, response: Value, status: EntryStatus) -> ToolCallOutcome {
+        let turn = self.session.turn();
+        if turn.drafting && self.session.role() == Role::Persona {
+            // The reviewer sees the turn's earlier calls with their real outcomes (SPEC R2).
+            turn.state().review.calls.push(ReviewedCall {
+                tool: self.call.name.clone(),
+                arguments: serde_json::from_str(&self.history_arguments).unwrap_or(Value::Null),
+                outcome: response.clone(),
+            });
+        }
         ToolCallOutcome::History {
             entry: self.entry(response, status),
         }
     }
 
+    /// The review gate (SPEC R1-R5). `None`: the request may run; `Some`: the call's outcome.
+    async fn review(&mut self, prepared: &PreparedCall, tool: &RegisteredTool) -> Option<ToolCallOutcome> {
+        let turn = self.session.turn().clone();
+        let checked = turn.review.tool_calls || (tool.public_output && turn.review.replies);
+        let reviewer = self.session.env().reviewer.clone()?;
+        if !checked {
+            return None;
+        }
+        let gate = turn.state().review.gate(prepared);
+        let rejected = |findings: Vec<String>, correction: bool| {
+            json!({
+                "status": "review_rejected",
+                "action_executed": false,
+                "tool_name": prepared.name,
+                "correction_allowed": correction,
+                "findings": findings,
+            })
+        };
+        match gate {
+            Gate::Proceed => None,
+            Gate::Hold => Some(ToolCallOutcome::Abort {
+                status: TurnStatus::HeldResponse,
+            }),
+            Gate::RejectAgain { findings } => {
+                let correction = !turn.state().review.unavailable;
+                self.record(EventOutcome::ReviewRejected, Some("review_rejected".into()))
+                    .await;
+                let response = rejected(findings, correction);
+                Some(self.history(response, EntryStatus::ReviewRejected))
+            }
+            Gate::Review => {
+                let asked = tokio::select! {
+                    biased;
+                    () = turn.stop.kill_token().cancelled() => {
+                        return Some(ToolCallOutcome::Abort { status: TurnStatus::StoppedByUser });
+                    }
+                    // SPEC T2, C8: with drafting On a follow-up interrupts the review.
+                    () = turn.stop.follow_up() => {
+                        return Some(ToolCallOutcome::Abort { status: TurnStatus::FollowUpInterrupt });
+                    }
+                    asked = reviewer.review_request(self.session, prepared) => asked,
+                };
+                let note = |verdict, findings: &[String]| ReviewNote {
+                    subject: prepared.name.to_owned(),
+                    verdict,
+                    findings: findings.to_vec(),
+                };
+                match asked {
+                    ReviewOutcome::Verdict(Verdict::Pass) => {
+                        turn.state().review.notes.push(note("pass", &[]));
+                        None
+                    }
+                    ReviewOutcome::Verdict(Verdict::Reject {
+                        findings,
+                        correction_allowed,
+                    }) => {
+                        let correction = {
+                            let mut state = turn.state();
+                            state.review.notes.push(note("reject", &findings));
+                            state.review.reject(prepared, &findings, correction_allowed)
+                        };
+                        // A rejection is not a failure: no notice, no usage stat (SPEC R2).
+                        self.record(EventOutcome::ReviewRejected, Some("review_rejected".into()))
+                            .await;
+                        let response = rejected(findings, correction);
+                        Some(self.history(response, EntryStatus::ReviewRejected))
+                    }
+                    ReviewOutcome::Unavailable(why) => {
+                        tracing::warn!(turn = %turn.id, %why, "reviewer unavailable; review ends for this turn");
+                        let gate = {
+                            let mut state = turn.state();
+                            state.review.notes.push(note("unavailable", &[]));
+                            state.review.unavailable = true;
+                            state.review.gate(prepared)
+                        };
+                        match gate {
+                            Gate::RejectAgain { findings } => {
+                                self.record(EventOutcome::ReviewRejected, Some("review_rejected".into()))
+                                    .await;
+                                Some(self.history(rejected(findings, false), EntryStatus::ReviewRejected))
+                            }
+                            _ => None,
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+
     /// A failed or refused call: a notice for the moderators (public channels only), an event,
     /// and a failure entry that counts toward the failure cap.
-    async fn fail(self, failure: Failure, outcome: EventOutcome) -> ToolCallOutcome {
+    async fn fail(mut self, failure: Failure, outcome: EventOutcome) -> ToolCallOutcome {
         let turn = self.session.turn();
         tracing::info!(
             turn = %turn.id, tool = %self.call.name, code = %failure.code,

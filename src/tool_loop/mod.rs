@@ -13,6 +13,7 @@ mod execute;
 pub mod expression;
 pub mod passes;
 pub mod payload;
+pub mod review;
 pub mod watchdog;
 
 pub use call::{ToolCallRequest, Truncation};

@@ -12,7 +12,8 @@ use super::expression;
 use super::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::chat::context::{LoadedContext, Trigger};
 use crate::chat::history::{EntryStatus, ToolHistoryEntry};
-use crate::chat::model::{Attempt, ChatModel, ModelError, TokenUsage};
+use crate::chat::model::{Attempt, ChatMessage, ChatModel, ModelError, TokenUsage};
+use crate::chat::review::{ReviewNote, ReviewOutcome, Verdict};
 use crate::chat::provider_failure::{Retry, user_message};
 use crate::chat::role::Role;
 use crate::chat::stores::{OutcomeStore, Persona};
@@ -49,6 +50,8 @@ pub enum TurnEnd {
     Malformed,
     /// The orchestrator released it: stale (SPEC C10) or killed past its grace period.
     Released,
+    /// Review stopped the tool chain; the held reply was delivered (SPEC R3).
+    HeldResponse,
 }
 
 /// What happened in a turn, for the orchestrator and the thought log's summary.
@@ -60,6 +63,8 @@ pub struct TurnReport {
     pub tool_calls: u32,
     pub messages_sent: usize,
     pub usage: TokenUsage,
+    /// Each review verdict of the turn (SPEC C8), for the thought log's summary.
+    pub reviews: Vec<ReviewNote>,
 }
 
 /// The synthetic answer to a second (third, ...) call in one provider answer (SPEC C9).
@@ -110,7 +115,13 @@ pub async fn run_turn(
         tool_calls: 0,
         messages_sent: 0,
         usage: TokenUsage::default(),
+        reviews: Vec::new(),
     };
+    // With drafting On (and a reviewer to ask), the reply is held until reviewed (SPEC C8).
+    let holding = turn.drafting && turn.review.replies && deps.env.reviewer.is_some();
+    if holding {
+        delivery.hold();
+    }
     let mut failures = 0u32;
     let (status, end) = loop {
         if report.passes >= config.max_passes {
@@ -125,13 +136,15 @@ pub async fn run_turn(
         report.passes += 1;
         turn.progress.touch();
         let mut parts = Vec::new();
-        let interruptible = !turn.state().in_tool_chain;
+        // With drafting On a follow-up always interrupts (SPEC C8).
+        let interruptible = turn.drafting || !turn.state().in_tool_chain;
         let pass = run_pass(
             deps,
             &turn,
             &session,
             &context,
             &entries,
+            &[],
             &mut delivery,
             &mut parts,
             interruptible,
@@ -139,6 +152,21 @@ pub async fn run_turn(
         .await;
         match pass {
             PassEnd::Text => {
+                if holding {
+                    let settled = settle_held_reply(
+                        deps,
+                        &turn,
+                        &session,
+                        &context,
+                        &entries,
+                        &mut delivery,
+                        &mut report,
+                    )
+                    .await;
+                    if let Err(status) = settled {
+                        break (status, TurnEnd::Stopped);
+                    }
+                }
                 let delivered = turn.state().response_delivered;
                 if !delivered {
                     delivery
@@ -158,6 +186,25 @@ pub async fn run_turn(
                     ToolCallOutcome::Restart => {
                         failures = 0;
                         continue;
+                    }
+                    ToolCallOutcome::Abort {
+                        status: TurnStatus::HeldResponse,
+                    } => {
+                        // SPEC R3: the turn ends through the held-response path.
+                        let settled = settle_held_reply(
+                            deps,
+                            &turn,
+                            &session,
+                            &context,
+                            &entries,
+                            &mut delivery,
+                            &mut report,
+                        )
+                        .await;
+                        match settled {
+                            Ok(()) => break (TurnStatus::Completed, TurnEnd::HeldResponse),
+                            Err(status) => break (status, TurnEnd::Stopped),
+                        }
                     }
                     ToolCallOutcome::Abort { status } => {
                         let end = if status == TurnStatus::Error {
@@ -224,6 +271,7 @@ pub async fn run_turn(
     }
     report.messages_sent = delivery.sent;
     report.usage = delivery.usage;
+    report.reviews = turn.state().review.notes.clone();
     report
 }
 
@@ -255,6 +303,7 @@ async fn run_pass(
     session: &ToolSession,
     context: &LoadedContext,
     entries: &[ToolHistoryEntry],
+    tail: &[ChatMessage],
     delivery: &mut Delivery<'_>,
     parts: &mut Vec<String>,
     interruptible: bool,
@@ -278,12 +327,13 @@ async fn run_pass(
             return PassEnd::Stopped(TurnStatus::StoppedByUser);
         }
         delivery.begin_pass();
-        let request = context.request(
-            turn,
-            entries,
-            Some(continuation.as_str()),
-            session.specifications(),
-        );
+        // A revision (a non-empty tail) is prose only: no tools.
+        let tools = if tail.is_empty() {
+            session.specifications()
+        } else {
+            Vec::new()
+        };
+        let request = context.request(turn, entries, Some(continuation.as_str()), tail, tools);
         let opened = {
             let _guarded = turn.progress.guard();
             tokio::select! {
@@ -329,6 +379,97 @@ async fn run_pass(
             "no provider key is configured",
         )
     }))
+}
+
+/// The reply review (SPEC C8): the held draft passes, or gets one revision with the reviewer's
+/// findings; the latest draft is delivered after at most two reviews, or at once when the
+/// reviewer is unavailable. `/kill` or a follow-up discards it (`Err` with the status).
+#[allow(clippy::too_many_arguments)] // the turn's world, as for `run_pass`
+async fn settle_held_reply(
+    deps: &TurnDeps,
+    turn: &Turn,
+    session: &ToolSession,
+    context: &LoadedContext,
+    entries: &[ToolHistoryEntry],
+    delivery: &mut Delivery<'_>,
+    report: &mut TurnReport,
+) -> Result<(), TurnStatus> {
+    let mut draft = delivery.take_held();
+    let Some(reviewer) = deps.env.reviewer.clone() else {
+        delivery.release(&draft).await;
+        return Ok(());
+    };
+    for round in 1..=2 {
+        if draft.trim().is_empty() || turn.state().review.unavailable {
+            break;
+        }
+        let outcome = tokio::select! {
+            biased;
+            () = turn.stop.kill_token().cancelled() => return Err(TurnStatus::StoppedByUser),
+            () = turn.stop.follow_up() => return Err(TurnStatus::FollowUpInterrupt),
+            outcome = reviewer.review_reply(session, &draft) => outcome,
+        };
+        let note = |verdict, findings: Vec<String>| ReviewNote {
+            subject: "reply".to_owned(),
+            verdict,
+            findings,
+        };
+        let findings = match outcome {
+            ReviewOutcome::Verdict(Verdict::Pass) => {
+                turn.state().review.notes.push(note("pass", Vec::new()));
+                break;
+            }
+            ReviewOutcome::Unavailable(why) => {
+                tracing::warn!(turn = %turn.id, %why, "reviewer unavailable; the draft goes out as written");
+                let mut state = turn.state();
+                state.review.notes.push(note("unavailable", Vec::new()));
+                state.review.unavailable = true;
+                break;
+            }
+            ReviewOutcome::Verdict(Verdict::Reject { findings, .. }) => findings,
+        };
+        turn.state().review.notes.push(note("revise", findings.clone()));
+        if round == 2 {
+            break;
+        }
+        // One revision, with the findings.
+        let tail = [
+            ChatMessage::Assistant {
+                content: Some(draft.clone()),
+                tool_calls: Vec::new(),
+            },
+            ChatMessage::System {
+                content: format!(
+                    "A reviewer asked you to revise that reply before it is posted. Findings: {}.                      Write the whole reply again, revised.",
+                    findings.join("; ")
+                ),
+            },
+        ];
+        report.passes += 1;
+        let mut parts = Vec::new();
+        let pass = run_pass(
+            deps, turn, session, context, entries, &tail, delivery, &mut parts, true,
+        )
+        .await;
+        match pass {
+            PassEnd::Text => {
+                let revised = delivery.take_held();
+                if !revised.trim().is_empty() {
+                    draft = revised;
+                }
+            }
+            PassEnd::Stopped(status) => return Err(status),
+            // A failed revision keeps the first draft.
+            PassEnd::Failed(_) | PassEnd::ToolCalls(_) => {
+                delivery.take_held();
+            }
+        }
+    }
+    if turn.stop.is_killed() {
+        return Err(TurnStatus::StoppedByUser);
+    }
+    delivery.release(&draft).await;
+    Ok(())
 }
 
 fn report_failure(model: &dyn ChatModel, turn: &Turn, attempt: &Attempt, error: &ModelError) {

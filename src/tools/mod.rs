@@ -35,10 +35,24 @@ pub mod update_short_term_memory;
 pub use registry::{RegisteredTool, Registry};
 pub use session::{PreparedCall, SessionError, ToolSession};
 
-/// What every tool call may use: the ports and the configuration.
+/// What every tool call may use: the ports, the configuration, and the drafting reviewer.
 pub struct ToolEnv {
     pub ports: Ports,
     pub config: Arc<Config>,
+    /// Reviews tool requests and replies when a server has Response Drafting on (SPEC C8);
+    /// `None` when no reviewer is configured: drafting then holds nothing back.
+    pub reviewer: Option<Arc<dyn crate::chat::review::Reviewer>>,
+}
+
+impl ToolEnv {
+    /// An environment without a reviewer.
+    pub fn new(ports: Ports, config: Arc<Config>) -> Self {
+        Self {
+            ports,
+            config,
+            reviewer: None,
+        }
+    }
 }
 
 /// The context of one call: the turn (scope, locale, shared state), the environment and the
@@ -207,6 +221,9 @@ pub trait Tool: Send + Sync + 'static {
     const GATED: bool = true;
     /// The locale key of its progress line, if it shows one (SPEC T11).
     const PROGRESS_KEY: Option<&'static str> = None;
+    /// Whether its output is public (a sticker): with drafting On it passes the same
+    /// checkpoint as the reply before it is sent.
+    const PUBLIC_OUTPUT: bool = false;
 
     /// The tool's own watchdog timeout when config names none (config default otherwise).
     fn timeout(&self) -> Option<std::time::Duration> {

@@ -83,6 +83,7 @@ pub struct RegisteredTool {
     pub roles: RoleSet,
     pub gated: bool,
     pub progress_key: Option<&'static str>,
+    pub public_output: bool,
     pub timeout: Duration,
     /// The OpenAI function specification shown to the model.
     pub spec: Value,
@@ -190,6 +191,7 @@ impl Registry {
                 roles: T::ROLES,
                 gated: T::GATED,
                 progress_key: T::PROGRESS_KEY,
+                public_output: T::PUBLIC_OUTPUT,
                 timeout,
                 spec: specification::<T>(),
                 tool: Box::new(Erased(tool, PhantomData)),

@@ -29,6 +29,7 @@ impl Tool for SelectStickerForResponse {
     const ROLES: RoleSet = RoleSet::of(&[Role::Persona]);
     const DESCRIPTION: &'static str = "Send one of this server's stickers along with your reply. \
         At most one sticker per reply; it is posted immediately.";
+    const PUBLIC_OUTPUT: bool = true;
 
     fn validate(&self, args: &Args) -> Result<(), ArgError> {
         ArgError::check_len("$.name", &args.name, 1, 64)

@@ -220,10 +220,7 @@ impl Harness {
             probe: probe.clone(),
             behaviour,
         }));
-        let env = Arc::new(ToolEnv {
-            ports: fakes.ports(),
-            config: config.clone(),
-        });
+        let env = Arc::new(ToolEnv::new(fakes.ports(), config.clone()));
         Self {
             fakes,
             config,

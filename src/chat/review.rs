@@ -1,0 +1,263 @@
+//! Response Drafting's review (SPEC C8, R1-R5): the reviewer port, and the per-turn ledger of
+//! tool-request reviews with its budgets. The ledger lives on the turn, so its limits survive
+//! passes, key rotation and model fallback.
+
+use std::collections::HashSet;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::tools::{PreparedCall, ToolSession};
+
+/// A reviewer's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Reject {
+        findings: Vec<String>,
+        correction_allowed: bool,
+    },
+}
+
+/// What asking the reviewer gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReviewOutcome {
+    Verdict(Verdict),
+    /// The reviewer could not answer (provider failure, timeout, no verdict): review ends for
+    /// the turn (SPEC R5).
+    Unavailable(String),
+}
+
+/// The private reviewer.
+#[async_trait]
+pub trait Reviewer: Send + Sync {
+    /// Reviews the prepared request the author proposed: exactly what would run (SPEC R1). The
+    /// reviewer also sees the turn's earlier calls with their real outcomes (SPEC R2).
+    async fn review_request(&self, author: &ToolSession, request: &PreparedCall) -> ReviewOutcome;
+    /// Reviews a held reply draft.
+    async fn review_reply(&self, author: &ToolSession, draft: &str) -> ReviewOutcome;
+}
+
+/// What a server's reviewer checks while drafting is on, and with which prompt and model (the
+/// configured ones when unset).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReviewPolicy {
+    /// Tool calls are content to review.
+    #[serde(default = "yes")]
+    pub tool_calls: bool,
+    /// Replies are content to review.
+    #[serde(default = "yes")]
+    pub replies: bool,
+    /// The server's own reviewer instructions.
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// The server's own reviewer model (tried before the configured ones).
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for ReviewPolicy {
+    fn default() -> Self {
+        Self {
+            tool_calls: true,
+            replies: true,
+            prompt: None,
+            model: None,
+        }
+    }
+}
+
+/// A call of the turn as the reviewer sees it: the request and its real outcome.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewedCall {
+    pub tool: String,
+    pub arguments: Value,
+    pub outcome: Value,
+}
+
+/// One line of the turn summary's review section (SPEC C8, thought log).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewNote {
+    /// The tool's name, or `reply`.
+    pub subject: String,
+    /// `pass`, `reject`, `revise` or `unavailable`.
+    pub verdict: &'static str,
+    pub findings: Vec<String>,
+}
+
+/// Most corrections a turn's author gets after rejections (SPEC R3).
+pub const MAX_CORRECTIONS: u32 = 2;
+/// Most detailed tool reviews in one turn (SPEC R3).
+pub const MAX_DETAILED_REVIEWS: u32 = 8;
+
+/// What to do with a prepared request before (or instead of) reviewing it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// Ask the reviewer (a detailed review is counted).
+    Review,
+    /// Run it as ordinary (reviewer unavailable, and the tool was never rejected).
+    Proceed,
+    /// Refuse again without asking: an exact rejected request, or a changed form of a tool the
+    /// unavailable reviewer had rejected.
+    RejectAgain { findings: Vec<String> },
+    /// End the turn through the held-response path: blocked after the author was told no
+    /// correction remains, or the review budget is spent.
+    Hold,
+}
+
+/// The turn's tool-request review state.
+#[derive(Debug, Default)]
+pub struct ReviewLedger {
+    /// Exact rejected requests (identities), with their findings.
+    blocked: Vec<(String, Vec<String>)>,
+    /// Tools the author was told have no correction left.
+    no_correction: HashSet<String>,
+    /// Tools with an open correction (spent by the next proposal of that name).
+    open_correction: HashSet<String>,
+    /// Tools ever rejected this turn.
+    rejected: HashSet<String>,
+    corrections_used: u32,
+    detailed_reviews: u32,
+    /// The reviewer could not answer; review has ended for the turn.
+    pub unavailable: bool,
+    /// Every call of the turn with its real outcome, for the reviewer's context.
+    pub calls: Vec<ReviewedCall>,
+    /// Verdicts, for the turn's summary.
+    pub notes: Vec<ReviewNote>,
+}
+
+impl ReviewLedger {
+    /// Decides what happens to `request` before any paid review (SPEC R3, R5).
+    pub fn gate(&mut self, request: &PreparedCall) -> Gate {
+        if let Some((_, findings)) = self.blocked.iter().find(|(id, _)| *id == request.identity)
+        {
+            if self.no_correction.contains(request.name) {
+                return Gate::Hold;
+            }
+            return Gate::RejectAgain {
+                findings: findings.clone(),
+            };
+        }
+        if self.no_correction.contains(request.name) {
+            return Gate::Hold;
+        }
+        if self.unavailable {
+            // Nothing can approve a changed form of a rejected tool; others run as usual.
+            if self.rejected.contains(request.name) {
+                return Gate::RejectAgain {
+                    findings: vec![
+                        "The reviewer is unavailable, and this tool was rejected earlier in this reply."
+                            .to_owned(),
+                    ],
+                };
+            }
+            return Gate::Proceed;
+        }
+        if self.detailed_reviews >= MAX_DETAILED_REVIEWS {
+            return Gate::Hold;
+        }
+        self.detailed_reviews += 1;
+        // The next proposal of a rejected tool spends its correction.
+        self.open_correction.remove(request.name);
+        Gate::Review
+    }
+
+    /// Records a rejection; returns whether the author may correct the request once.
+    pub fn reject(&mut self, request: &PreparedCall, findings: &[String], allowed: bool) -> bool {
+        self.blocked
+            .push((request.identity.clone(), findings.to_vec()));
+        self.rejected.insert(request.name.to_owned());
+        let correction = allowed && self.corrections_used < MAX_CORRECTIONS;
+        if correction {
+            self.corrections_used += 1;
+            self.open_correction.insert(request.name.to_owned());
+        } else {
+            self.no_correction.insert(request.name.to_owned());
+        }
+        correction
+    }
+
+    pub fn detailed_reviews(&self) -> u32 {
+        self.detailed_reviews
+    }
+
+    pub fn corrections_used(&self) -> u32 {
+        self.corrections_used
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(name: &'static str, n: u32) -> PreparedCall {
+        PreparedCall {
+            name,
+            arguments: json!({ "n": n }),
+            identity: format!("{name}{{\"n\":{n}}}"),
+        }
+    }
+
+    // SPEC R3: an exact rejected request stays blocked; a different one is reviewed on its own.
+    #[test]
+    fn exact_rejections_stay_blocked_and_new_forms_are_reviewed() {
+        let mut ledger = ReviewLedger::default();
+        let first = request("plan_image", 1);
+        assert_eq!(ledger.gate(&first), Gate::Review);
+        assert!(ledger.reject(&first, &["too graphic".into()], true));
+        assert_eq!(
+            ledger.gate(&first),
+            Gate::RejectAgain { findings: vec!["too graphic".into()] }
+        );
+        assert_eq!(ledger.gate(&request("plan_image", 2)), Gate::Review, "the correction");
+        assert_eq!(ledger.gate(&request("plan_image", 3)), Gate::Review, "reviewed on its own");
+        assert_eq!(ledger.detailed_reviews(), 3);
+    }
+
+    // SPEC R3: two corrections per turn; after "no correction", a blocked request holds.
+    #[test]
+    fn corrections_are_limited_and_no_correction_ends_in_hold() {
+        let mut ledger = ReviewLedger::default();
+        for n in 0..2 {
+            let r = request("remember_fact", n);
+            assert_eq!(ledger.gate(&r), Gate::Review);
+            assert!(ledger.reject(&r, &[], true), "correction {n}");
+        }
+        let third = request("remember_fact", 9);
+        assert_eq!(ledger.gate(&third), Gate::Review);
+        assert!(!ledger.reject(&third, &[], true), "the budget is spent");
+        assert_eq!(ledger.corrections_used(), 2);
+        assert_eq!(ledger.gate(&third), Gate::Hold, "blocked after being told no correction");
+        assert_eq!(ledger.gate(&request("remember_fact", 10)), Gate::Hold);
+        assert_eq!(ledger.gate(&request("plan_image", 1)), Gate::Review, "other tools go on");
+    }
+
+    // SPEC R3: eight detailed reviews per turn.
+    #[test]
+    fn eight_detailed_reviews_per_turn() {
+        let mut ledger = ReviewLedger::default();
+        for n in 0..MAX_DETAILED_REVIEWS {
+            assert_eq!(ledger.gate(&request("probe", n)), Gate::Review);
+        }
+        assert_eq!(ledger.gate(&request("probe", 99)), Gate::Hold);
+    }
+
+    // SPEC R5: with the reviewer unavailable, rejected tools stay blocked in any form; other
+    // tools follow ordinary rules.
+    #[test]
+    fn unavailable_reviewer_keeps_rejections_and_lets_others_run() {
+        let mut ledger = ReviewLedger::default();
+        let rejected = request("plan_image", 1);
+        ledger.gate(&rejected);
+        ledger.reject(&rejected, &["no".into()], true);
+        ledger.unavailable = true;
+        assert!(matches!(ledger.gate(&rejected), Gate::RejectAgain { .. }));
+        assert!(matches!(ledger.gate(&request("plan_image", 2)), Gate::RejectAgain { .. }));
+        assert_eq!(ledger.gate(&request("recall_facts", 1)), Gate::Proceed);
+    }
+}

@@ -1,0 +1,222 @@
+//! The drafting reviewer as a model (SPEC C8, R1-R5): a private conversation in the `reviewer`
+//! role, with its read-only lookups run through the tool stage and its verdict given through the
+//! typed `submit_review` tool, validated server-side (SPEC S1). It has its own models and
+//! timeout; a reviewer that cannot answer is reported unavailable (SPEC R5).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt;
+
+use super::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
+use crate::chat::model::{
+    AssistantToolCall, ChatMessage, ChatModel, ModelError, ModelEvent, ModelRequest,
+};
+use crate::chat::provider_failure::{FailureClass, Retry};
+use crate::chat::review::{ReviewOutcome, Reviewer, Verdict};
+use crate::chat::role::Role;
+use crate::tools::submit_review::{Decision, SubmitReview};
+use crate::tools::{PreparedCall, Tool, ToolSession};
+
+/// Most model passes one review may take (lookups, then the verdict).
+const MAX_REVIEW_PASSES: usize = 4;
+
+pub struct ModelReviewer {
+    model: Arc<dyn ChatModel>,
+    prompt: String,
+    timeout: Duration,
+}
+
+impl ModelReviewer {
+    pub fn new(model: Arc<dyn ChatModel>, prompt: String, timeout: Duration) -> Self {
+        Self {
+            model,
+            prompt,
+            timeout,
+        }
+    }
+
+    async fn run(&self, author: &ToolSession, subject: String) -> ReviewOutcome {
+        match tokio::time::timeout(self.timeout, self.converse(author, subject)).await {
+            Ok(outcome) => outcome,
+            Err(_) => ReviewOutcome::Unavailable(format!("no verdict within {:?}", self.timeout)),
+        }
+    }
+
+    async fn converse(&self, author: &ToolSession, subject: String) -> ReviewOutcome {
+        let session = author.sibling(Role::Reviewer);
+        let policy = author.turn().review.clone();
+        let prompt = policy.prompt.unwrap_or_else(|| self.prompt.clone());
+        let mut messages = vec![
+            ChatMessage::System { content: prompt },
+            ChatMessage::User {
+                name: None,
+                content: subject,
+            },
+        ];
+        for _ in 0..MAX_REVIEW_PASSES {
+            let request = ModelRequest {
+                messages: messages.clone(),
+                tools: session.specifications(),
+            };
+            let (text, calls) = match self.one_pass(&request, policy.model.as_deref()).await {
+                Ok(answer) => answer,
+                Err(error) => return ReviewOutcome::Unavailable(error.to_string()),
+            };
+            let Some(call) = calls.into_iter().next() else {
+                messages.push(ChatMessage::Assistant {
+                    content: Some(text),
+                    tool_calls: Vec::new(),
+                });
+                messages.push(ChatMessage::System {
+                    content: "Give your verdict by calling submit_review.".to_owned(),
+                });
+                continue;
+            };
+            if call.name == SubmitReview::NAME {
+                let prepared = call
+                    .parse_arguments()
+                    .ok()
+                    .and_then(|args| session.prepare(&call.name, args).ok());
+                if let Some(verdict) = prepared.as_ref().and_then(verdict_of) {
+                    return ReviewOutcome::Verdict(verdict);
+                }
+                messages.extend(exchange(
+                    &call,
+                    r#"{"status":"tool_execution_failed","code":"invalid_arguments","reason":"The verdict did not fit submit_review's schema: pass with no findings, or reject with at least one short finding."}"#.to_owned(),
+                ));
+                continue;
+            }
+            // A lookup, run through the stage as the reviewer (boxed: the stage is what called us).
+            let outcome = Box::pin(execute_tool_call(&session, Some(&call), &mut Vec::new())).await;
+            match outcome {
+                ToolCallOutcome::History { entry } => {
+                    messages.extend(exchange(&call, entry.response.to_string()));
+                }
+                ToolCallOutcome::Restart => {}
+                ToolCallOutcome::Abort { status } => {
+                    return ReviewOutcome::Unavailable(format!("review stopped: {}", status.as_str()));
+                }
+            }
+        }
+        ReviewOutcome::Unavailable("the reviewer gave no verdict".to_owned())
+    }
+
+    /// One pass over the reviewer's attempts (keys and models; a server's own model first),
+    /// consumed to its end.
+    async fn one_pass(
+        &self,
+        request: &ModelRequest,
+        server_model: Option<&str>,
+    ) -> Result<(String, Vec<ToolCallRequest>), ModelError> {
+        let mut attempts = self.model.attempts();
+        if let Some(model) = server_model {
+            let first: Vec<_> = attempts
+                .iter()
+                .filter(|a| a.model_index == 0)
+                .map(|a| crate::chat::model::Attempt {
+                    model: model.to_owned(),
+                    model_index: usize::MAX,
+                    key_index: a.key_index,
+                })
+                .collect();
+            attempts.splice(0..0, first);
+        }
+        let mut last = None;
+        for attempt in attempts {
+            let error = match self.model.stream(&attempt, request).await {
+                Ok(mut stream) => {
+                    let mut text = String::new();
+                    let mut failed = None;
+                    while let Some(event) = stream.next().await {
+                        match event {
+                            Ok(ModelEvent::Text(t)) => text.push_str(&t),
+                            Ok(ModelEvent::End { tool_calls, .. }) => return Ok((text, tool_calls)),
+                            Err(error) => {
+                                failed = Some(error);
+                                break;
+                            }
+                        }
+                    }
+                    failed.unwrap_or_else(|| {
+                        ModelError::new(FailureClass::Network, None, "reviewer stream cut")
+                    })
+                }
+                Err(error) => error,
+            };
+            self.model.report_failure(&attempt, error.class);
+            let retry = error.class.retry();
+            last = Some(error);
+            if retry == Retry::No {
+                break;
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            ModelError::new(FailureClass::Unauthorized, None, "no reviewer model is configured")
+        }))
+    }
+}
+
+/// The assistant's call and its answer, as history for the reviewer's next pass.
+fn exchange(call: &ToolCallRequest, response: String) -> [ChatMessage; 2] {
+    [
+        ChatMessage::Assistant {
+            content: None,
+            tool_calls: vec![AssistantToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+            }],
+        },
+        ChatMessage::Tool {
+            call_id: call.id.clone(),
+            content: response,
+        },
+    ]
+}
+
+/// The verdict in a validated `submit_review` request.
+fn verdict_of(prepared: &PreparedCall) -> Option<Verdict> {
+    let verdict: crate::tools::submit_review::Verdict =
+        serde_json::from_value(prepared.arguments.clone()).ok()?;
+    Some(match verdict.decision {
+        Decision::Pass => Verdict::Pass,
+        Decision::Reject => Verdict::Reject {
+            findings: verdict.findings,
+            correction_allowed: verdict.correction_allowed,
+        },
+    })
+}
+
+#[async_trait]
+impl Reviewer for ModelReviewer {
+    async fn review_request(&self, author: &ToolSession, request: &PreparedCall) -> ReviewOutcome {
+        let earlier = author.turn().state().review.calls.clone();
+        let mut subject = format!(
+            "Review this tool request before it runs. It will run exactly as shown.\n\
+             Tool: {}\nArguments: {}\n",
+            request.name, request.arguments
+        );
+        if earlier.is_empty() {
+            subject.push_str("\nNo earlier calls in this reply.");
+        } else {
+            subject.push_str("\nEarlier calls in this reply, with their real outcomes:");
+            for call in earlier {
+                subject.push_str(&format!(
+                    "\n- {} {} -> {}",
+                    call.tool, call.arguments, call.outcome
+                ));
+            }
+        }
+        self.run(author, subject).await
+    }
+
+    async fn review_reply(&self, author: &ToolSession, draft: &str) -> ReviewOutcome {
+        let subject = format!(
+            "Review this reply before it is posted in the channel. Pass it, or reject it with \
+             short findings the author can act on.\n\nReply:\n{draft}"
+        );
+        self.run(author, subject).await
+    }
+}
