@@ -1009,3 +1009,95 @@ impl crate::chat::stores::PersonaStore for InMemoryPersonas {
         Ok(())
     }
 }
+
+/// A reviewer answering from scripts: one queue for tool requests, one for replies. Records
+/// what it was shown. An unscripted review panics; `slow` makes each review wait first.
+#[derive(Default)]
+pub struct ScriptedReviewer {
+    requests: Mutex<VecDeque<crate::chat::review::ReviewOutcome>>,
+    replies: Mutex<VecDeque<crate::chat::review::ReviewOutcome>>,
+    seen_requests: Mutex<
+        Vec<(
+            crate::tools::PreparedCall,
+            Vec<crate::chat::review::ReviewedCall>,
+        )>,
+    >,
+    seen_replies: Mutex<Vec<String>>,
+    delay: Mutex<Option<std::time::Duration>>,
+    /// Kill the author's turn just before answering (a `/kill` landing as the review ends).
+    kill_on_answer: AtomicBool,
+}
+
+impl ScriptedReviewer {
+    pub fn on_request(&self, outcome: crate::chat::review::ReviewOutcome) -> &Self {
+        lock(&self.requests).push_back(outcome);
+        self
+    }
+
+    pub fn on_reply(&self, outcome: crate::chat::review::ReviewOutcome) -> &Self {
+        lock(&self.replies).push_back(outcome);
+        self
+    }
+
+    /// Kills the author's turn right before each answer.
+    pub fn kill_on_answer(&self) {
+        self.kill_on_answer.store(true, Ordering::SeqCst);
+    }
+
+    /// Every review waits this long first.
+    pub fn slow(&self, delay: std::time::Duration) {
+        *lock(&self.delay) = Some(delay);
+    }
+
+    /// The requests it reviewed, with the earlier calls it was shown.
+    pub fn seen_requests(
+        &self,
+    ) -> Vec<(
+        crate::tools::PreparedCall,
+        Vec<crate::chat::review::ReviewedCall>,
+    )> {
+        lock(&self.seen_requests).clone()
+    }
+
+    pub fn seen_replies(&self) -> Vec<String> {
+        lock(&self.seen_replies).clone()
+    }
+
+    async fn wait(&self) {
+        let delay = *lock(&self.delay);
+        if let Some(delay) = delay {
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
+
+#[async_trait]
+impl crate::chat::review::Reviewer for ScriptedReviewer {
+    async fn review_request(
+        &self,
+        author: &crate::tools::ToolSession,
+        request: &crate::tools::PreparedCall,
+    ) -> crate::chat::review::ReviewOutcome {
+        let earlier = author.turn().state().review.calls.clone();
+        lock(&self.seen_requests).push((request.clone(), earlier));
+        self.wait().await;
+        if self.kill_on_answer.load(Ordering::SeqCst) {
+            author.turn().stop.kill();
+        }
+        lock(&self.requests)
+            .pop_front()
+            .unwrap_or_else(|| unexpected("Reviewer::review_request (nothing scripted)"))
+    }
+
+    async fn review_reply(
+        &self,
+        _author: &crate::tools::ToolSession,
+        draft: &str,
+    ) -> crate::chat::review::ReviewOutcome {
+        lock(&self.seen_replies).push(draft.to_owned());
+        self.wait().await;
+        lock(&self.replies)
+            .pop_front()
+            .unwrap_or_else(|| unexpected("Reviewer::review_reply (nothing scripted)"))
+    }
+}

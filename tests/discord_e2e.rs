@@ -28,6 +28,8 @@ const BOB: u64 = 301;
 const MODERATOR: u64 = 302;
 const MANAGE_MESSAGES: u64 = 1 << 13;
 const MANAGE_GUILD: u64 = 1 << 5;
+/// The drafting reviewer's model on the fake server (the author's is `test-model`).
+const REVIEW_MODEL: &str = "review-model";
 /// The test probe's progress line (it borrows plan_image's).
 const PROGRESS: &str = "🎨 Planning an image…";
 
@@ -52,6 +54,7 @@ impl E2e {
         config.discord.api_base_url = discord.base_url.clone();
         config.provider.base_url = openai.base_url.clone();
         config.provider.models = vec!["test-model".into()];
+        config.review.models = vec![REVIEW_MODEL.into()];
         config.provider.first_token_timeout_secs = 5;
         config.provider.idle_timeout_secs = 5;
         config.database.url = format!("sqlite://{}/bot.db", dir.path().display());
@@ -780,5 +783,138 @@ async fn an_unconfirmed_sticker_send_ends_the_turn_quietly() {
         "no further pass after an unconfirmed delivery"
     );
     e.assert_fakes_used();
+    e.stop().await;
+}
+
+fn verdict(decision: &str, findings: &[&str]) -> Reply {
+    let args = json!({"decision": decision, "findings": findings, "correction_allowed": decision == "reject"});
+    Reply::call("v1", "submit_review", &args.to_string())
+}
+
+async fn drafting_on(e: &E2e) {
+    let on = e
+        .slash(
+            MODERATOR,
+            "drafting",
+            MANAGE_GUILD,
+            json!([{ "name": "state", "type": 4, "value": 0 }]),
+        )
+        .await;
+    assert!(content_of(&on).contains("Drafting is on"), "{on}");
+    let set = e
+        .slash(
+            MODERATOR,
+            "thoughtlog",
+            MANAGE_GUILD,
+            json!([{
+                "name": "set", "type": 1,
+                "options": [{ "name": "channel", "type": 7, "value": THOUGHTS.to_string() }]
+            }]),
+        )
+        .await;
+    assert!(
+        content_of(&set).contains(&format!("<#{THOUGHTS}>")),
+        "{set}"
+    );
+}
+
+// SPEC C8: with /drafting on, the reviewer (a second model on the fake server) asks for a
+// revision; only the revised reply is posted; the verdicts reach the thought log's summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drafting_holds_the_reply_until_the_reviewer_passes_a_revision() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![
+            Reply::text(&["A rambling first draft."]),
+            Reply::text(&["Short reply."]),
+        ],
+    )
+    .await;
+    e.openai
+        .push_for(REVIEW_MODEL, verdict("reject", &["be shorter"]));
+    e.openai.push_for(REVIEW_MODEL, verdict("pass", &[]));
+    drafting_on(&e).await;
+    e.mention(ALICE, "alice", "tell me something").await;
+    e.until("the summary", |e| {
+        e.posted(THOUGHTS)
+            .iter()
+            .any(|m| m.to_string().contains("Turn summary"))
+    })
+    .await;
+    assert_eq!(
+        e.texts(GENERAL),
+        vec!["Short reply."],
+        "only the reviewed revision"
+    );
+    let review_requests: Vec<_> = e
+        .openai
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == REVIEW_MODEL)
+        .collect();
+    assert_eq!(review_requests.len(), 2);
+    assert!(
+        review_requests[0]
+            .body
+            .to_string()
+            .contains("A rambling first draft.")
+    );
+    assert!(
+        review_requests[0].body["tools"]
+            .to_string()
+            .contains("submit_review")
+    );
+    let summary = e.posted(THOUGHTS).last().unwrap().to_string();
+    assert!(
+        summary.contains("reply: revise (be shorter)") && summary.contains("reply: pass"),
+        "{summary}"
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC R2 (end to end): a rejected tool request never runs; the author gets review_rejected,
+// and no failure notice reaches the thought log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drafting_rejects_a_tool_request_before_it_runs() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![
+            Reply::call("c1", "probe", r#"{"n":1}"#),
+            Reply::text(&["Fine, I won't."]),
+        ],
+    )
+    .await;
+    e.openai
+        .push_for(REVIEW_MODEL, verdict("reject", &["not requested"]));
+    e.openai.push_for(REVIEW_MODEL, verdict("pass", &[]));
+    drafting_on(&e).await;
+    e.mention(ALICE, "alice", "hello").await;
+    e.until("the reply", |e| !e.texts(GENERAL).is_empty()).await;
+    assert_eq!(e.probe.runs(), 0);
+    let author: Vec<_> = e
+        .openai
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == "test-model")
+        .collect();
+    assert!(
+        author[1].body.to_string().contains("review_rejected"),
+        "{}",
+        author[1].body
+    );
+    e.until("the summary", |e| !e.posted(THOUGHTS).is_empty())
+        .await;
+    assert!(
+        e.posted(THOUGHTS)
+            .iter()
+            .all(|m| !m.to_string().contains("Tool call failed"))
+    );
     e.stop().await;
 }

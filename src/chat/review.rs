@@ -133,8 +133,7 @@ pub struct ReviewLedger {
 impl ReviewLedger {
     /// Decides what happens to `request` before any paid review (SPEC R3, R5).
     pub fn gate(&mut self, request: &PreparedCall) -> Gate {
-        if let Some((_, findings)) = self.blocked.iter().find(|(id, _)| *id == request.identity)
-        {
+        if let Some((_, findings)) = self.blocked.iter().find(|(id, _)| *id == request.identity) {
             if self.no_correction.contains(request.name) {
                 return Gate::Hold;
             }
@@ -212,10 +211,20 @@ mod tests {
         assert!(ledger.reject(&first, &["too graphic".into()], true));
         assert_eq!(
             ledger.gate(&first),
-            Gate::RejectAgain { findings: vec!["too graphic".into()] }
+            Gate::RejectAgain {
+                findings: vec!["too graphic".into()]
+            }
         );
-        assert_eq!(ledger.gate(&request("plan_image", 2)), Gate::Review, "the correction");
-        assert_eq!(ledger.gate(&request("plan_image", 3)), Gate::Review, "reviewed on its own");
+        assert_eq!(
+            ledger.gate(&request("plan_image", 2)),
+            Gate::Review,
+            "the correction"
+        );
+        assert_eq!(
+            ledger.gate(&request("plan_image", 3)),
+            Gate::Review,
+            "reviewed on its own"
+        );
         assert_eq!(ledger.detailed_reviews(), 3);
     }
 
@@ -232,9 +241,17 @@ mod tests {
         assert_eq!(ledger.gate(&third), Gate::Review);
         assert!(!ledger.reject(&third, &[], true), "the budget is spent");
         assert_eq!(ledger.corrections_used(), 2);
-        assert_eq!(ledger.gate(&third), Gate::Hold, "blocked after being told no correction");
+        assert_eq!(
+            ledger.gate(&third),
+            Gate::Hold,
+            "blocked after being told no correction"
+        );
         assert_eq!(ledger.gate(&request("remember_fact", 10)), Gate::Hold);
-        assert_eq!(ledger.gate(&request("plan_image", 1)), Gate::Review, "other tools go on");
+        assert_eq!(
+            ledger.gate(&request("plan_image", 1)),
+            Gate::Review,
+            "other tools go on"
+        );
     }
 
     // SPEC R3: eight detailed reviews per turn.
@@ -257,7 +274,10 @@ mod tests {
         ledger.reject(&rejected, &["no".into()], true);
         ledger.unavailable = true;
         assert!(matches!(ledger.gate(&rejected), Gate::RejectAgain { .. }));
-        assert!(matches!(ledger.gate(&request("plan_image", 2)), Gate::RejectAgain { .. }));
+        assert!(matches!(
+            ledger.gate(&request("plan_image", 2)),
+            Gate::RejectAgain { .. }
+        ));
         assert_eq!(ledger.gate(&request("recall_facts", 1)), Gate::Proceed);
     }
 }

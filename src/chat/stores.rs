@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::ports::{PlanId, PortError};
-use super::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use super::review::ReviewPolicy;
+use super::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use super::turn::TurnId;
 use crate::locale::Locale;
 

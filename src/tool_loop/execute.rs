@@ -281,7 +281,11 @@ impl Stage<'_> {
     }
 
     /// The review gate (SPEC R1-R5). `None`: the request may run; `Some`: the call's outcome.
-    async fn review(&mut self, prepared: &PreparedCall, tool: &RegisteredTool) -> Option<ToolCallOutcome> {
+    async fn review(
+        &mut self,
+        prepared: &PreparedCall,
+        tool: &RegisteredTool,
+    ) -> Option<ToolCallOutcome> {
         let turn = self.session.turn().clone();
         let checked = turn.review.tool_calls || (tool.public_output && turn.review.replies);
         let reviewer = self.session.env().reviewer.clone()?;
@@ -357,9 +361,15 @@ impl Stage<'_> {
                         };
                         match gate {
                             Gate::RejectAgain { findings } => {
-                                self.record(EventOutcome::ReviewRejected, Some("review_rejected".into()))
-                                    .await;
-                                Some(self.history(rejected(findings, false), EntryStatus::ReviewRejected))
+                                self.record(
+                                    EventOutcome::ReviewRejected,
+                                    Some("review_rejected".into()),
+                                )
+                                .await;
+                                Some(self.history(
+                                    rejected(findings, false),
+                                    EntryStatus::ReviewRejected,
+                                ))
                             }
                             _ => None,
                         }
@@ -368,7 +378,6 @@ impl Stage<'_> {
             }
         }
     }
-
 
     /// A failed or refused call: a notice for the moderators (public channels only), an event,
     /// and a failure entry that counts toward the failure cap.

@@ -13,8 +13,8 @@ use super::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::chat::context::{LoadedContext, Trigger};
 use crate::chat::history::{EntryStatus, ToolHistoryEntry};
 use crate::chat::model::{Attempt, ChatMessage, ChatModel, ModelError, TokenUsage};
-use crate::chat::review::{ReviewNote, ReviewOutcome, Verdict};
 use crate::chat::provider_failure::{Retry, user_message};
+use crate::chat::review::{ReviewNote, ReviewOutcome, Verdict};
 use crate::chat::role::Role;
 use crate::chat::stores::{OutcomeStore, Persona};
 use crate::chat::stream::{Delivery, PassEnd};
@@ -428,7 +428,10 @@ async fn settle_held_reply(
             }
             ReviewOutcome::Verdict(Verdict::Reject { findings, .. }) => findings,
         };
-        turn.state().review.notes.push(note("revise", findings.clone()));
+        turn.state()
+            .review
+            .notes
+            .push(note("revise", findings.clone()));
         if round == 2 {
             break;
         }

@@ -96,7 +96,10 @@ impl ModelReviewer {
                 }
                 ToolCallOutcome::Restart => {}
                 ToolCallOutcome::Abort { status } => {
-                    return ReviewOutcome::Unavailable(format!("review stopped: {}", status.as_str()));
+                    return ReviewOutcome::Unavailable(format!(
+                        "review stopped: {}",
+                        status.as_str()
+                    ));
                 }
             }
         }
@@ -132,7 +135,9 @@ impl ModelReviewer {
                     while let Some(event) = stream.next().await {
                         match event {
                             Ok(ModelEvent::Text(t)) => text.push_str(&t),
-                            Ok(ModelEvent::End { tool_calls, .. }) => return Ok((text, tool_calls)),
+                            Ok(ModelEvent::End { tool_calls, .. }) => {
+                                return Ok((text, tool_calls));
+                            }
                             Err(error) => {
                                 failed = Some(error);
                                 break;
@@ -153,7 +158,11 @@ impl ModelReviewer {
             }
         }
         Err(last.unwrap_or_else(|| {
-            ModelError::new(FailureClass::Unauthorized, None, "no reviewer model is configured")
+            ModelError::new(
+                FailureClass::Unauthorized,
+                None,
+                "no reviewer model is configured",
+            )
         }))
     }
 }

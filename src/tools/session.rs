@@ -91,7 +91,12 @@ impl ToolSession {
 
     /// A session of another role in the same turn (the drafting reviewer's, for one).
     pub fn sibling(&self, role: Role) -> ToolSession {
-        ToolSession::new(role, self.registry.clone(), self.turn.clone(), self.env.clone())
+        ToolSession::new(
+            role,
+            self.registry.clone(),
+            self.turn.clone(),
+            self.env.clone(),
+        )
     }
 
     pub fn role(&self) -> Role {

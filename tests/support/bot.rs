@@ -77,6 +77,16 @@ impl<M: ChatModel + 'static> Bot<M> {
     }
 
     pub fn with_queue(h: Harness, model: M, queue: Arc<InMemoryQueue>) -> Self {
+        Self::with_settings(h, model, queue, Arc::new(InMemorySettings::default()))
+    }
+
+    /// With a settings store the test controls (drafting, access lists).
+    pub fn with_settings(
+        h: Harness,
+        model: M,
+        queue: Arc<InMemoryQueue>,
+        settings: Arc<InMemorySettings>,
+    ) -> Self {
         let model = Arc::new(model);
         let orchestrator = Orchestrator::new(OrchestratorDeps {
             turn: TurnDeps {
@@ -85,7 +95,7 @@ impl<M: ChatModel + 'static> Bot<M> {
                 env: h.env.clone(),
             },
             queue: queue.clone(),
-            settings: Arc::new(InMemorySettings::default()),
+            settings,
             personas: Arc::new(InMemoryPersonas::default()),
             packs: KeywordPacks::from_config(&h.config.deliberate),
             config: h.config.clone(),

@@ -133,6 +133,8 @@ impl Recorded {
 #[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<Reply>>,
+    /// Replies for one model only (a reviewer model beside the author's), taken first.
+    by_model: Mutex<std::collections::HashMap<String, VecDeque<Reply>>>,
     requests: Mutex<Vec<Recorded>>,
     dropped: AtomicUsize,
     unexpected: AtomicUsize,
@@ -171,6 +173,17 @@ impl FakeOpenAi {
         self.shared.script.lock().unwrap().push_back(reply);
     }
 
+    /// Queues a reply for requests naming `model` only.
+    pub fn push_for(&self, model: &str, reply: Reply) {
+        self.shared
+            .by_model
+            .lock()
+            .unwrap()
+            .entry(model.to_owned())
+            .or_default()
+            .push_back(reply);
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.requests.lock().unwrap().clone()
     }
@@ -200,11 +213,18 @@ async fn completions(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let model = body["model"].as_str().unwrap_or_default().to_owned();
     shared.requests.lock().unwrap().push(Recorded {
         authorization,
         body,
     });
-    let reply = shared.script.lock().unwrap().pop_front();
+    let for_model = shared
+        .by_model
+        .lock()
+        .unwrap()
+        .get_mut(&model)
+        .and_then(VecDeque::pop_front);
+    let reply = for_model.or_else(|| shared.script.lock().unwrap().pop_front());
     let Some(reply) = reply else {
         shared.unexpected.fetch_add(1, Ordering::SeqCst);
         return (

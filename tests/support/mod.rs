@@ -230,6 +230,16 @@ impl Harness {
         }
     }
 
+    /// The same harness with a drafting reviewer in its environment.
+    pub fn with_reviewer(mut self, reviewer: Arc<dyn persona_bot::chat::review::Reviewer>) -> Self {
+        self.env = Arc::new(ToolEnv {
+            ports: self.env.ports.clone(),
+            config: self.config.clone(),
+            reviewer: Some(reviewer),
+        });
+        self
+    }
+
     pub fn turn(&self, scope: Scope) -> Arc<Turn> {
         Arc::new(Turn::new(scope, Locale::En))
     }
