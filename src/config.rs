@@ -45,6 +45,51 @@ pub struct Config {
     pub personas: Vec<PersonaConfig>,
     pub discord: DiscordConfig,
     pub review: ReviewConfig,
+    pub image_worker: ImageWorkerConfig,
+    pub reminders: RemindersConfig,
+}
+
+/// Which backend makes planned images.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ImageBackendKind {
+    Comfyui,
+    Openai,
+    /// Plans are kept; every task fails with a clear reason.
+    None,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageWorkerConfig {
+    pub backend: ImageBackendKind,
+    pub comfyui_url: String,
+    /// The ComfyUI workflow file (API format) with `{{prompt}}`, `{{width}}`, `{{height}}` and
+    /// `{{seed}}` placeholders.
+    pub comfyui_workflow: String,
+    pub openai_url: String,
+    pub openai_model: String,
+    /// Longest time one image may take.
+    pub timeout_secs: u64,
+    /// Attempts for passing failures before a task fails.
+    pub max_attempts: u32,
+    /// First wait before a retry, doubled each time.
+    pub retry_backoff_secs: u64,
+    /// A claimed task is taken over by another worker after this long.
+    pub lease_secs: u64,
+    /// How often an idle worker looks for tasks.
+    pub poll_ms: u64,
+    /// Whether `persona-bot run` runs a worker too (`persona-bot worker` runs one alone).
+    pub run_in_bot: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RemindersConfig {
+    /// How often due reminders are looked for.
+    pub poll_ms: u64,
+    /// Most active reminders one user may have created.
+    pub max_per_user: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -11,6 +11,8 @@ pub mod config;
 pub mod discord;
 /// Localized strings (Fluent): English, Japanese, Simplified and Traditional Chinese.
 pub mod locale;
+/// Image backends: ComfyUI and OpenAI-compatible images endpoints.
+pub mod media;
 /// The OpenAI-compatible streaming provider: key rotation and model fallback support.
 pub mod provider;
 /// sqlx repositories (SQLite file or PostgreSQL) implementing the storage ports.
@@ -25,3 +27,5 @@ pub mod thought_log;
 pub mod tool_loop;
 /// The tool registry, role-scoped tool sessions and the built-in tools.
 pub mod tools;
+/// The image worker: claims planned images, makes them, posts them.
+pub mod worker;

@@ -133,6 +133,19 @@ impl PlanStore for Unexpected {
     async fn record_plan(&self, _: NewImagePlan) -> Result<(), PortError> {
         unexpected("PlanStore::record_plan")
     }
+    async fn plan(
+        &self,
+        _: &crate::chat::ports::PlanId,
+    ) -> Result<Option<NewImagePlan>, PortError> {
+        unexpected("PlanStore::plan")
+    }
+    async fn results_since(
+        &self,
+        _: ChannelId,
+        _: i64,
+    ) -> Result<Vec<crate::chat::ports::PlanResult>, PortError> {
+        unexpected("PlanStore::results_since")
+    }
 }
 
 #[async_trait]
@@ -536,6 +549,22 @@ impl PlanStore for InMemoryPlans {
     async fn record_plan(&self, plan: NewImagePlan) -> Result<(), PortError> {
         lock(&self.plans).push(plan);
         Ok(())
+    }
+
+    async fn plan(
+        &self,
+        id: &crate::chat::ports::PlanId,
+    ) -> Result<Option<NewImagePlan>, PortError> {
+        Ok(lock(&self.plans).iter().find(|p| &p.id == id).cloned())
+    }
+
+    /// Plans here have no tasks: nothing is ever finished.
+    async fn results_since(
+        &self,
+        _: ChannelId,
+        _: i64,
+    ) -> Result<Vec<crate::chat::ports::PlanResult>, PortError> {
+        Ok(Vec::new())
     }
 }
 

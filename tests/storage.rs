@@ -196,6 +196,8 @@ fn plan(turn: TurnId, prompt: &str) -> NewImagePlan {
         aspect: "square".into(),
         part: None,
         at_ms: 1_000,
+        visibility: persona_bot::chat::scope::Visibility::Public,
+        locale: persona_bot::locale::Locale::ZhTw,
     }
 }
 
@@ -495,7 +497,12 @@ async fn plans_create_tasks_claimed_once_with_lease_expiry(db: TestDb) {
     // w1 crashes; after the lease, w2 takes it over and w1 can no longer finish it.
     let retaken = s.plans.claim("w2", 70_000, 60_000).await.unwrap().unwrap();
     assert_eq!((retaken.id, retaken.attempts), (task.id, 2));
-    assert!(!s.plans.complete(task.id, "w1", 70_001).await.unwrap());
+    assert!(
+        !s.plans
+            .complete(task.id, "w1", &json!({"posted": 1}), 70_001)
+            .await
+            .unwrap()
+    );
     assert!(
         s.plans
             .retry_at(task.id, "w2", "backend 503", 80_000)
@@ -509,7 +516,12 @@ async fn plans_create_tasks_claimed_once_with_lease_expiry(db: TestDb) {
     );
     let third = s.plans.claim("w3", 80_000, 60_000).await.unwrap().unwrap();
     assert_eq!(third.attempts, 3);
-    assert!(s.plans.complete(third.id, "w3", 80_001).await.unwrap());
+    assert!(
+        s.plans
+            .complete(third.id, "w3", &json!({"posted": "55"}), 80_001)
+            .await
+            .unwrap()
+    );
     assert_eq!(
         s.plans.task_status(&p.id).await.unwrap().as_deref(),
         Some("done")
@@ -522,16 +534,21 @@ async fn plans_create_tasks_claimed_once_with_lease_expiry(db: TestDb) {
     let q = plan(turn, "an owl");
     s.plans.record_plan(q.clone()).await.unwrap();
     let t = s.plans.claim("w1", 2_000, 60_000).await.unwrap().unwrap();
-    assert!(
-        s.plans
-            .fail(t.id, "w1", "safety refusal", 2_001)
-            .await
-            .unwrap()
-    );
+    let failure = json!({"code": "safety_refusal"});
+    assert!(s.plans.fail(t.id, "w1", &failure, 2_001).await.unwrap());
     assert_eq!(
         s.plans.task_status(&q.id).await.unwrap().as_deref(),
         Some("failed")
     );
+    // The plan reads back whole, and both results are there for the channel's next turn.
+    assert_eq!(s.plans.plan(&q.id).await.unwrap(), Some(q.clone()));
+    let results = s.plans.results_since(CHANNEL, 0).await.unwrap();
+    let summary: Vec<(&str, &str)> = results
+        .iter()
+        .map(|r| (r.prompt.as_str(), r.status.as_str()))
+        .collect();
+    assert_eq!(summary, vec![("an owl", "failed"), ("a fox", "done")]);
+    assert_eq!(results[0].result, Some(failure));
     s.close().await;
 }
 

@@ -100,3 +100,4 @@ notice-field-tool-calls = Tool calls
 notice-field-duration = Duration
 notice-field-tokens = Tokens (prompt / reply)
 notice-field-reviews = Reviews
+image-failed = I couldn't make the image I planned. { $reason }

@@ -100,3 +100,4 @@ notice-field-tool-calls = ツール呼び出し
 notice-field-duration = 所要時間
 notice-field-tokens = トークン（プロンプト / 返信）
 notice-field-reviews = レビュー
+image-failed = 予定していた画像を作れませんでした。{ $reason }

@@ -100,3 +100,4 @@ notice-field-tool-calls = 工具调用
 notice-field-duration = 耗时
 notice-field-tokens = 令牌（提示 / 回复）
 notice-field-reviews = 审核
+image-failed = 我没能生成计划中的图片。{ $reason }

@@ -100,3 +100,4 @@ notice-field-tool-calls = 工具呼叫
 notice-field-duration = 耗時
 notice-field-tokens = 權杖（提示 / 回覆）
 notice-field-reviews = 審核
+image-failed = 我沒能產生計畫中的圖片。{ $reason }

@@ -22,6 +22,8 @@ pub struct Trigger {
 
 /// Most long-term facts put in the system prompt.
 const FACTS_IN_PROMPT: u32 = 20;
+/// How far back finished image plans are reported to the model.
+const PLAN_RESULTS_WINDOW_MS: i64 = 30 * 60 * 1000;
 
 /// What stays the same for every pass of a turn.
 #[derive(Debug, Clone)]
@@ -108,6 +110,19 @@ pub async fn load(
     if let Some(summary) = summary {
         system.push_str("\n\nYour summary of this conversation so far:\n");
         system.push_str(&summary);
+    }
+    // What became of images planned here lately: posted, or why not (SPEC S5, T8).
+    let since = ports.clock.now_ms() - PLAN_RESULTS_WINDOW_MS;
+    match ports.plans.results_since(scope.channel, since).await {
+        Ok(results) if !results.is_empty() => {
+            system.push_str("\n\nImages you planned here recently:");
+            for r in results {
+                let outcome = r.result.map_or_else(|| r.status.clone(), |v| v.to_string());
+                system.push_str(&format!("\n- \"{}\": {outcome}", r.prompt));
+            }
+        }
+        Ok(_) => {}
+        Err(error) => tracing::warn!(turn = %turn.id, %error, "image results unavailable"),
     }
     LoadedContext {
         system,

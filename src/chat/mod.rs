@@ -9,6 +9,7 @@ pub mod admission;
 pub mod context;
 pub mod history;
 pub mod ledger;
+pub mod media;
 pub mod model;
 pub mod orchestrator;
 pub mod ports;

@@ -271,12 +271,36 @@ pub struct NewImagePlan {
     pub aspect: String,
     pub part: Option<PlanPart>,
     pub at_ms: i64,
+    /// Who may read the channel: decides whether the worker's notices reach the thought log.
+    pub visibility: super::scope::Visibility,
+    /// The requester's language, for the worker's notices.
+    pub locale: crate::locale::Locale,
+}
+
+/// What became of a plan, for the model's next turn in the channel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanResult {
+    pub plan: PlanId,
+    pub prompt: String,
+    /// `done` or `failed`.
+    pub status: String,
+    /// The task's result: where it was posted, or the failure payload (SPEC T8).
+    pub result: Option<serde_json::Value>,
+    pub at_ms: i64,
 }
 
 /// Where plans go; a worker picks them up later.
 #[async_trait]
 pub trait PlanStore: Send + Sync {
     async fn record_plan(&self, plan: NewImagePlan) -> Result<(), PortError>;
+    /// A stored plan.
+    async fn plan(&self, id: &PlanId) -> Result<Option<NewImagePlan>, PortError>;
+    /// Plans of the channel finished (done or failed) since `since_ms`, oldest first.
+    async fn results_since(
+        &self,
+        channel: ChannelId,
+        since_ms: i64,
+    ) -> Result<Vec<PlanResult>, PortError>;
 }
 
 /// The server's stickers.

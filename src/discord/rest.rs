@@ -149,16 +149,51 @@ impl DiscordRest {
     /// `enforce_nonce: true`, which makes the retries here safe.
     pub async fn create_message(&self, channel: u64, body: &Value) -> Result<Value, SendError> {
         let path = format!("/channels/{channel}/messages");
+        self.post_message(channel, || {
+            self.request(reqwest::Method::POST, &path).json(body)
+        })
+        .await
+    }
+
+    /// Posts a message with one file attached (multipart), as [`Self::create_message`].
+    pub async fn create_message_with_file(
+        &self,
+        channel: u64,
+        body: &Value,
+        file: &[u8],
+        filename: &str,
+        mime: &str,
+    ) -> Result<Value, SendError> {
+        let path = format!("/channels/{channel}/messages");
+        let mut payload = body.clone();
+        payload["attachments"] = serde_json::json!([{ "id": 0, "filename": filename }]);
+        let payload = payload.to_string();
+        self.post_message(channel, || {
+            let part = reqwest::multipart::Part::bytes(file.to_vec())
+                .file_name(filename.to_owned())
+                .mime_str(mime)
+                .unwrap_or_else(|_| reqwest::multipart::Part::bytes(file.to_vec()));
+            let form = reqwest::multipart::Form::new()
+                .text("payload_json", payload.clone())
+                .part("files[0]", part);
+            self.request(reqwest::Method::POST, &path).multipart(form)
+        })
+        .await
+    }
+
+    /// One message post with the budget, 429 waits and server retries; `make` builds the
+    /// request afresh for each attempt (a multipart body cannot be replayed).
+    async fn post_message(
+        &self,
+        channel: u64,
+        make: impl Fn() -> reqwest::RequestBuilder,
+    ) -> Result<Value, SendError> {
         let mut server_failures = 0;
         let mut rate_limited = 0;
         loop {
             self.take_budget(channel).await;
             self.wait_global().await;
-            let sent = self
-                .request(reqwest::Method::POST, &path)
-                .json(body)
-                .send()
-                .await;
+            let sent = make().send().await;
             let response = match sent {
                 Ok(response) => response,
                 Err(error) => {

@@ -209,3 +209,38 @@ impl StickerCatalog for DiscordSink {
             .collect())
     }
 }
+
+#[async_trait]
+impl crate::chat::media::ImagePoster for DiscordSink {
+    async fn post_image(
+        &self,
+        channel: ChannelId,
+        image: &crate::chat::media::GeneratedImage,
+        caption: Option<&str>,
+        nonce: &str,
+    ) -> crate::chat::media::Posted {
+        use crate::chat::media::Posted;
+        let body = json!({
+            "content": caption.unwrap_or_default(),
+            "allowed_mentions": { "parse": [] },
+            "nonce": nonce,
+            "enforce_nonce": true,
+        });
+        match self
+            .rest
+            .create_message_with_file(channel.0, &body, &image.bytes, &image.filename, &image.mime)
+            .await
+        {
+            Ok(message) => match snowflake(&message["id"]) {
+                Some(id) => Posted::Confirmed(MessageId(id)),
+                None => Posted::Unconfirmed("no message id in Discord's answer".into()),
+            },
+            Err(SendError::Refused {
+                status,
+                code,
+                message,
+            }) => Posted::Refused(format!("{status} ({code}): {message}")),
+            Err(SendError::Unconfirmed(why)) => Posted::Unconfirmed(why),
+        }
+    }
+}

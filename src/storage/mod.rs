@@ -23,6 +23,7 @@ pub mod outcomes;
 pub mod personas;
 pub mod plans;
 pub mod queue;
+pub mod reminders;
 pub mod settings;
 pub mod usage;
 pub mod writer;
@@ -217,6 +218,7 @@ pub struct Storage {
     pub queue: Arc<queue::QueueRepo>,
     pub plans: Arc<plans::PlanRepo>,
     pub outcomes: Arc<outcomes::OutcomeRepo>,
+    pub reminders: Arc<reminders::ReminderRepo>,
 }
 
 impl Storage {
@@ -239,6 +241,7 @@ impl Storage {
             queue: Arc::new(queue::QueueRepo::new(db.clone())),
             plans: Arc::new(plans::PlanRepo::new(db.clone())),
             outcomes: Arc::new(outcomes::OutcomeRepo::new(db.clone(), writes.clone())),
+            reminders: Arc::new(reminders::ReminderRepo::new(db.clone())),
             writes,
             db,
         }

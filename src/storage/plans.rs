@@ -5,9 +5,15 @@
 
 use async_trait::async_trait;
 
-use super::{Backend, Database, port_error, sql_id};
-use crate::chat::ports::{NewImagePlan, PlanId, PlanStore, PortError};
+use serde_json::Value;
+
+use super::queue::{visibility_from, visibility_str};
+use super::{Backend, Database, from_sql_id, port_error, sql_id};
+use crate::chat::ports::{NewImagePlan, PlanId, PlanPart, PlanResult, PlanStore, PortError};
+use crate::chat::scope::{ChannelId, PersonaId, ServerId, UserId};
 use crate::chat::stores::{ClaimedTask, TaskStore};
+use crate::chat::turn::TurnId;
+use crate::locale::Locale;
 
 pub struct PlanRepo {
     db: Database,
@@ -43,8 +49,8 @@ impl PlanStore for PlanRepo {
         let mut tx = self.db.pool().begin().await.map_err(port_error)?;
         sqlx::query(
             "INSERT INTO image_plans (id, turn_id, server_id, channel_id, user_id, persona, \
-             prompt, caption, aspect, part_set, part_index, part_total, created_at) VALUES ($1, \
-             $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+             prompt, caption, aspect, part_set, part_index, part_total, created_at, visibility, \
+             locale) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
         )
         .bind(plan.id.0.clone())
         .bind(plan.turn.to_string())
@@ -59,6 +65,8 @@ impl PlanStore for PlanRepo {
         .bind(plan.part.as_ref().map(|p| i64::from(p.index)))
         .bind(plan.part.as_ref().map(|p| i64::from(p.total)))
         .bind(plan.at_ms)
+        .bind(visibility_str(plan.visibility).to_owned())
+        .bind(plan.locale.tag().to_owned())
         .execute(&mut *tx)
         .await
         .map_err(port_error)?;
@@ -72,6 +80,93 @@ impl PlanStore for PlanRepo {
         .await
         .map_err(port_error)?;
         tx.commit().await.map_err(port_error)
+    }
+
+    async fn plan(&self, id: &PlanId) -> Result<Option<NewImagePlan>, PortError> {
+        let row: Option<PlanRow> = sqlx::query_as(
+            "SELECT id, turn_id, server_id, channel_id, user_id, persona, prompt, caption, \
+             aspect, part_set, part_index, part_total, created_at, visibility, locale \
+             FROM image_plans WHERE id = $1",
+        )
+        .bind(id.0.clone())
+        .fetch_optional(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(row.map(PlanRow::into_plan))
+    }
+
+    async fn results_since(
+        &self,
+        channel: ChannelId,
+        since_ms: i64,
+    ) -> Result<Vec<PlanResult>, PortError> {
+        let rows: Vec<(String, String, String, Option<String>, i64)> = sqlx::query_as(
+            "SELECT p.id, p.prompt, t.status, t.result, t.updated_at FROM image_plans p \
+             JOIN worker_tasks t ON t.plan_id = p.id WHERE p.channel_id = $1 \
+             AND t.status IN ('done', 'failed') AND t.updated_at >= $2 ORDER BY t.updated_at",
+        )
+        .bind(sql_id(channel.0))
+        .bind(since_ms)
+        .fetch_all(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, prompt, status, result, at_ms)| PlanResult {
+                plan: PlanId(id),
+                prompt,
+                status,
+                result: result.and_then(|r| serde_json::from_str(&r).ok()),
+                at_ms,
+            })
+            .collect())
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct PlanRow {
+    id: String,
+    turn_id: String,
+    server_id: i64,
+    channel_id: i64,
+    user_id: i64,
+    persona: String,
+    prompt: String,
+    caption: Option<String>,
+    aspect: String,
+    part_set: Option<String>,
+    part_index: Option<i64>,
+    part_total: Option<i64>,
+    created_at: i64,
+    visibility: String,
+    locale: String,
+}
+
+impl PlanRow {
+    fn into_plan(self) -> NewImagePlan {
+        let part = match (self.part_set, self.part_index, self.part_total) {
+            (Some(set), Some(index), Some(total)) => Some(PlanPart {
+                set,
+                index: u8::try_from(index).unwrap_or(u8::MAX),
+                total: u8::try_from(total).unwrap_or(u8::MAX),
+            }),
+            _ => None,
+        };
+        NewImagePlan {
+            id: PlanId(self.id),
+            turn: TurnId(uuid::Uuid::parse_str(&self.turn_id).unwrap_or_default()),
+            server: (self.server_id != 0).then(|| ServerId(from_sql_id(self.server_id))),
+            channel: ChannelId(from_sql_id(self.channel_id)),
+            user: UserId(from_sql_id(self.user_id)),
+            persona: PersonaId(self.persona),
+            prompt: self.prompt,
+            caption: self.caption,
+            aspect: self.aspect,
+            part,
+            at_ms: self.created_at,
+            visibility: visibility_from(&self.visibility),
+            locale: Locale::from_tag(&self.locale).unwrap_or_default(),
+        }
     }
 }
 
@@ -115,14 +210,21 @@ impl TaskStore for PlanRepo {
         }))
     }
 
-    async fn complete(&self, id: i64, worker: &str, now_ms: i64) -> Result<bool, PortError> {
+    async fn complete(
+        &self,
+        id: i64,
+        worker: &str,
+        result: &Value,
+        now_ms: i64,
+    ) -> Result<bool, PortError> {
         let done = sqlx::query(
-            "UPDATE worker_tasks SET status = 'done', claimed_by = NULL, updated_at = $3 \
-             WHERE id = $1 AND claimed_by = $2 AND status = 'running'",
+            "UPDATE worker_tasks SET status = 'done', claimed_by = NULL, result = $4, \
+             updated_at = $3 WHERE id = $1 AND claimed_by = $2 AND status = 'running'",
         )
         .bind(id)
         .bind(worker.to_owned())
         .bind(now_ms)
+        .bind(result.to_string())
         .execute(self.db.pool())
         .await
         .map_err(port_error)?;
@@ -155,16 +257,16 @@ impl TaskStore for PlanRepo {
         &self,
         id: i64,
         worker: &str,
-        error: &str,
+        result: &Value,
         now_ms: i64,
     ) -> Result<bool, PortError> {
         let done = sqlx::query(
-            "UPDATE worker_tasks SET status = 'failed', claimed_by = NULL, last_error = $3, \
+            "UPDATE worker_tasks SET status = 'failed', claimed_by = NULL, result = $3, \
              updated_at = $4 WHERE id = $1 AND claimed_by = $2 AND status = 'running'",
         )
         .bind(id)
         .bind(worker.to_owned())
-        .bind(error.to_owned())
+        .bind(result.to_string())
         .bind(now_ms)
         .execute(self.db.pool())
         .await

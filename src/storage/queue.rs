@@ -37,7 +37,7 @@ struct QueueRow {
     quiet: i64,
 }
 
-fn visibility_str(v: Visibility) -> &'static str {
+pub(crate) fn visibility_str(v: Visibility) -> &'static str {
     match v {
         Visibility::Dm => "dm",
         Visibility::Private => "private",
@@ -45,7 +45,7 @@ fn visibility_str(v: Visibility) -> &'static str {
     }
 }
 
-fn visibility_from(s: &str) -> Visibility {
+pub(crate) fn visibility_from(s: &str) -> Visibility {
     match s {
         "dm" => Visibility::Dm,
         "public" => Visibility::Public,

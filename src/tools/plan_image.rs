@@ -161,6 +161,8 @@ impl Tool for PlanImage {
             aspect: args.aspect.as_str().to_owned(),
             part: part.clone(),
             at_ms: ctx.now_ms(),
+            visibility: scope.visibility,
+            locale: ctx.turn.locale,
         };
         ctx.ports().plans.record_plan(plan).await?;
         ctx.turn

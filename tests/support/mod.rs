@@ -4,6 +4,7 @@
 
 pub mod bot;
 pub mod fake_discord;
+pub mod fake_images;
 pub mod fake_openai;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,0 +1,88 @@
+//! An OpenAI-compatible images endpoint (`POST /images/generations`), answering with base64
+//! image data.
+
+use async_trait::async_trait;
+use base64::Engine as _;
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{failure, http};
+use crate::chat::media::{GeneratedImage, ImageBackend, ImageRequest};
+use crate::chat::provider_failure::ProviderFailure;
+
+pub struct OpenAiImages {
+    http: reqwest::Client,
+    base: String,
+    model: String,
+    key: Option<SecretString>,
+}
+
+impl OpenAiImages {
+    pub fn new(base: &str, model: &str, key: Option<SecretString>) -> Result<Self, reqwest::Error> {
+        Ok(Self {
+            http: http()?,
+            base: base.trim_end_matches('/').to_owned(),
+            model: model.to_owned(),
+            key,
+        })
+    }
+}
+
+#[async_trait]
+impl ImageBackend for OpenAiImages {
+    async fn generate(
+        &self,
+        request: &ImageRequest,
+        cancel: &CancellationToken,
+    ) -> Result<GeneratedImage, ProviderFailure> {
+        let size = match request.aspect.as_str() {
+            "portrait" => "1024x1536",
+            "landscape" => "1536x1024",
+            _ => "1024x1024",
+        };
+        let mut body =
+            json!({ "model": self.model, "prompt": request.prompt, "size": size, "n": 1 });
+        if self.model.starts_with("dall-e") {
+            body["response_format"] = json!("b64_json");
+        }
+        let mut call = self
+            .http
+            .post(format!("{}/images/generations", self.base))
+            .json(&body);
+        if let Some(key) = &self.key {
+            call = call.bearer_auth(key.expose_secret());
+        }
+        let response = tokio::select! {
+            () = cancel.cancelled() => return Err(failure(None, "cancelled: timed out".into(), None)),
+            response = call.send() => response.map_err(|e| failure(None, e.without_url().to_string(), None))?,
+        };
+        let status = response.status();
+        let text = response.text().await.unwrap_or_default();
+        if !status.is_success() {
+            let parsed: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            let message = parsed["error"]["message"]
+                .as_str()
+                .map_or(text.clone(), |m| {
+                    format!(
+                        "{m} {}",
+                        parsed["error"]["code"].as_str().unwrap_or_default()
+                    )
+                });
+            return Err(failure(Some(status.as_u16()), message, None));
+        }
+        let parsed: Value = serde_json::from_str(&text)
+            .map_err(|e| failure(Some(502), format!("unreadable answer: {e}"), None))?;
+        let encoded = parsed["data"][0]["b64_json"]
+            .as_str()
+            .ok_or_else(|| failure(Some(502), "no image data in the answer".into(), None))?;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(encoded)
+            .map_err(|e| failure(Some(502), format!("bad image data: {e}"), None))?;
+        Ok(GeneratedImage {
+            bytes,
+            mime: "image/png".into(),
+            filename: "image.png".into(),
+        })
+    }
+}
