@@ -2,6 +2,8 @@
 //! database per test). Without `TEST_POSTGRES_URL` the PostgreSQL half is reported as ignored,
 //! with the reason; `scripts/test` (the README's test command) sets it, and CI runs it.
 
+mod support;
+
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -17,69 +19,10 @@ use persona_bot::chat::stores::{
     QueueStore, ServerSettings, SettingsStore, StoredOutcome, TaskStore,
 };
 use persona_bot::chat::turn::TurnId;
-use persona_bot::config::{Config, DatabaseConfig};
-use persona_bot::storage::{Backend, Database, Storage};
+use persona_bot::config::Config;
+use persona_bot::storage::Database;
+use support::db::TestDb;
 use serde_json::json;
-use sqlx::Connection;
-
-/// A fresh database for one test.
-struct TestDb {
-    url: String,
-    backend: Backend,
-    _dir: Option<tempfile::TempDir>,
-}
-
-fn config() -> DatabaseConfig {
-    let mut config = Config::shipped_defaults().database;
-    config.flush_interval_ms = 5;
-    config
-}
-
-impl TestDb {
-    async fn sqlite() -> Self {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let url = format!("sqlite://{}/nested/bot.db", dir.path().display());
-        Self {
-            url,
-            backend: Backend::Sqlite,
-            _dir: Some(dir),
-        }
-    }
-
-    async fn postgres() -> Self {
-        let admin = std::env::var("TEST_POSTGRES_URL")
-            .expect("TEST_POSTGRES_URL must name a PostgreSQL server (scripts/test sets it)");
-        sqlx::any::install_default_drivers();
-        let name = format!("pbtest_{}", uuid::Uuid::now_v7().simple());
-        let mut conn = sqlx::AnyConnection::connect(&admin)
-            .await
-            .expect("connect to TEST_POSTGRES_URL");
-        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&mut conn)
-            .await
-            .expect("create the test database");
-        conn.close().await.ok();
-        let (base, query) = match admin.split_once('?') {
-            Some((b, q)) => (b, format!("?{q}")),
-            None => (admin.as_str(), String::new()),
-        };
-        let base = base.rsplit_once('/').map_or(base, |(head, _)| head);
-        Self {
-            url: format!("{base}/{name}{query}"),
-            backend: Backend::Postgres,
-            _dir: None,
-        }
-    }
-
-    async fn open(&self) -> Storage {
-        persona_bot::telemetry::init_for_tests();
-        let storage = Storage::open(&self.url, &config())
-            .await
-            .expect("open storage");
-        assert_eq!(storage.db.backend(), self.backend);
-        storage
-    }
-}
 
 /// A hung database test fails after a minute instead of stalling the run.
 async fn bounded(test: impl std::future::Future<Output = ()>) {

@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different part of the harness
 
 pub mod bot;
+pub mod db;
 pub mod fake_discord;
 pub mod fake_images;
 pub mod fake_openai;

@@ -1,0 +1,67 @@
+//! A fresh database per test: a SQLite file in a temporary folder, or a new database on the
+//! PostgreSQL server named by `TEST_POSTGRES_URL` (left for `scripts/test` to drop).
+#![allow(dead_code)] // each test binary uses a different part
+
+use persona_bot::config::{Config, DatabaseConfig};
+use persona_bot::storage::{Backend, Storage};
+use sqlx::Connection;
+
+/// A fresh database for one test.
+pub struct TestDb {
+    pub url: String,
+    pub backend: Backend,
+    _dir: Option<tempfile::TempDir>,
+}
+
+pub fn config() -> DatabaseConfig {
+    let mut config = Config::shipped_defaults().database;
+    config.flush_interval_ms = 5;
+    config
+}
+
+impl TestDb {
+    pub async fn sqlite() -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}/nested/bot.db", dir.path().display());
+        Self {
+            url,
+            backend: Backend::Sqlite,
+            _dir: Some(dir),
+        }
+    }
+
+    pub async fn postgres() -> Self {
+        let admin = std::env::var("TEST_POSTGRES_URL")
+            .expect("TEST_POSTGRES_URL must name a PostgreSQL server (scripts/test sets it)");
+        sqlx::any::install_default_drivers();
+        let name = format!("pbtest_{}", uuid::Uuid::now_v7().simple());
+        let mut conn = sqlx::AnyConnection::connect(&admin)
+            .await
+            .expect("connect to TEST_POSTGRES_URL");
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut conn)
+            .await
+            .expect("create the test database");
+        conn.close().await.ok();
+        let (base, query) = match admin.split_once('?') {
+            Some((b, q)) => (b, format!("?{q}")),
+            None => (admin.as_str(), String::new()),
+        };
+        let base = base.rsplit_once('/').map_or(base, |(head, _)| head);
+        Self {
+            url: format!("{base}/{name}{query}"),
+            backend: Backend::Postgres,
+            _dir: None,
+        }
+    }
+
+    pub async fn open(&self) -> Storage {
+        persona_bot::telemetry::init_for_tests();
+        let storage = Storage::open(&self.url, &config())
+            .await
+            .expect("open storage");
+        assert_eq!(storage.db.backend(), self.backend);
+        storage
+    }
+}
+
