@@ -15,6 +15,8 @@ pub mod locale;
 pub mod media;
 /// The OpenAI-compatible streaming provider: key rotation and model fallback support.
 pub mod provider;
+/// Reminders coming due become quiet turns.
+pub mod reminders;
 /// sqlx repositories (SQLite file or PostgreSQL) implementing the storage ports.
 pub mod storage;
 /// Tracing set-up, done once per process.

@@ -603,6 +603,7 @@ pub struct Fakes {
     pub plans: Arc<InMemoryPlans>,
     pub history: Arc<FixedHistory>,
     pub outcomes: Arc<InMemoryOutcomes>,
+    pub reminders: Arc<InMemoryReminders>,
 }
 
 impl Fakes {
@@ -650,6 +651,7 @@ impl Fakes {
             plans: self.plans.clone(),
             history: self.history.clone(),
             outcomes: self.outcomes.clone(),
+            reminders: self.reminders.clone(),
         }
     }
 }
@@ -1128,5 +1130,103 @@ impl crate::chat::review::Reviewer for ScriptedReviewer {
         lock(&self.replies)
             .pop_front()
             .unwrap_or_else(|| unexpected("Reviewer::review_reply (nothing scripted)"))
+    }
+}
+
+/// Reminders in memory, with the same ownership and take-once rules as the store.
+#[derive(Default)]
+pub struct InMemoryReminders {
+    reminders: Mutex<Vec<(crate::chat::stores::Reminder, bool)>>,
+}
+
+impl InMemoryReminders {
+    /// Every reminder with whether it is still active.
+    pub fn all(&self) -> Vec<(crate::chat::stores::Reminder, bool)> {
+        lock(&self.reminders).clone()
+    }
+}
+
+#[async_trait]
+impl crate::chat::stores::ReminderStore for InMemoryReminders {
+    async fn create(&self, reminder: &crate::chat::stores::NewReminder) -> Result<i64, PortError> {
+        let mut all = lock(&self.reminders);
+        let id = i64::try_from(all.len()).unwrap_or(i64::MAX) + 1;
+        all.push((
+            crate::chat::stores::Reminder {
+                id,
+                reminder: reminder.clone(),
+                fired: 0,
+            },
+            true,
+        ));
+        Ok(id)
+    }
+
+    async fn for_user(
+        &self,
+        user: UserId,
+    ) -> Result<Vec<crate::chat::stores::Reminder>, PortError> {
+        Ok(lock(&self.reminders)
+            .iter()
+            .filter(|(r, active)| {
+                *active && (r.reminder.creator == user || r.reminder.target == Some(user))
+            })
+            .map(|(r, _)| r.clone())
+            .collect())
+    }
+
+    async fn count_created_by(&self, user: UserId) -> Result<u32, PortError> {
+        let n = lock(&self.reminders)
+            .iter()
+            .filter(|(r, active)| *active && r.reminder.creator == user)
+            .count();
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    async fn cancel(&self, id: i64, user: UserId) -> Result<bool, PortError> {
+        let mut all = lock(&self.reminders);
+        let Some((r, active)) = all.iter_mut().find(|(r, _)| r.id == id) else {
+            return Ok(false);
+        };
+        let owner = r.reminder.creator == user || r.reminder.target == Some(user);
+        if *active && owner {
+            *active = false;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    async fn due(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<crate::chat::stores::Reminder>, PortError> {
+        Ok(lock(&self.reminders)
+            .iter()
+            .filter(|(r, active)| *active && r.reminder.due_at_ms <= now_ms)
+            .take(limit as usize)
+            .map(|(r, _)| r.clone())
+            .collect())
+    }
+
+    async fn take_occurrence(
+        &self,
+        id: i64,
+        due_at_ms: i64,
+        next: Option<i64>,
+    ) -> Result<bool, PortError> {
+        let mut all = lock(&self.reminders);
+        let Some((r, active)) = all.iter_mut().find(|(r, _)| r.id == id) else {
+            return Ok(false);
+        };
+        if !*active || r.reminder.due_at_ms != due_at_ms {
+            return Ok(false);
+        }
+        r.fired += 1;
+        match next {
+            Some(next) => r.reminder.due_at_ms = next,
+            None => *active = false,
+        }
+        Ok(true)
     }
 }

@@ -21,8 +21,8 @@ use persona_bot::chat::stores::{
 use persona_bot::chat::turn::TurnId;
 use persona_bot::config::Config;
 use persona_bot::storage::Database;
-use support::db::TestDb;
 use serde_json::json;
+use support::db::TestDb;
 
 /// A hung database test fails after a minute instead of stalling the run.
 async fn bounded(test: impl std::future::Future<Output = ()>) {

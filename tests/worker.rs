@@ -46,10 +46,20 @@ impl Poster {
 
 #[async_trait]
 impl ImagePoster for Poster {
-    async fn post_image(&self, channel: ChannelId, image: &GeneratedImage, caption: Option<&str>, nonce: &str) -> Posted {
+    async fn post_image(
+        &self,
+        channel: ChannelId,
+        image: &GeneratedImage,
+        caption: Option<&str>,
+        nonce: &str,
+    ) -> Posted {
         let id = MessageId(5_000 + self.posts.lock().unwrap().len() as u64);
         if self.nonces.lock().unwrap().insert(nonce.to_owned()) {
-            self.posts.lock().unwrap().push((channel, image.bytes.len(), caption.map(str::to_owned)));
+            self.posts.lock().unwrap().push((
+                channel,
+                image.bytes.len(),
+                caption.map(str::to_owned),
+            ));
         }
         Posted::Confirmed(id)
     }
@@ -138,18 +148,29 @@ impl Rig {
 
     async fn result_of(&self, plan: &PlanId) -> (String, Option<Value>) {
         let results = self.storage.plans.results_since(CHANNEL, 0).await.unwrap();
-        let r = results.into_iter().find(|r| &r.plan == plan).expect("a finished task");
+        let r = results
+            .into_iter()
+            .find(|r| &r.plan == plan)
+            .expect("a finished task");
         (r.status, r.result)
     }
 }
 
 fn comfy(fake: &FakeComfy) -> Arc<dyn ImageBackend> {
-    let workflow: Value = serde_json::from_str(include_str!("../config/comfyui_workflow.json")).unwrap();
+    let workflow: Value =
+        serde_json::from_str(include_str!("../config/comfyui_workflow.json")).unwrap();
     Arc::new(ComfyUi::new(&fake.base_url, workflow).unwrap())
 }
 
 fn images(fake: &FakeImages) -> Arc<dyn ImageBackend> {
-    Arc::new(OpenAiImages::new(&fake.base_url, "gpt-image-1", Some(SecretString::from("img-key".to_owned()))).unwrap())
+    Arc::new(
+        OpenAiImages::new(
+            &fake.base_url,
+            "gpt-image-1",
+            Some(SecretString::from("img-key".to_owned())),
+        )
+        .unwrap(),
+    )
 }
 
 async fn once(worker: &ImageWorker) -> Handled {
@@ -165,7 +186,10 @@ async fn a_planned_image_is_made_on_comfyui_and_posted() {
     let plan = rig.plan("a fox in the snow", Visibility::Public).await;
     let worker = rig.worker("w1", comfy(&fake));
     assert_eq!(once(&worker).await, Handled::Posted);
-    assert_eq!(rig.poster.posts(), vec![(CHANNEL, FakeComfy::png().len(), Some("Here you go".into()))]);
+    assert_eq!(
+        rig.poster.posts(),
+        vec![(CHANNEL, FakeComfy::png().len(), Some("Here you go".into()))]
+    );
     let sent = &fake.prompts()[0]["prompt"];
     assert_eq!(sent["6"]["inputs"]["text"], "a fox in the snow");
     assert_eq!(sent["5"]["inputs"]["width"], 1216);
@@ -190,12 +214,26 @@ async fn a_missing_model_names_only_the_workflow_file_everywhere() {
     let payload = result.unwrap();
     assert_eq!(payload["status"], "tool_execution_failed");
     assert_eq!(payload["code"], "missing_model_file");
-    assert!(payload["reason"].as_str().unwrap().contains("sd_xl_base_1.0.safetensors"));
+    assert!(
+        payload["reason"]
+            .as_str()
+            .unwrap()
+            .contains("sd_xl_base_1.0.safetensors")
+    );
     assert_eq!(payload["suggested_actions"].as_array().unwrap().len(), 1);
-    let everything = format!("{payload} {:?} {:?}", rig.thought_log.notices(), rig.sink.texts());
-    assert!(!everything.contains(COMFY_SECRET_MODEL), "the endpoint's text leaked: {everything}");
+    let everything = format!(
+        "{payload} {:?} {:?}",
+        rig.thought_log.notices(),
+        rig.sink.texts()
+    );
+    assert!(
+        !everything.contains(COMFY_SECRET_MODEL),
+        "the endpoint's text leaked: {everything}"
+    );
     let notices = rig.thought_log.notices();
-    assert!(matches!(&notices[..], [(ServerId(10), Notice::ToolFailed { code, .. })] if code == "missing_model_file"));
+    assert!(
+        matches!(&notices[..], [(ServerId(10), Notice::ToolFailed { code, .. })] if code == "missing_model_file")
+    );
     let told = rig.sink.texts();
     assert_eq!(told.len(), 1);
     assert!(told[0].text.contains("画像"), "Japanese: {}", told[0].text);
@@ -213,7 +251,11 @@ async fn each_comfyui_failure_class_reaches_the_payload() {
         let fake = FakeComfy::start().await;
         fake.set_mode(mode);
         let plan = rig.plan("x", Visibility::Public).await;
-        assert_eq!(once(&rig.worker("w", comfy(&fake))).await, Handled::Failed, "{code}: not retried");
+        assert_eq!(
+            once(&rig.worker("w", comfy(&fake))).await,
+            Handled::Failed,
+            "{code}: not retried"
+        );
         let (_, result) = rig.result_of(&plan).await;
         assert_eq!(result.unwrap()["code"], code);
     }
@@ -231,7 +273,11 @@ async fn passing_failures_retry_with_backoff_then_fail() {
     assert_eq!(once(&worker).await, Handled::Idle, "backing off");
     rig.clock.set(rig.clock_now() + 10_000);
     let started = std::time::Instant::now();
-    assert_eq!(once(&worker).await, Handled::Failed, "the hang times out on the last attempt");
+    assert_eq!(
+        once(&worker).await,
+        Handled::Failed,
+        "the hang times out on the last attempt"
+    );
     assert!(started.elapsed() < Duration::from_secs(3));
     let (_, result) = rig.result_of(&plan).await;
     assert_eq!(result.unwrap()["code"], "timeout");
@@ -242,7 +288,11 @@ async fn passing_failures_retry_with_backoff_then_fail() {
 async fn the_images_endpoint_makes_images_and_classifies_failures() {
     let rig = Rig::new(TestDb::sqlite().await).await;
     let fake = FakeImages::start().await;
-    fake.script(vec![ImagesMode::Success, ImagesMode::ExhaustedBalance, ImagesMode::SafetyRefusal]);
+    fake.script(vec![
+        ImagesMode::Success,
+        ImagesMode::ExhaustedBalance,
+        ImagesMode::SafetyRefusal,
+    ]);
     let worker = rig.worker("w", images(&fake));
     let ok = rig.plan("an owl", Visibility::Public).await;
     assert_eq!(once(&worker).await, Handled::Posted);
@@ -252,8 +302,14 @@ async fn the_images_endpoint_makes_images_and_classifies_failures() {
     let safety = rig.plan("three", Visibility::Public).await;
     assert_eq!(once(&worker).await, Handled::Failed);
     assert_eq!(rig.result_of(&ok).await.0, "done");
-    assert_eq!(rig.result_of(&balance).await.1.unwrap()["code"], "insufficient_balance");
-    assert_eq!(rig.result_of(&safety).await.1.unwrap()["code"], "safety_refusal");
+    assert_eq!(
+        rig.result_of(&balance).await.1.unwrap()["code"],
+        "insufficient_balance"
+    );
+    assert_eq!(
+        rig.result_of(&safety).await.1.unwrap()["code"],
+        "safety_refusal"
+    );
     let (auth, body) = &fake.requests()[0];
     assert_eq!(auth.as_deref(), Some("Bearer img-key"));
     assert_eq!(body["size"], "1536x1024");
@@ -292,8 +348,18 @@ async fn a_crashed_worker_is_taken_over_without_posting_twice() {
     // A crash between posting and recording: the taker posts again with the same nonce, which
     // Discord (here, the poster) does not post twice.
     let second = rig.plan("y", Visibility::Public).await;
-    let task = rig.storage.plans.claim("dying", rig.clock_now(), 60_000).await.unwrap().unwrap();
-    rig.poster.nonces.lock().unwrap().insert(format!("plan-{}", task.id));
+    let task = rig
+        .storage
+        .plans
+        .claim("dying", rig.clock_now(), 60_000)
+        .await
+        .unwrap()
+        .unwrap();
+    rig.poster
+        .nonces
+        .lock()
+        .unwrap()
+        .insert(format!("plan-{}", task.id));
     rig.clock.set(rig.clock_now() + 61_000);
     assert_eq!(once(&other).await, Handled::Posted);
     assert_eq!(rig.poster.posts().len(), 1, "not posted a second time");
@@ -302,7 +368,10 @@ async fn a_crashed_worker_is_taken_over_without_posting_twice() {
 
 // SPEC S5: two workers on one PostgreSQL make each image exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(not(postgres_tests), ignore = "PostgreSQL suite: set TEST_POSTGRES_URL (scripts/test does) to run it")]
+#[cfg_attr(
+    not(postgres_tests),
+    ignore = "PostgreSQL suite: set TEST_POSTGRES_URL (scripts/test does) to run it"
+)]
 async fn two_workers_on_one_postgresql_make_each_image_once() {
     let db = TestDb::postgres().await;
     let url = db.url.clone();

@@ -101,3 +101,5 @@ notice-field-duration = Duration
 notice-field-tokens = Tokens (prompt / reply)
 notice-field-reviews = Reviews
 image-failed = I couldn't make the image I planned. { $reason }
+reminder-trigger = [Reminder due] Deliver this reminder to { $whom }, in your own words: { $text }
+reminder-everyone = everyone here

@@ -101,3 +101,5 @@ notice-field-duration = 所要時間
 notice-field-tokens = トークン（プロンプト / 返信）
 notice-field-reviews = レビュー
 image-failed = 予定していた画像を作れませんでした。{ $reason }
+reminder-trigger = [リマインダーの時間] { $whom } に、あなたの言葉でこのリマインダーを伝えてください：{ $text }
+reminder-everyone = ここにいる皆さん

@@ -101,3 +101,5 @@ notice-field-duration = 耗时
 notice-field-tokens = 令牌（提示 / 回复）
 notice-field-reviews = 审核
 image-failed = 我没能生成计划中的图片。{ $reason }
+reminder-trigger = [提醒时间到] 请用你自己的话把这个提醒告诉 { $whom }：{ $text }
+reminder-everyone = 这里的各位

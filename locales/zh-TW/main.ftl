@@ -101,3 +101,5 @@ notice-field-duration = 耗時
 notice-field-tokens = 權杖（提示 / 回覆）
 notice-field-reviews = 審核
 image-failed = 我沒能產生計畫中的圖片。{ $reason }
+reminder-trigger = [提醒時間到] 請用你自己的話把這個提醒告訴 { $whom }：{ $text }
+reminder-everyone = 這裡的各位

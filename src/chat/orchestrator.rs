@@ -419,7 +419,8 @@ impl Worker {
             author: m.author,
             author_name: m.author_name.clone(),
             content: m.content.clone(),
-            reply: pending.waited,
+            // A quiet turn's trigger is not a Discord message: there is nothing to reply to.
+            reply: pending.waited && !m.quiet,
         };
         let deps = self.deps.clone();
         let for_future = turn.clone();

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::role::Role;
 use super::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
-use super::stores::OutcomeStore;
+use super::stores::{OutcomeStore, ReminderStore};
 use super::turn::TurnId;
 use crate::thought_log::Notice;
 
@@ -346,6 +346,7 @@ pub struct Ports {
     pub history: Arc<dyn ChannelHistory>,
     /// Completed tool outcomes, so reuse survives a restart (SPEC R4).
     pub outcomes: Arc<dyn OutcomeStore>,
+    pub reminders: Arc<dyn ReminderStore>,
 }
 
 /// The ports that face the chat service (Discord), to combine with storage-backed ones.

@@ -198,9 +198,12 @@ pub trait OutcomeStore: Send + Sync {
 }
 
 /// How a reminder repeats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Repeat {
+    #[default]
     Once,
     Daily,
     Weekly,
@@ -215,7 +218,7 @@ impl Repeat {
         }
     }
 
-    pub fn from_str(s: &str) -> Self {
+    pub fn parse(s: &str) -> Self {
         match s {
             "daily" => Repeat::Daily,
             "weekly" => Repeat::Weekly,

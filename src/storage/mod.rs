@@ -261,6 +261,7 @@ impl Storage {
             plans: self.plans.clone(),
             history: chat.history,
             outcomes: self.outcomes.clone(),
+            reminders: self.reminders.clone(),
         }
     }
 

@@ -52,7 +52,7 @@ impl Row {
                 persona: PersonaId(self.persona),
                 text: self.text,
                 due_at_ms: self.due_at,
-                repeat: Repeat::from_str(&self.repeat),
+                repeat: Repeat::parse(&self.repeat),
                 time_zone: self.time_zone,
                 visibility: visibility_from(&self.visibility),
                 locale: Locale::from_tag(&self.locale).unwrap_or_default(),

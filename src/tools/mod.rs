@@ -24,6 +24,7 @@ use crate::config::Config;
 pub mod registry;
 pub mod session;
 
+pub mod create_reminder;
 pub mod fetch_older_messages;
 pub mod plan_image;
 pub mod recall_facts;

@@ -165,6 +165,7 @@ impl Registry {
             .with(recall_facts::RecallFacts)
             .with(plan_image::PlanImage::new(&config.image))
             .with(fetch_older_messages::FetchOlderMessages::new(&config.tools))
+            .with(create_reminder::CreateReminder::new(&config.reminders))
             .with(submit_review::SubmitReview)
     }
 
@@ -279,6 +280,7 @@ mod tests {
                 "recall_facts",
                 "plan_image",
                 "fetch_older_messages",
+                "create_reminder",
             ]
         );
         assert_eq!(names(Role::Reviewer), vec!["recall_facts", "submit_review"]);

@@ -1,0 +1,210 @@
+//! Reminders coming due: each occurrence is taken exactly once across processes (a
+//! compare-and-set on its due time) and becomes a quiet turn in its channel (its progress goes to
+//! the thought log, SPEC T11). Repeats follow the reminder's time zone, daylight saving included;
+//! occurrences missed while the bot was down fire once, not once per missed day.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{Days, TimeZone};
+use chrono_tz::Tz;
+use tokio_util::sync::CancellationToken;
+
+use crate::chat::orchestrator::Orchestrator;
+use crate::chat::ports::Clock;
+use crate::chat::scope::MessageId;
+use crate::chat::stores::{NewQueuedMessage, NewReminder, Reminder, ReminderStore, Repeat};
+use crate::locale;
+
+/// Milliseconds since the epoch for a local time in `tz` (the earlier one when ambiguous; an
+/// hour later when it falls in a daylight-saving gap).
+pub fn local_to_utc_ms(tz: Tz, local: chrono::NaiveDateTime) -> Option<i64> {
+    let resolved = tz.from_local_datetime(&local).earliest().or_else(|| {
+        tz.from_local_datetime(&(local + chrono::Duration::hours(1)))
+            .earliest()
+    })?;
+    Some(resolved.timestamp_millis())
+}
+
+/// The next due time after `after_ms`, or `None` for a one-off.
+pub fn next_occurrence(reminder: &NewReminder, after_ms: i64) -> Option<i64> {
+    let step = match reminder.repeat {
+        Repeat::Once => return None,
+        Repeat::Daily => Days::new(1),
+        Repeat::Weekly => Days::new(7),
+    };
+    let tz: Tz = reminder.time_zone.parse().unwrap_or(Tz::UTC);
+    let mut local = tz
+        .timestamp_millis_opt(reminder.due_at_ms)
+        .single()?
+        .naive_local();
+    // Bounded: a reminder missed for years still ends the loop.
+    for _ in 0..10_000 {
+        local = local.checked_add_days(step)?;
+        let next = local_to_utc_ms(tz, local)?;
+        if next > after_ms {
+            return Some(next);
+        }
+    }
+    None
+}
+
+/// A made-up message id for one occurrence: above every Discord snowflake, unique per reminder
+/// and occurrence, so the queue keeps one entry per occurrence.
+fn occurrence_id(reminder: &Reminder) -> MessageId {
+    let id = u64::try_from(reminder.id).unwrap_or(0) & 0xff_ffff_ffff;
+    MessageId((1 << 62) | (id << 20) | (u64::from(reminder.fired) & 0xf_ffff))
+}
+
+pub struct ReminderScheduler {
+    store: Arc<dyn ReminderStore>,
+    orchestrator: Orchestrator,
+    clock: Arc<dyn Clock>,
+    poll: Duration,
+}
+
+impl ReminderScheduler {
+    pub fn new(
+        store: Arc<dyn ReminderStore>,
+        orchestrator: Orchestrator,
+        clock: Arc<dyn Clock>,
+        poll: Duration,
+    ) -> Self {
+        Self {
+            store,
+            orchestrator,
+            clock,
+            poll,
+        }
+    }
+
+    /// Fires due reminders until `shutdown`.
+    pub async fn run(self, shutdown: CancellationToken) {
+        loop {
+            self.fire_due().await;
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(self.poll) => {}
+            }
+        }
+    }
+
+    /// Fires every due occurrence this process wins; returns how many.
+    pub async fn fire_due(&self) -> usize {
+        let now = self.clock.now_ms();
+        let due = match self.store.due(now, 50).await {
+            Ok(due) => due,
+            Err(error) => {
+                tracing::warn!(%error, "cannot read due reminders");
+                return 0;
+            }
+        };
+        let mut fired = 0;
+        for reminder in due {
+            let next = next_occurrence(&reminder.reminder, now);
+            match self
+                .store
+                .take_occurrence(reminder.id, reminder.reminder.due_at_ms, next)
+                .await
+            {
+                Ok(true) => {
+                    fired += 1;
+                    self.orchestrator
+                        .submit(quiet_message(&reminder, now))
+                        .await;
+                }
+                Ok(false) => {} // another process took this occurrence
+                Err(error) => {
+                    tracing::warn!(reminder = reminder.id, %error, "cannot take a reminder")
+                }
+            }
+        }
+        fired
+    }
+}
+
+/// The quiet turn's trigger: the persona is asked to deliver the reminder.
+fn quiet_message(reminder: &Reminder, now_ms: i64) -> NewQueuedMessage {
+    let r = &reminder.reminder;
+    let whom = r.target.map_or_else(
+        || locale::text(r.locale, "reminder-everyone"),
+        |u| format!("<@{u}>"),
+    );
+    NewQueuedMessage {
+        server: r.server,
+        channel: r.channel,
+        message: occurrence_id(reminder),
+        author: r.creator,
+        author_name: "reminder".to_owned(),
+        content: locale::text_with(
+            r.locale,
+            "reminder-trigger",
+            &[("whom", whom), ("text", r.text.clone())],
+        ),
+        follow_up: false,
+        enqueued_at_ms: now_ms,
+        persona: r.persona.clone(),
+        visibility: r.visibility,
+        locale: r.locale,
+        quiet: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::scope::{ChannelId, PersonaId, UserId, Visibility};
+    use crate::locale::Locale;
+
+    fn reminder(due: i64, repeat: Repeat, tz: &str) -> NewReminder {
+        NewReminder {
+            server: None,
+            channel: ChannelId(1),
+            creator: UserId(2),
+            target: Some(UserId(2)),
+            persona: PersonaId("aria".into()),
+            text: "stretch".into(),
+            due_at_ms: due,
+            repeat,
+            time_zone: tz.into(),
+            visibility: Visibility::Dm,
+            locale: Locale::En,
+            created_at_ms: 0,
+        }
+    }
+
+    fn paris(y: i32, m: u32, d: u32, h: u32) -> i64 {
+        let local = chrono::NaiveDate::from_ymd_opt(y, m, d)
+            .unwrap()
+            .and_hms_opt(h, 0, 0)
+            .unwrap();
+        local_to_utc_ms(Tz::Europe__Paris, local).unwrap()
+    }
+
+    // Daily repeats keep the local time across a daylight-saving change.
+    #[test]
+    fn daily_repeats_keep_local_time_across_dst() {
+        let due = paris(2026, 3, 28, 9);
+        let r = reminder(due, Repeat::Daily, "Europe/Paris");
+        let next = next_occurrence(&r, due).unwrap();
+        assert_eq!(next, paris(2026, 3, 29, 9));
+        assert_eq!(
+            next - due,
+            23 * 3_600_000,
+            "the spring-forward day is 23 hours long"
+        );
+    }
+
+    // Missed occurrences fire once: the next one is after now, not the next missed day.
+    #[test]
+    fn missed_occurrences_skip_to_the_future() {
+        let due = paris(2026, 1, 1, 9);
+        let r = reminder(due, Repeat::Weekly, "Europe/Paris");
+        let now = paris(2026, 2, 3, 12);
+        assert_eq!(next_occurrence(&r, now), Some(paris(2026, 2, 5, 9)));
+        assert_eq!(
+            next_occurrence(&reminder(due, Repeat::Once, "UTC"), now),
+            None
+        );
+    }
+}
