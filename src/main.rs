@@ -29,6 +29,9 @@ enum Command {
     /// the config directory, and stores data in the configured database (a SQLite file under
     /// data/ by default, created and migrated at start). Stops cleanly on Ctrl-C.
     Run,
+    /// Run an image worker alone (for scaling out): claims planned images from the shared
+    /// database, makes them, and posts them through Discord's REST API.
+    Worker,
     /// Load and check the configuration and the built-in tools, then exit.
     CheckConfig,
     /// Create the database if needed and apply its migrations, then exit. (Start-up applies
@@ -49,6 +52,7 @@ async fn main() -> ExitCode {
     persona_bot::telemetry::init(&config.general.log_filter);
     match cli.command {
         Command::Run => run(config).await,
+        Command::Worker => worker(config).await,
         Command::CheckConfig => {
             let registry = persona_bot::tools::Registry::builtin(&config);
             let tools: Vec<&str> = registry.iter().map(|t| t.name).collect();
@@ -112,6 +116,23 @@ async fn run(config: Config) -> ExitCode {
         Err(error) => {
             eprintln!("{error:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+async fn worker(config: Config) -> ExitCode {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        stop.cancel();
+    });
+    let secrets = Secrets::from_env();
+    match persona_bot::discord::run_worker(std::sync::Arc::new(config), &secrets, shutdown).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("{error:#}");
+            ExitCode::from(2)
         }
     }
 }

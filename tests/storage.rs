@@ -162,6 +162,11 @@ fn sample_settings() -> ServerSettings {
             prompt: Some("Be strict about names.".into()),
             ..Default::default()
         },
+        random: persona_bot::chat::stores::RandomTriggers {
+            enabled: true,
+            percent: 5,
+            per_hour: 4,
+        },
     }
 }
 

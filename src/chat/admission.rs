@@ -169,6 +169,43 @@ pub fn admit(
     Ok(())
 }
 
+/// Random quiet turns' hourly budget per server (in this process).
+#[derive(Debug, Default)]
+pub struct RandomBudget {
+    /// Server to (hour number, turns started in it).
+    used: Mutex<HashMap<super::scope::ServerId, (u64, u32)>>,
+}
+
+impl RandomBudget {
+    /// Whether a message starts a random quiet turn: the server allows it, the roll (a number
+    /// in 0..100) is under its chance, and its hour's budget is not spent.
+    pub fn roll(
+        &self,
+        server: super::scope::ServerId,
+        random: &super::stores::RandomTriggers,
+        roll: u8,
+        now_ms: i64,
+    ) -> bool {
+        if !random.enabled || roll >= random.percent {
+            return false;
+        }
+        let hour = u64::try_from(now_ms / 3_600_000).unwrap_or(0);
+        let mut used = self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let entry = used.entry(server).or_insert((hour, 0));
+        if entry.0 != hour {
+            *entry = (hour, 0);
+        }
+        if entry.1 >= random.per_hour {
+            return false;
+        }
+        entry.1 += 1;
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,6 +406,30 @@ mod tests {
             admit(&mute, &ServerSettings::default(), &cooldowns),
             Err(Refusal::CannotSend)
         );
+    }
+
+    // Random triggers: off by default, a chance per message, a budget per server per hour.
+    #[test]
+    fn random_triggers_are_off_by_default_and_bounded_per_hour() {
+        use crate::chat::scope::ServerId;
+        use crate::chat::stores::RandomTriggers;
+        let budget = RandomBudget::default();
+        let off = RandomTriggers::default();
+        assert!(!budget.roll(ServerId(1), &off, 0, 0), "off by default");
+        let on = RandomTriggers {
+            enabled: true,
+            percent: 10,
+            per_hour: 2,
+        };
+        assert!(
+            !budget.roll(ServerId(1), &on, 10, 0),
+            "the roll must be under the chance"
+        );
+        assert!(budget.roll(ServerId(1), &on, 9, 0));
+        assert!(budget.roll(ServerId(1), &on, 0, 1_000));
+        assert!(!budget.roll(ServerId(1), &on, 0, 2_000), "two per hour");
+        assert!(budget.roll(ServerId(2), &on, 0, 2_000), "per server");
+        assert!(budget.roll(ServerId(1), &on, 0, 3_600_000), "a new hour");
     }
 
     // SPEC C2: the per-user cooldown.

@@ -51,6 +51,40 @@ pub struct ServerSettings {
     pub access: AccessLists,
     /// What Response Drafting's reviewer checks here (SPEC C8).
     pub review: ReviewPolicy,
+    /// Random quiet turns (off by default).
+    pub random: RandomTriggers,
+}
+
+/// Random triggers: a small chance per message, in channels the server allows, to start a quiet
+/// turn; bounded per server per hour.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RandomTriggers {
+    #[serde(default)]
+    pub enabled: bool,
+    /// Chance per message, in percent.
+    #[serde(default = "two")]
+    pub percent: u8,
+    /// Most random turns per server per hour.
+    #[serde(default = "three")]
+    pub per_hour: u32,
+}
+
+fn two() -> u8 {
+    2
+}
+
+fn three() -> u32 {
+    3
+}
+
+impl Default for RandomTriggers {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            percent: two(),
+            per_hour: three(),
+        }
+    }
 }
 
 #[async_trait]

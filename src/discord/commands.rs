@@ -13,7 +13,7 @@ use crate::locale::{self, Locale};
 
 /// Every command, localized.
 pub fn all() -> Vec<poise::Command<std::sync::Arc<BotData>, Error>> {
-    let mut commands = vec![kill(), drafting(), thoughtlog()];
+    let mut commands = vec![kill(), drafting(), thoughtlog(), reminders()];
     for command in &mut commands {
         localize(command, "cmd");
     }
@@ -225,6 +225,58 @@ pub async fn off(ctx: Context<'_>) -> Result<(), Error> {
     settings.thought_log_channel = None;
     store.save_settings(server, &settings).await?;
     reply(ctx, locale::text(locale_of(ctx), "thoughtlog-off")).await
+}
+
+/// List or cancel your reminders.
+#[poise::command(slash_command, subcommands("list", "cancel"))]
+pub async fn reminders(_ctx: Context<'_>) -> Result<(), Error> {
+    // Discord only invokes the subcommands.
+    Ok(())
+}
+
+/// The reminders you set or that are for you.
+#[poise::command(slash_command)]
+pub async fn list(ctx: Context<'_>) -> Result<(), Error> {
+    let locale = locale_of(ctx);
+    let user = UserId(ctx.author().id.get());
+    let reminders = ctx.data().reminders.for_user(user).await?;
+    if reminders.is_empty() {
+        return reply(ctx, locale::text(locale, "reminders-none")).await;
+    }
+    let mut lines = vec![locale::text(locale, "reminders-title")];
+    for r in reminders.iter().take(25) {
+        let tz: chrono_tz::Tz = r.reminder.time_zone.parse().unwrap_or(chrono_tz::Tz::UTC);
+        let when = chrono::TimeZone::timestamp_millis_opt(&tz, r.reminder.due_at_ms)
+            .single()
+            .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
+            .unwrap_or_default();
+        lines.push(format!(
+            "`#{}` {when} ({}, {}) — {}",
+            r.id,
+            tz.name(),
+            r.reminder.repeat.as_str(),
+            crate::thought_log::cut(&r.reminder.text, 80)
+        ));
+    }
+    reply(ctx, lines.join("\n")).await
+}
+
+/// Cancel one of your reminders.
+#[poise::command(slash_command)]
+pub async fn cancel(ctx: Context<'_>, id: i64) -> Result<(), Error> {
+    let locale = locale_of(ctx);
+    let user = UserId(ctx.author().id.get());
+    // Only its creator or its target may cancel it.
+    let key = if ctx.data().reminders.cancel(id, user).await? {
+        "reminders-cancelled"
+    } else {
+        "reminders-not-yours"
+    };
+    reply(
+        ctx,
+        locale::text_with(locale, key, &[("id", id.to_string())]),
+    )
+    .await
 }
 
 /// Errors from commands are reported here, once: logged for operators, a localized line for the

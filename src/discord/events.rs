@@ -69,7 +69,21 @@ async fn on_message(data: &BotData, message: &Message) {
         author_roles: &roles,
         bot_can_send: server.is_none_or(|s| data.cache.bot_can_send(s, channel, bot)),
     };
-    if !triggers(&facts, &settings, &data.persona.trigger_words) {
+    let triggered = triggers(&facts, &settings, &data.persona.trigger_words);
+    // A random quiet turn: never for bots, webhooks, DMs or the thought-log channel.
+    let random = !triggered
+        && !facts.is_dm
+        && !facts.from_bot_or_webhook
+        && settings.thought_log_channel != Some(channel)
+        && server.is_some_and(|s| {
+            data.random.roll(
+                s,
+                &settings.random,
+                rand::random_range(0..100),
+                SystemClock.now_ms(),
+            )
+        });
+    if !triggered && !random {
         return;
     }
     if let Err(refusal) = admit(&facts, &settings, &data.cooldowns) {
@@ -102,7 +116,7 @@ async fn on_message(data: &BotData, message: &Message) {
             persona: data.persona.id.clone(),
             visibility,
             locale,
-            quiet: false,
+            quiet: random,
         })
         .await;
 }

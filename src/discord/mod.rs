@@ -41,6 +41,8 @@ pub struct BotData {
     /// The persona that answers (its trigger words and name).
     pub persona: Persona,
     pub cooldowns: Cooldowns,
+    pub random: crate::chat::admission::RandomBudget,
+    pub reminders: Arc<dyn crate::chat::stores::ReminderStore>,
     pub cache: guild::CacheCell,
     pub bot: sink::BotId,
     pub default_locale: Locale,
@@ -53,6 +55,9 @@ pub struct Running {
     shard_manager: Arc<ShardManager>,
     client: JoinHandle<Result<(), serenity::Error>>,
     summaries: JoinHandle<()>,
+    /// Stops the image worker and the reminder scheduler.
+    background: tokio_util::sync::CancellationToken,
+    tasks: tokio_util::task::TaskTracker,
 }
 
 impl Running {
@@ -67,6 +72,9 @@ impl Running {
 
     /// Stops turns (keeping queued messages for the next start), the gateway, and storage.
     pub async fn shutdown(self) {
+        self.background.cancel();
+        self.tasks.close();
+        self.tasks.wait().await;
         self.orchestrator.shutdown().await;
         self.shard_manager.shutdown_all().await;
         self.summaries.abort();
@@ -149,6 +157,7 @@ pub async fn start(
     let bot = sink::BotId::default();
     let cache = guild::CacheCell::default();
     let sink = Arc::new(sink::DiscordSink::new(rest.clone(), bot.clone()));
+    let chat_sink: Arc<dyn crate::chat::ports::ChatSink> = sink.clone();
     let thought_log: Arc<dyn ThoughtLog> = Arc::new(thought_log::DiscordThoughtLog::new(
         rest.clone(),
         storage.settings.clone(),
@@ -156,10 +165,10 @@ pub async fn start(
         default_locale,
     ));
     let ports = storage.ports(ChatPorts {
-        sink: sink.clone(),
+        sink: chat_sink,
         thought_log: thought_log.clone(),
         stickers: sink.clone(),
-        history: sink,
+        history: sink.clone(),
         clock: Arc::new(SystemClock),
     });
     let registry = Arc::new(extend(Registry::builtin(&config)));
@@ -186,13 +195,32 @@ pub async fn start(
             "queued messages from before the restart are back in line"
         );
     }
-    let summaries = tokio::spawn(post_summaries(orchestrator.clone(), thought_log));
+    let summaries = tokio::spawn(post_summaries(orchestrator.clone(), thought_log.clone()));
+
+    // Background work: reminders coming due, and (unless run apart) the image worker.
+    let background = tokio_util::sync::CancellationToken::new();
+    let tasks = tokio_util::task::TaskTracker::new();
+    tasks.spawn(
+        crate::reminders::ReminderScheduler::new(
+            storage.reminders.clone(),
+            orchestrator.clone(),
+            Arc::new(SystemClock),
+            Duration::from_millis(config.reminders.poll_ms),
+        )
+        .run(background.clone()),
+    );
+    if config.image_worker.run_in_bot {
+        let worker = image_worker(&config, secrets, &storage, sink.clone(), thought_log)?;
+        tasks.spawn(worker.run(background.clone()));
+    }
 
     let data = Arc::new(BotData {
         orchestrator: orchestrator.clone(),
         settings: storage.settings.clone(),
         persona,
         cooldowns: Cooldowns::new(Duration::from_millis(config.turn.user_cooldown_ms)),
+        random: Default::default(),
+        reminders: storage.reminders.clone(),
         cache: cache.clone(),
         bot: bot.clone(),
         default_locale,
@@ -253,7 +281,74 @@ pub async fn start(
         shard_manager,
         client,
         summaries,
+        background,
+        tasks,
     })
+}
+
+/// An image worker posting through Discord's REST API.
+fn image_worker(
+    config: &Config,
+    secrets: &Secrets,
+    storage: &Storage,
+    sink: Arc<sink::DiscordSink>,
+    thought_log: Arc<dyn ThoughtLog>,
+) -> anyhow::Result<crate::worker::ImageWorker> {
+    let backend = crate::media::backend(&config.image_worker, secrets)?;
+    Ok(crate::worker::ImageWorker::new(
+        format!("{}-{}", std::process::id(), uuid::Uuid::now_v7().simple()),
+        crate::worker::WorkerPorts {
+            tasks: storage.plans.clone(),
+            plans: storage.plans.clone(),
+            backend,
+            poster: sink.clone(),
+            sink,
+            thought_log,
+            clock: Arc::new(SystemClock),
+        },
+        config.image_worker.clone(),
+    ))
+}
+
+/// `persona-bot worker`: an image worker alone (scaling out), posting through Discord's REST
+/// API (no gateway connection). Runs until `shutdown`.
+pub async fn run_worker(
+    config: Arc<Config>,
+    secrets: &Secrets,
+    shutdown: tokio_util::sync::CancellationToken,
+) -> anyhow::Result<()> {
+    let token = secrets
+        .discord_token
+        .clone()
+        .context("DISCORD_TOKEN is not set: the worker posts images as the bot")?;
+    let url = secrets.database_url.as_ref().map_or_else(
+        || config.database.url.clone(),
+        |u| secrecy::ExposeSecret::expose_secret(u).to_owned(),
+    );
+    let storage = Storage::open(&url, &config.database)
+        .await
+        .context("database")?;
+    let rest = Arc::new(rest::DiscordRest::new(
+        &config.discord.api_base_url,
+        &token,
+        config.discord.channel_messages_per_5s,
+        config.discord.max_rate_limit_waits,
+    )?);
+    let cache = guild::CacheCell::default();
+    // Without a gateway cache the thought log cannot tell a channel is private: it stays
+    // silent (it never posts where it cannot check).
+    let thought_log: Arc<dyn ThoughtLog> = Arc::new(thought_log::DiscordThoughtLog::new(
+        rest.clone(),
+        storage.settings.clone(),
+        cache,
+        config.general.default_locale,
+    ));
+    let sink = Arc::new(sink::DiscordSink::new(rest, sink::BotId::default()));
+    let worker = image_worker(&config, secrets, &storage, sink, thought_log)?;
+    tracing::info!(worker = %worker.id, "image worker started");
+    worker.run(shutdown).await;
+    storage.close().await;
+    Ok(())
 }
 
 /// Posts each finished turn's summary to its server's thought log (public channels only).

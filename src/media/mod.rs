@@ -28,3 +28,45 @@ pub(crate) fn failure(
         workflow_model_file,
     }
 }
+
+/// The environment variable holding the images endpoint's key (else the first provider key).
+pub const IMAGES_KEY_ENV: &str = "IMAGES_API_KEY";
+
+/// The configured image backend.
+pub fn backend(
+    config: &crate::config::ImageWorkerConfig,
+    secrets: &crate::config::Secrets,
+) -> anyhow::Result<std::sync::Arc<dyn crate::chat::media::ImageBackend>> {
+    use crate::config::ImageBackendKind;
+    use anyhow::Context as _;
+    Ok(match config.backend {
+        ImageBackendKind::None => std::sync::Arc::new(crate::chat::media::NoBackend),
+        ImageBackendKind::Comfyui => {
+            let text = std::fs::read_to_string(&config.comfyui_workflow).with_context(|| {
+                format!(
+                    "image_worker.comfyui_workflow: cannot read {}",
+                    config.comfyui_workflow
+                )
+            })?;
+            let workflow = serde_json::from_str(&text).with_context(|| {
+                format!(
+                    "image_worker.comfyui_workflow: {} is not JSON",
+                    config.comfyui_workflow
+                )
+            })?;
+            std::sync::Arc::new(comfyui::ComfyUi::new(&config.comfyui_url, workflow)?)
+        }
+        ImageBackendKind::Openai => {
+            let key = std::env::var(IMAGES_KEY_ENV)
+                .ok()
+                .filter(|k| !k.trim().is_empty())
+                .map(secrecy::SecretString::from)
+                .or_else(|| secrets.provider_keys.first().cloned());
+            std::sync::Arc::new(openai_images::OpenAiImages::new(
+                &config.openai_url,
+                &config.openai_model,
+                key,
+            )?)
+        }
+    })
+}

@@ -28,15 +28,15 @@ fn json_error(e: serde_json::Error) -> PortError {
 #[async_trait]
 impl SettingsStore for SettingsRepo {
     async fn settings(&self, server: ServerId) -> Result<ServerSettings, PortError> {
-        let row: Option<(i64, Option<i64>, String, String, String)> = sqlx::query_as(
-            "SELECT drafting, thought_log_channel, deliberate, access, review FROM \
+        let row: Option<(i64, Option<i64>, String, String, String, String)> = sqlx::query_as(
+            "SELECT drafting, thought_log_channel, deliberate, access, review, random FROM \
              server_settings WHERE server_id = $1",
         )
         .bind(sql_id(server.0))
         .fetch_optional(self.db.pool())
         .await
         .map_err(port_error)?;
-        let Some((drafting, thought_log, deliberate, access, review)) = row else {
+        let Some((drafting, thought_log, deliberate, access, review, random)) = row else {
             return Ok(ServerSettings::default());
         };
         Ok(ServerSettings {
@@ -45,6 +45,7 @@ impl SettingsStore for SettingsRepo {
             deliberate: serde_json::from_str(&deliberate).map_err(json_error)?,
             access: serde_json::from_str(&access).map_err(json_error)?,
             review: serde_json::from_str(&review).map_err(json_error)?,
+            random: serde_json::from_str(&random).map_err(json_error)?,
         })
     }
 
@@ -56,13 +57,15 @@ impl SettingsStore for SettingsRepo {
         let deliberate = serde_json::to_string(&settings.deliberate).map_err(json_error)?;
         let access = serde_json::to_string(&settings.access).map_err(json_error)?;
         let review = serde_json::to_string(&settings.review).map_err(json_error)?;
+        let random = serde_json::to_string(&settings.random).map_err(json_error)?;
         let now = SystemClock.now_ms();
         sqlx::query(
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, deliberate, \
-             access, review, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT \
-             (server_id) DO UPDATE SET drafting = excluded.drafting, thought_log_channel = \
-             excluded.thought_log_channel, deliberate = excluded.deliberate, access = \
-             excluded.access, review = excluded.review, updated_at = excluded.updated_at",
+             access, review, random, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON \
+             CONFLICT (server_id) DO UPDATE SET drafting = excluded.drafting, \
+             thought_log_channel = excluded.thought_log_channel, deliberate = \
+             excluded.deliberate, access = excluded.access, review = excluded.review, random = \
+             excluded.random, updated_at = excluded.updated_at",
         )
         .bind(sql_id(server.0))
         .bind(i64::from(settings.drafting))
@@ -70,6 +73,7 @@ impl SettingsStore for SettingsRepo {
         .bind(deliberate)
         .bind(access)
         .bind(review)
+        .bind(random)
         .bind(now)
         .execute(self.db.pool())
         .await
