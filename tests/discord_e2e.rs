@@ -7,14 +7,18 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use persona_bot::chat::scope::ServerId;
-use persona_bot::chat::stores::{AccessLists, ServerSettings, SettingsStore};
-use persona_bot::config::{Config, Secrets};
+use persona_bot::chat::scope::{ChannelId, PersonaId, ServerId, UserId, Visibility};
+use persona_bot::chat::stores::{
+    AccessLists, NewReminder, ReminderStore, Repeat, ServerSettings, SettingsStore,
+};
+use persona_bot::config::{Config, ImageBackendKind, Secrets};
 use persona_bot::discord::Running;
+use persona_bot::locale::Locale;
 use persona_bot::tools::ToolError;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-use support::fake_discord::{FakeDiscord, Incoming, Slash, World};
+use support::fake_discord::{FakeDiscord, Incoming, Recorded, Slash, World};
+use support::fake_images::{ComfyMode, FakeComfy};
 use support::fake_openai::{FakeOpenAi, Reply, Sse};
 use support::{Behaviour, Probe, ProbeTool};
 
@@ -43,6 +47,15 @@ struct E2e {
 
 impl E2e {
     async fn start(probe: Behaviour, replies: Vec<Reply>) -> Self {
+        Self::start_with(probe, replies, |_| {}).await
+    }
+
+    /// Starts the bot with the test configuration, changed by `configure`.
+    async fn start_with(
+        probe: Behaviour,
+        replies: Vec<Reply>,
+        configure: impl FnOnce(&mut Config),
+    ) -> Self {
         persona_bot::telemetry::init_for_tests();
         let discord = FakeDiscord::start(World::simple()).await;
         let openai = FakeOpenAi::start().await;
@@ -59,6 +72,7 @@ impl E2e {
         config.provider.idle_timeout_secs = 5;
         config.database.url = format!("sqlite://{}/bot.db", dir.path().display());
         config.turn.user_cooldown_ms = 0;
+        configure(&mut config);
         let secrets = Secrets {
             discord_token: Some(SecretString::from("test-token".to_owned())),
             provider_keys: vec![SecretString::from("provider-key".to_owned())],
@@ -916,5 +930,207 @@ async fn drafting_rejects_a_tool_request_before_it_runs() {
             .iter()
             .all(|m| !m.to_string().contains("Tool call failed"))
     );
+    e.stop().await;
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// Uploads (multipart message posts) the bot made.
+fn uploads(e: &E2e) -> Vec<Recorded> {
+    e.discord
+        .requests()
+        .into_iter()
+        .filter(|r| !r.files.is_empty())
+        .collect()
+}
+
+// SPEC S5: a planned image is made on ComfyUI by the worker inside `run` (the chat is not kept
+// waiting), posted to the channel once with the task's nonce, and the model's next turn learns
+// it was posted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planned_image_is_made_on_comfyui_and_posted_once() {
+    let comfy = FakeComfy::start().await;
+    // The chat reply comes before ComfyUI has finished.
+    comfy.set_mode(ComfyMode::Slow(Duration::from_millis(300)));
+    let comfy_url = comfy.base_url.clone();
+    let e = E2e::start_with(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![
+            Reply::call("c1", "plan_image", r#"{"prompt":"a cat on a windowsill"}"#),
+            Reply::text(&["Painting it now."]),
+            Reply::text(&["Glad you like it."]),
+        ],
+        |c| {
+            c.image_worker.backend = ImageBackendKind::Comfyui;
+            c.image_worker.comfyui_url = comfy_url;
+            c.image_worker.comfyui_workflow =
+                concat!(env!("CARGO_MANIFEST_DIR"), "/config/comfyui_workflow.json").into();
+            c.image_worker.poll_ms = 20;
+        },
+    )
+    .await;
+    e.mention(ALICE, "alice", "draw me a cat").await;
+    e.until("the chat reply", |e| {
+        e.texts(GENERAL).contains(&"Painting it now.".to_owned())
+    })
+    .await;
+    assert!(
+        uploads(&e).is_empty(),
+        "the reply did not wait for the image"
+    );
+    e.until("the image is posted", |e| !uploads(e).is_empty())
+        .await;
+    let prompts = comfy.prompts();
+    assert_eq!(prompts.len(), 1, "one ComfyUI job");
+    assert!(
+        prompts[0].to_string().contains("a cat on a windowsill"),
+        "{}",
+        prompts[0]
+    );
+    let upload = &uploads(&e)[0];
+    assert_eq!(upload.path, format!("/channels/{GENERAL}/messages"));
+    assert_eq!(upload.files[0].data.as_ref(), FakeComfy::png().as_slice());
+    assert!(
+        upload.body["nonce"]
+            .as_str()
+            .is_some_and(|n| n.starts_with("plan-")),
+        "{}",
+        upload.body
+    );
+    e.mention(ALICE, "alice", "lovely!").await;
+    e.until("the next turn", |e| e.openai.requests().len() == 3)
+        .await;
+    let system = e.openai.requests()[2].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        system.contains("a cat on a windowsill") && system.contains("posted"),
+        "{system}"
+    );
+    e.until("the reply to it", |e| {
+        e.texts(GENERAL).contains(&"Glad you like it.".to_owned())
+    })
+    .await;
+    assert_eq!(uploads(&e).len(), 1, "posted once");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+fn due_reminder(creator: u64, due_at_ms: i64, text: &str) -> NewReminder {
+    NewReminder {
+        server: Some(ServerId(GUILD)),
+        channel: ChannelId(GENERAL),
+        creator: UserId(creator),
+        target: Some(UserId(creator)),
+        persona: PersonaId("aria".into()),
+        text: text.into(),
+        due_at_ms,
+        repeat: Repeat::Once,
+        time_zone: "Europe/Paris".into(),
+        visibility: Visibility::Public,
+        locale: Locale::En,
+        created_at_ms: now_ms() - 60_000,
+    }
+}
+
+fn cancel(id: i64) -> Value {
+    json!([{ "name": "cancel", "type": 1, "options": [{ "name": "id", "type": 4, "value": id }] }])
+}
+
+// SPEC T11: a due reminder starts a quiet turn in its channel: the persona speaks (not as a
+// reply), and its tool progress goes to the thought log as a card, not the conversation.
+// /reminders lists and cancels only your own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_due_reminder_speaks_quietly_and_only_its_owner_may_cancel() {
+    let e = E2e::start_with(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![
+            Reply::call("c1", "probe", r#"{"n":1}"#),
+            Reply::text(&["Time to stretch, <@300>!"]),
+        ],
+        |c| c.reminders.poll_ms = 20,
+    )
+    .await;
+    e.slash(
+        MODERATOR,
+        "thoughtlog",
+        MANAGE_GUILD | MANAGE_MESSAGES,
+        json!([{
+            "name": "set", "type": 1,
+            "options": [{ "name": "channel", "type": 7, "value": THOUGHTS.to_string() }]
+        }]),
+    )
+    .await;
+    let reminders = &e.running().storage.reminders;
+    let later = reminders
+        .create(&due_reminder(
+            BOB,
+            now_ms() + 86_400_000,
+            "water the plants",
+        ))
+        .await
+        .unwrap();
+    reminders
+        .create(&due_reminder(ALICE, now_ms() - 1_000, "stretch your legs"))
+        .await
+        .unwrap();
+    e.until("the reminder speaks", |e| {
+        e.texts(GENERAL)
+            .contains(&"Time to stretch, <@300>!".to_owned())
+    })
+    .await;
+    let trigger = e.openai.requests()[0].body["messages"].to_string();
+    assert!(trigger.contains("stretch your legs"), "{trigger}");
+    for message in e.posted(GENERAL) {
+        assert!(message.get("message_reference").is_none(), "not a reply");
+        assert_ne!(message["content"], PROGRESS, "no progress line in the chat");
+    }
+    e.until("the progress card", |e| {
+        e.posted(THOUGHTS)
+            .iter()
+            .any(|m| m.to_string().contains("Quiet turn progress"))
+    })
+    .await;
+    assert!(
+        reminders.for_user(UserId(ALICE)).await.unwrap().is_empty(),
+        "a one-off reminder is done once fired"
+    );
+
+    let list = e
+        .slash(
+            BOB,
+            "reminders",
+            0,
+            json!([{ "name": "list", "type": 1, "options": [] }]),
+        )
+        .await;
+    let list = content_of(&list);
+    assert!(
+        list.contains(&format!("#{later}")) && list.contains("water the plants"),
+        "{list}"
+    );
+    assert!(!list.contains("stretch"), "only Bob's: {list}");
+    let denied = content_of(&e.slash(ALICE, "reminders", 0, cancel(later)).await);
+    assert!(denied.contains("There is no reminder"), "{denied}");
+    let cancelled = content_of(&e.slash(BOB, "reminders", 0, cancel(later)).await);
+    assert!(cancelled.contains("is cancelled"), "{cancelled}");
+    assert!(reminders.for_user(UserId(BOB)).await.unwrap().is_empty());
+    assert_eq!(e.openai.requests().len(), 2, "the reminder fired once");
+    e.assert_fakes_used();
     e.stop().await;
 }

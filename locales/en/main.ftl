@@ -115,3 +115,10 @@ reminders-none = You have no reminders.
 reminders-title = Your reminders:
 reminders-cancelled = Reminder #{ $id } is cancelled.
 reminders-not-yours = There is no reminder #{ $id } that you set or that is for you.
+# One line of /reminders list: its number, when it is next due (local time), the time zone,
+# how often, and its text.
+reminders-line = `#{ $id }` { $when } ({ $zone }, { $repeat ->
+        [daily] daily
+        [weekly] weekly
+       *[once] once
+    }) — { $text }

@@ -115,3 +115,9 @@ reminders-none = リマインダーはありません。
 reminders-title = あなたのリマインダー：
 reminders-cancelled = リマインダー #{ $id } をキャンセルしました。
 reminders-not-yours = あなたが設定した、またはあなた宛てのリマインダー #{ $id } はありません。
+# /reminders list の1行。
+reminders-line = `#{ $id }` { $when } ({ $zone }, { $repeat ->
+        [daily] 毎日
+        [weekly] 毎週
+       *[once] 1回
+    }) — { $text }

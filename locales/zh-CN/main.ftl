@@ -115,3 +115,9 @@ reminders-none = 你没有提醒。
 reminders-title = 你的提醒：
 reminders-cancelled = 提醒 #{ $id } 已取消。
 reminders-not-yours = 没有你设置的或发给你的提醒 #{ $id }。
+# /reminders list 的一行。
+reminders-line = `#{ $id }` { $when } ({ $zone }, { $repeat ->
+        [daily] 每天
+        [weekly] 每周
+       *[once] 一次
+    }) — { $text }

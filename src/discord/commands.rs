@@ -250,12 +250,16 @@ pub async fn list(ctx: Context<'_>) -> Result<(), Error> {
             .single()
             .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
             .unwrap_or_default();
-        lines.push(format!(
-            "`#{}` {when} ({}, {}) — {}",
-            r.id,
-            tz.name(),
-            r.reminder.repeat.as_str(),
-            crate::thought_log::cut(&r.reminder.text, 80)
+        lines.push(locale::text_with(
+            locale,
+            "reminders-line",
+            &[
+                ("id", r.id.to_string()),
+                ("when", when),
+                ("zone", tz.name().to_owned()),
+                ("repeat", r.reminder.repeat.as_str().to_owned()),
+                ("text", crate::thought_log::cut(&r.reminder.text, 80)),
+            ],
         ));
     }
     reply(ctx, lines.join("\n")).await
