@@ -1134,3 +1134,65 @@ async fn a_due_reminder_speaks_quietly_and_only_its_owner_may_cancel() {
     e.assert_fakes_used();
     e.stop().await;
 }
+
+/// A plain message (no mention) in the general channel.
+async fn chatter(e: &E2e, author: u64, name: &str, text: &str) -> u64 {
+    e.discord
+        .send_message(Incoming::new(GENERAL, Some(GUILD), author, name, text))
+        .await
+}
+
+// Random quiet turns: off by default, set per server with /random (Manage Server), a chance per
+// message, bounded per hour; the persona speaks without replying to anyone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_turns_are_off_by_default_and_bounded_per_hour() {
+    let e = E2e::start(
+        Behaviour::Succeed {
+            data: None,
+            message: None,
+        },
+        vec![
+            Reply::text(&["Did someone say cake?"]),
+            Reply::text(&["Hello Bob."]),
+        ],
+    )
+    .await;
+    let on = json!([
+        { "name": "state", "type": 4, "value": 0 },
+        { "name": "percent", "type": 4, "value": 100 },
+        { "name": "per_hour", "type": 4, "value": 1 },
+    ]);
+    let denied = content_of(&e.slash(ALICE, "random", 0, on.clone()).await);
+    assert!(denied.contains("Manage Server"), "{denied}");
+    chatter(&e, ALICE, "alice", "anyone want cake?").await;
+    let on = content_of(&e.slash(MODERATOR, "random", MANAGE_GUILD, on).await);
+    assert!(on.contains("100%") && on.contains("at most 1"), "{on}");
+    let settings = e
+        .running()
+        .storage
+        .settings
+        .settings(ServerId(GUILD))
+        .await
+        .unwrap();
+    assert!(settings.random.enabled);
+    chatter(&e, ALICE, "alice", "cake is ready").await;
+    e.until("the random turn", |e| {
+        e.texts(GENERAL)
+            .contains(&"Did someone say cake?".to_owned())
+    })
+    .await;
+    let said = e.posted(GENERAL);
+    assert!(said[0].get("message_reference").is_none(), "not a reply");
+    let trigger = e.openai.requests()[0].body["messages"].to_string();
+    assert!(trigger.contains("cake is ready"), "{trigger}");
+    // The hour's one random turn is spent: this message is not answered, the mention after it is.
+    chatter(&e, BOB, "bob", "more cake please").await;
+    e.mention(BOB, "bob", "hi").await;
+    e.until("the mention's reply", |e| {
+        e.texts(GENERAL).contains(&"Hello Bob.".to_owned())
+    })
+    .await;
+    assert_eq!(e.openai.requests().len(), 2, "no second random turn");
+    e.assert_fakes_used();
+    e.stop().await;
+}

@@ -122,3 +122,15 @@ reminders-line = `#{ $id }` { $when } ({ $zone }, { $repeat ->
         [weekly] weekly
        *[once] once
     }) — { $text }
+
+# /random: random quiet turns for a server.
+cmd-random-name = random
+cmd-random-description = Turn random quiet turns on or off for this server
+cmd-random-state-name = state
+cmd-random-state-description = on or off
+cmd-random-percent-name = percent
+cmd-random-percent-description = Chance per message, in percent (1-100)
+cmd-random-per_hour-name = per_hour
+cmd-random-per_hour-description = Most random turns per hour (1-60)
+random-on = Random turns are on: a { $percent }% chance per message in allowed channels, at most { $per_hour } an hour.
+random-off = Random turns are off.

@@ -121,3 +121,15 @@ reminders-line = `#{ $id }` { $when } ({ $zone }, { $repeat ->
         [weekly] 毎週
        *[once] 1回
     }) — { $text }
+
+# /random: random quiet turns for a server.
+cmd-random-name = ランダム
+cmd-random-description = このサーバーでのランダムな発言をオン・オフします
+cmd-random-state-name = 状態
+cmd-random-state-description = on または off
+cmd-random-percent-name = 確率
+cmd-random-percent-description = メッセージごとの確率（%、1〜100）
+cmd-random-per_hour-name = 毎時上限
+cmd-random-per_hour-description = 1時間あたりの最大回数（1〜60）
+random-on = ランダムな発言がオンになりました：許可されたチャンネルでメッセージごとに { $percent }% の確率、1時間に最大 { $per_hour } 回。
+random-off = ランダムな発言はオフです。

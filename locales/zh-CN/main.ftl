@@ -121,3 +121,15 @@ reminders-line = `#{ $id }` { $when } ({ $zone }, { $repeat ->
         [weekly] 每周
        *[once] 一次
     }) — { $text }
+
+# /random: random quiet turns for a server.
+cmd-random-name = 随机
+cmd-random-description = 开启或关闭本服务器的随机发言
+cmd-random-state-name = 状态
+cmd-random-state-description = on 或 off
+cmd-random-percent-name = 概率
+cmd-random-percent-description = 每条消息的概率（百分比，1-100）
+cmd-random-per_hour-name = 每小时上限
+cmd-random-per_hour-description = 每小时最多几次（1-60）
+random-on = 随机发言已开启：在允许的频道中每条消息有 { $percent }% 的概率，每小时最多 { $per_hour } 次。
+random-off = 随机发言已关闭。

@@ -121,3 +121,15 @@ reminders-line = `#{ $id }` { $when } ({ $zone }, { $repeat ->
         [weekly] 每週
        *[once] 一次
     }) — { $text }
+
+# /random: random quiet turns for a server.
+cmd-random-name = 隨機
+cmd-random-description = 開啟或關閉本伺服器的隨機發言
+cmd-random-state-name = 狀態
+cmd-random-state-description = on 或 off
+cmd-random-percent-name = 機率
+cmd-random-percent-description = 每則訊息的機率（百分比，1-100）
+cmd-random-per_hour-name = 每小時上限
+cmd-random-per_hour-description = 每小時最多幾次（1-60）
+random-on = 隨機發言已開啟：在允許的頻道中每則訊息有 { $percent }% 的機率，每小時最多 { $per_hour } 次。
+random-off = 隨機發言已關閉。

@@ -204,6 +204,19 @@ impl RandomBudget {
         entry.1 += 1;
         true
     }
+
+    /// Gives back a turn [`roll`](Self::roll) granted in the hour of `now_ms` that did not start
+    /// (the message was not admitted).
+    pub fn refund(&self, server: super::scope::ServerId, now_ms: i64) {
+        let hour = u64::try_from(now_ms / 3_600_000).unwrap_or(0);
+        let mut used = self
+            .used
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(entry) = used.get_mut(&server).filter(|e| e.0 == hour) {
+            entry.1 = entry.1.saturating_sub(1);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -430,6 +443,13 @@ mod tests {
         assert!(!budget.roll(ServerId(1), &on, 0, 2_000), "two per hour");
         assert!(budget.roll(ServerId(2), &on, 0, 2_000), "per server");
         assert!(budget.roll(ServerId(1), &on, 0, 3_600_000), "a new hour");
+        budget.refund(ServerId(1), 3_600_001);
+        assert!(
+            budget.roll(ServerId(1), &on, 0, 3_600_002),
+            "a refunded turn is available again"
+        );
+        assert!(budget.roll(ServerId(1), &on, 0, 3_600_003));
+        assert!(!budget.roll(ServerId(1), &on, 0, 3_600_004), "still two");
     }
 
     // SPEC C2: the per-user cooldown.

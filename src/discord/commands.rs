@@ -1,5 +1,5 @@
-//! Slash commands (poise): `/kill` (SPEC C6), `/drafting on|off` (SPEC C8), `/thoughtlog set`
-//! and `/thoughtlog off` (SPEC T11). Each parses, calls one core function, and renders a
+//! Slash commands (poise): `/kill` (SPEC C6), `/drafting on|off` (SPEC C8), `/random on|off`,
+//! `/thoughtlog set` and `/thoughtlog off` (SPEC T11), `/reminders list|cancel`. Each parses, calls one core function, and renders a
 //! localized, ephemeral reply. Names and descriptions are localized from `locales/` (SPEC D3).
 //! Permission checks read the member permissions Discord computed for the interaction.
 
@@ -13,7 +13,7 @@ use crate::locale::{self, Locale};
 
 /// Every command, localized.
 pub fn all() -> Vec<poise::Command<std::sync::Arc<BotData>, Error>> {
-    let mut commands = vec![kill(), drafting(), thoughtlog(), reminders()];
+    let mut commands = vec![kill(), drafting(), random(), thoughtlog(), reminders()];
     for command in &mut commands {
         localize(command, "cmd");
     }
@@ -173,6 +173,48 @@ pub async fn drafting(ctx: Context<'_>, state: State) -> Result<(), Error> {
         "drafting-off"
     };
     reply(ctx, locale::text(locale_of(ctx), key)).await
+}
+
+/// Turn random quiet turns on or off for this server: a chance per message, bounded per hour.
+#[poise::command(slash_command, default_member_permissions = "MANAGE_GUILD")]
+pub async fn random(
+    ctx: Context<'_>,
+    state: State,
+    #[min = 1]
+    #[max = 100]
+    percent: Option<u8>,
+    #[min = 1]
+    #[max = 60]
+    per_hour: Option<u32>,
+) -> Result<(), Error> {
+    let Some(server) = managed_server(ctx).await? else {
+        return Ok(());
+    };
+    let store = &ctx.data().settings;
+    let mut settings = store.settings(server).await?;
+    let random = &mut settings.random;
+    random.enabled = state == State::On;
+    // Discord enforces the bounds; a hand-made request is clamped to them.
+    if let Some(percent) = percent {
+        random.percent = percent.clamp(1, 100);
+    }
+    if let Some(per_hour) = per_hour {
+        random.per_hour = per_hour.clamp(1, 60);
+    }
+    let text = if random.enabled {
+        locale::text_with(
+            locale_of(ctx),
+            "random-on",
+            &[
+                ("percent", random.percent.to_string()),
+                ("per_hour", random.per_hour.to_string()),
+            ],
+        )
+    } else {
+        locale::text(locale_of(ctx), "random-off")
+    };
+    store.save_settings(server, &settings).await?;
+    reply(ctx, text).await
 }
 
 /// Choose the hidden channel where moderators see what the bot did.

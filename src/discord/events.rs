@@ -88,6 +88,9 @@ async fn on_message(data: &BotData, message: &Message) {
     }
     if let Err(refusal) = admit(&facts, &settings, &data.cooldowns) {
         tracing::debug!(%channel, ?refusal, "message not admitted");
+        if let (true, Some(server)) = (random, server) {
+            data.random.refund(server, SystemClock.now_ms());
+        }
         return;
     }
     let visibility = match server {
