@@ -41,6 +41,31 @@ impl PlanRepo {
             .await
             .map_err(port_error)
     }
+
+    /// Ends a task this worker still holds with a final status and result; false when another
+    /// worker has taken it over.
+    async fn finish(
+        &self,
+        id: i64,
+        worker: &str,
+        status: &str,
+        result: &Value,
+        now_ms: i64,
+    ) -> Result<bool, PortError> {
+        let done = sqlx::query(
+            "UPDATE worker_tasks SET status = $3, claimed_by = NULL, result = $4, \
+             updated_at = $5 WHERE id = $1 AND claimed_by = $2 AND status = 'running'",
+        )
+        .bind(id)
+        .bind(worker.to_owned())
+        .bind(status.to_owned())
+        .bind(result.to_string())
+        .bind(now_ms)
+        .execute(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(done.rows_affected() == 1)
+    }
 }
 
 #[async_trait]
@@ -217,18 +242,7 @@ impl TaskStore for PlanRepo {
         result: &Value,
         now_ms: i64,
     ) -> Result<bool, PortError> {
-        let done = sqlx::query(
-            "UPDATE worker_tasks SET status = 'done', claimed_by = NULL, result = $4, \
-             updated_at = $3 WHERE id = $1 AND claimed_by = $2 AND status = 'running'",
-        )
-        .bind(id)
-        .bind(worker.to_owned())
-        .bind(now_ms)
-        .bind(result.to_string())
-        .execute(self.db.pool())
-        .await
-        .map_err(port_error)?;
-        Ok(done.rows_affected() == 1)
+        self.finish(id, worker, "done", result, now_ms).await
     }
 
     async fn retry_at(
@@ -260,17 +274,6 @@ impl TaskStore for PlanRepo {
         result: &Value,
         now_ms: i64,
     ) -> Result<bool, PortError> {
-        let done = sqlx::query(
-            "UPDATE worker_tasks SET status = 'failed', claimed_by = NULL, result = $3, \
-             updated_at = $4 WHERE id = $1 AND claimed_by = $2 AND status = 'running'",
-        )
-        .bind(id)
-        .bind(worker.to_owned())
-        .bind(result.to_string())
-        .bind(now_ms)
-        .execute(self.db.pool())
-        .await
-        .map_err(port_error)?;
-        Ok(done.rows_affected() == 1)
+        self.finish(id, worker, "failed", result, now_ms).await
     }
 }
