@@ -205,10 +205,7 @@ fn content_of(response: &Value) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mention_gets_a_streamed_reply_cut_at_paragraphs() {
     let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![Reply::Stream(vec![
             Sse::text("First paragraph, "),
             Sse::text("streamed.\n\nSecond "),
@@ -255,10 +252,7 @@ async fn a_mention_gets_a_streamed_reply_cut_at_paragraphs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_in_a_busy_channel_is_answered_after_the_turn() {
     let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![
             Reply::Stream(vec![
                 Sse::Delay(Duration::from_millis(400)),
@@ -356,10 +350,7 @@ async fn kill_by_another_member_is_denied_but_a_moderator_may() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sticker_tool_called_twice_posts_one_sticker() {
     let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![
             Reply::call("c1", "select_sticker_for_response", r#"{"name":"wave"}"#),
             Reply::call("c2", "select_sticker_for_response", r#"{"name":"wave"}"#),
@@ -392,10 +383,7 @@ async fn the_sticker_tool_called_twice_posts_one_sticker() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_guessed_hidden_tool_is_denied_and_nothing_is_posted() {
     let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![
             Reply::call("c1", "submit_review", r#"{"decision":"pass"}"#),
             Reply::text(&["Never mind."]),
@@ -483,14 +471,7 @@ async fn a_failed_tool_posts_a_redacted_notice_to_the_thought_log() {
 // SPEC T11: the thought log refuses a channel @everyone can view, and says so to the setter.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_thought_log_refuses_a_public_channel() {
-    let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
-        vec![],
-    )
-    .await;
+    let e = E2e::start(Behaviour::succeed(), vec![]).await;
     let refused = e
         .slash(
             MODERATOR,
@@ -532,14 +513,7 @@ async fn the_thought_log_refuses_a_public_channel() {
 // SPEC C8: /drafting on|off is stored per server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drafting_is_stored_per_server() {
-    let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
-        vec![],
-    )
-    .await;
+    let e = E2e::start(Behaviour::succeed(), vec![]).await;
     let on = e
         // poise registers a choice parameter as an integer option: the choice's index.
         .slash(
@@ -565,10 +539,7 @@ async fn drafting_is_stored_per_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_discord_429_is_waited_out_and_no_text_is_lost() {
     let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![Reply::text(&["One.\n\nTwo.\n\nThree."])],
     )
     .await;
@@ -600,10 +571,7 @@ async fn a_discord_429_is_waited_out_and_no_text_is_lost() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dms_work_and_record_no_stats() {
     let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![
             Reply::call("c1", "probe", r#"{"n":2}"#),
             Reply::text(&["Hello in private."]),
@@ -644,14 +612,7 @@ async fn dms_work_and_record_no_stats() {
 // SPEC C1, C2: bots, webhooks, plain chatter and blocked channels get no model call.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bots_webhooks_chatter_and_blocked_channels_get_no_turn() {
-    let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
-        vec![Reply::text(&["Only this."])],
-    )
-    .await;
+    let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["Only this."])]).await;
     let mut from_bot = Incoming::new(
         GENERAL,
         Some(GUILD),
@@ -726,10 +687,7 @@ async fn bots_webhooks_chatter_and_blocked_channels_get_no_turn() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_sticker_frees_the_allowance() {
     let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![
             Reply::call("c1", "select_sticker_for_response", r#"{"name":"wave"}"#),
             Reply::call("c2", "select_sticker_for_response", r#"{"name":"heart"}"#),
@@ -764,10 +722,7 @@ async fn a_refused_sticker_frees_the_allowance() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unconfirmed_sticker_send_ends_the_turn_quietly() {
     let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![Reply::call(
             "c1",
             "select_sticker_for_response",
@@ -837,10 +792,7 @@ async fn drafting_on(e: &E2e) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drafting_holds_the_reply_until_the_reviewer_passes_a_revision() {
     let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![
             Reply::text(&["A rambling first draft."]),
             Reply::text(&["Short reply."]),
@@ -895,10 +847,7 @@ async fn drafting_holds_the_reply_until_the_reviewer_passes_a_revision() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drafting_rejects_a_tool_request_before_it_runs() {
     let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![
             Reply::call("c1", "probe", r#"{"n":1}"#),
             Reply::text(&["Fine, I won't."]),
@@ -962,10 +911,7 @@ async fn a_planned_image_is_made_on_comfyui_and_posted_once() {
     comfy.set_mode(ComfyMode::Slow(Duration::from_millis(300)));
     let comfy_url = comfy.base_url.clone();
     let e = E2e::start_with(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![
             Reply::call("c1", "plan_image", r#"{"prompt":"a cat on a windowsill"}"#),
             Reply::text(&["Painting it now."]),
@@ -1055,10 +1001,7 @@ fn cancel(id: i64) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_due_reminder_speaks_quietly_and_only_its_owner_may_cancel() {
     let e = E2e::start_with(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![
             Reply::call("c1", "probe", r#"{"n":1}"#),
             Reply::text(&["Time to stretch, <@300>!"]),
@@ -1147,10 +1090,7 @@ async fn chatter(e: &E2e, author: u64, name: &str, text: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_turns_are_off_by_default_and_bounded_per_hour() {
     let e = E2e::start(
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         vec![
             Reply::text(&["Did someone say cake?"]),
             Reply::text(&["Hello Bob."]),

@@ -439,15 +439,7 @@ async fn drafting_bot(
     reviewer: &Arc<ScriptedReviewer>,
     fakes: Fakes,
 ) -> Bot<ScriptedModel> {
-    let h = Harness::build(
-        fakes,
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
-        |r| r,
-    )
-    .with_reviewer(reviewer.clone());
+    let h = Harness::build(fakes, Behaviour::succeed(), |r| r).with_reviewer(reviewer.clone());
     let settings = Arc::new(InMemorySettings::default());
     let on = ServerSettings {
         drafting: true,
@@ -585,15 +577,7 @@ async fn a_sticker_passes_the_checkpoint_before_it_is_sent() {
         ScriptedPass::call("select_sticker_for_response", r#"{"name":"wave"}"#),
         ScriptedPass::text(&[""]),
     ]);
-    let h = Harness::build(
-        fakes,
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
-        |r| r,
-    )
-    .with_reviewer(reviewer.clone());
+    let h = Harness::build(fakes, Behaviour::succeed(), |r| r).with_reviewer(reviewer.clone());
     let settings = Arc::new(InMemorySettings::default());
     let mut bot = Bot::with_settings(
         h,

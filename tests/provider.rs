@@ -246,15 +246,7 @@ async fn exhausted_balance_429_rotates_the_key_and_the_sticker_is_not_resent() {
         r#"{"name":"wave"}"#,
     ));
     fake.push(Reply::text(&["Waved at you!"]));
-    let mut bot = bot_with(
-        &fake,
-        &["key-a", "key-b"],
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
-        fakes,
-    );
+    let mut bot = bot_with(&fake, &["key-a", "key-b"], Behaviour::succeed(), fakes);
     bot.say(message(1, ALICE, "wave")).await;
     assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
     let keys: Vec<String> = fake.requests().iter().map(|r| r.key().to_owned()).collect();

@@ -95,10 +95,7 @@ async fn bad_reminders_are_refused_with_a_reason() {
 async fn reminders_per_user_are_limited() {
     let h = Harness::build_with_config(
         Fakes::default(),
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         |r| r,
         |c| c.reminders.max_per_user = 1,
     );

@@ -530,14 +530,9 @@ async fn reused_outcome_has_the_same_payload_and_is_not_dispatched_again() {
 // ---------------------------------------------------------------- T8
 
 fn media(failure: ProviderFailure) -> Harness {
-    Harness::build(
-        Fakes::default(),
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
-        |r| r.with(MediaTool(failure)),
-    )
+    Harness::build(Fakes::default(), Behaviour::succeed(), |r| {
+        r.with(MediaTool(failure))
+    })
 }
 
 // SPEC T8

@@ -197,10 +197,7 @@ async fn arguments_cannot_widen_scope() {
 async fn remember_fact_respects_scope_and_limit() {
     let h = Harness::build_with_config(
         Default::default(),
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         |r| r,
         |c| c.memory.facts_per_user = 1,
     );
@@ -338,10 +335,7 @@ async fn plan_image_records_a_plan_and_reports_not_executed() {
 async fn plans_are_deduplicated_and_capped_per_turn() {
     let h = Harness::build_with_config(
         Default::default(),
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         |r| r,
         |c| c.image.max_plans_per_turn = 2,
     );

@@ -95,10 +95,7 @@ async fn full_queue_drops_the_oldest_waiting_message_with_a_notice() {
     let model = ScriptedModel::responding(|_| ScriptedPass::Stream(vec![delay(30), text("ok.")]));
     let mut bot = Bot::build(
         model,
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         |c| c.turn.queue_limit = 2,
         Fakes::default(),
     );
@@ -398,10 +395,7 @@ async fn pass_cap_ends_the_turn_with_a_notice() {
     let model = ScriptedModel::responding(|_| ScriptedPass::call("recall_facts", "{}"));
     let mut bot = Bot::build(
         model,
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
+        Behaviour::succeed(),
         |c| c.turn.max_passes = 3,
         Fakes::default(),
     );
@@ -459,15 +453,7 @@ async fn stale_turn_is_force_released_and_the_queue_goes_on() {
     let fakes = Fakes::default();
     fakes.sink.hang_sends(true);
     let model = ScriptedModel::responding(|_| ScriptedPass::text(&["Hello."]));
-    let mut bot = Bot::build(
-        model,
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
-        |_| {},
-        fakes,
-    );
+    let mut bot = Bot::build(model, Behaviour::succeed(), |_| {}, fakes);
     let started = tokio::time::Instant::now();
     bot.say(message(1, ALICE, "hi")).await;
     bot.say(message(2, BOB, "next")).await;
@@ -646,15 +632,7 @@ async fn completed_sticker_is_not_sent_again_after_key_rotation() {
         ScriptedPass::text(&["Waved!"]),
     ])
     .with_attempts(attempts(&[(0, 0), (0, 1)]));
-    let mut bot = Bot::build(
-        model,
-        Behaviour::Succeed {
-            data: None,
-            message: None,
-        },
-        |_| {},
-        fakes,
-    );
+    let mut bot = Bot::build(model, Behaviour::succeed(), |_| {}, fakes);
     bot.say(message(1, ALICE, "wave at me")).await;
     assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
     assert_eq!(

@@ -74,6 +74,16 @@ pub enum Behaviour {
     },
 }
 
+impl Behaviour {
+    /// Succeeds with no data and no message.
+    pub fn succeed() -> Self {
+        Self::Succeed {
+            data: None,
+            message: None,
+        }
+    }
+}
+
 /// A test tool for persona and reviewer: records its runs, then behaves as told.
 pub struct ProbeTool {
     pub probe: Arc<Probe>,
