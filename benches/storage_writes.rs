@@ -6,6 +6,8 @@
 //! Run: `cargo bench --bench storage_writes`. PostgreSQL comes from `TEST_POSTGRES_URL` (default:
 //! the local server); a fresh database is created and dropped.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use persona_bot::chat::ports::{
@@ -18,7 +20,6 @@ use persona_bot::chat::turn::TurnId;
 use persona_bot::config::Config;
 use persona_bot::storage::Storage;
 use serde_json::json;
-use sqlx::Connection;
 
 const TURNS: usize = 20_000;
 const SYNC_TURNS: usize = 500;
@@ -111,25 +112,10 @@ async fn measure(label: &str, url: &str) {
     s.close().await;
 }
 
-async fn fresh_postgres(admin: &str) -> Option<(String, String)> {
-    sqlx::any::install_default_drivers();
-    let mut conn = sqlx::AnyConnection::connect(admin).await.ok()?;
-    let name = format!("pbbench_{}", uuid::Uuid::now_v7().simple());
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&mut conn)
-        .await
-        .ok()?;
-    let base = admin.split('?').next().unwrap_or(admin);
-    let base = base.rsplit_once('/').map_or(base, |(head, _)| head);
-    Some((format!("{base}/{name}"), name))
-}
-
 #[tokio::main]
 async fn main() {
     // `cargo test --all-targets` runs benches once as tests; keep that quick.
-    if std::env::args().any(|a| a == "--test" || a == "--list")
-        || !std::env::args().any(|a| a == "--bench")
-    {
+    if !common::benchmarking() {
         println!("storage_writes: run with `cargo bench --bench storage_writes`");
         return;
     }
@@ -140,17 +126,11 @@ async fn main() {
     )
     .await;
 
-    let admin = std::env::var("TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into());
-    match fresh_postgres(&admin).await {
+    let admin = common::postgres_admin_url();
+    match common::fresh_postgres(&admin).await {
         Some((url, name)) => {
             measure("postgres", &url).await;
-            if let Ok(mut conn) = sqlx::AnyConnection::connect(&admin).await {
-                let drop = format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)");
-                let _ = sqlx::query(sqlx::AssertSqlSafe(drop))
-                    .execute(&mut conn)
-                    .await;
-            }
+            common::drop_postgres(&admin, &name).await;
         }
         None => println!("postgres   skipped: no PostgreSQL at TEST_POSTGRES_URL"),
     }
