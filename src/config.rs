@@ -584,6 +584,14 @@ pub struct Secrets {
 }
 
 impl Secrets {
+    /// The database to use: [`DATABASE_URL_ENV`] when set, else `database.url`.
+    pub fn database_url_or(&self, database: &DatabaseConfig) -> String {
+        self.database_url.as_ref().map_or_else(
+            || database.url.clone(),
+            |url| secrecy::ExposeSecret::expose_secret(url).to_owned(),
+        )
+    }
+
     /// Reads [`DISCORD_TOKEN_ENV`], [`PROVIDER_KEYS_ENV`] and [`DATABASE_URL_ENV`]; empty
     /// values count as unset.
     pub fn from_env() -> Self {

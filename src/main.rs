@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use persona_bot::config::{Config, Secrets};
 use persona_bot::storage::Database;
-use secrecy::ExposeSecret;
 
 #[derive(Parser)]
 #[command(
@@ -65,10 +64,7 @@ async fn main() -> ExitCode {
         }
         Command::Migrate => {
             let secrets = Secrets::from_env();
-            let url = secrets.database_url.as_ref().map_or_else(
-                || config.database.url.clone(),
-                |url| url.expose_secret().to_owned(),
-            );
+            let url = secrets.database_url_or(&config.database);
             let migrated = async {
                 let db = Database::connect(&url, 1).await?;
                 db.migrate().await?;

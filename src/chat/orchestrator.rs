@@ -22,9 +22,7 @@ use super::context::Trigger;
 use super::ports::PortError;
 use super::role::Role;
 use super::scope::{ChannelId, MessageId, Scope, UserId};
-use super::stores::{
-    NewQueuedMessage, Persona, PersonaStore, QueueStore, ServerSettings, SettingsStore,
-};
+use super::stores::{NewQueuedMessage, Persona, PersonaStore, QueueStore, SettingsStore};
 use super::turn::{ChannelActivity, Turn, TurnId, TurnStatus};
 use crate::config::{Config, KillPermission};
 use crate::locale;
@@ -378,18 +376,7 @@ impl Worker {
 
     async fn start(&mut self, pending: Pending) {
         let m = &pending.message;
-        let settings = match m.server {
-            Some(server) => self
-                .deps
-                .settings
-                .settings(server)
-                .await
-                .unwrap_or_else(|error| {
-                    tracing::warn!(%server, %error, "settings unavailable; using defaults");
-                    ServerSettings::default()
-                }),
-            None => ServerSettings::default(),
-        };
+        let settings = self.deps.settings.settings_or_default(m.server).await;
         let persona = persona(&self.deps, &m.persona).await;
         let admission = deliberate::admit(
             &self.deps.turn.registry,

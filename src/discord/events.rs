@@ -7,7 +7,7 @@ use super::BotData;
 use crate::chat::admission::{MessageFacts, admit, triggers};
 use crate::chat::ports::{Clock, SystemClock};
 use crate::chat::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
-use crate::chat::stores::{NewQueuedMessage, ServerSettings};
+use crate::chat::stores::NewQueuedMessage;
 
 /// Handles one gateway event.
 pub async fn handle(event: &FullEvent, data: &BotData) {
@@ -34,17 +34,7 @@ async fn on_message(data: &BotData, message: &Message) {
     };
     let server = message.guild_id.map(|g| ServerId(g.get()));
     let channel = ChannelId(message.channel_id.get());
-    let settings = match server {
-        Some(server) => data
-            .settings
-            .settings(server)
-            .await
-            .unwrap_or_else(|error| {
-                tracing::warn!(%server, %error, "settings unavailable; using defaults");
-                ServerSettings::default()
-            }),
-        None => ServerSettings::default(),
-    };
+    let settings = data.settings.settings_or_default(server).await;
     let roles: Vec<u64> = message
         .member
         .as_ref()

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use secrecy::SecretString;
 use serenity::all::{ClientBuilder, GatewayIntents, HttpBuilder, ShardManager};
 use tokio::task::JoinHandle;
 
@@ -122,11 +123,7 @@ pub async fn start(
         .discord_token
         .clone()
         .context("DISCORD_TOKEN is not set: the bot needs its Discord token in the environment")?;
-    let url = secrets.database_url.as_ref().map_or_else(
-        || config.database.url.clone(),
-        |u| secrecy::ExposeSecret::expose_secret(u).to_owned(),
-    );
-    let storage = Storage::open(&url, &config.database)
+    let storage = Storage::open(&secrets.database_url_or(&config.database), &config.database)
         .await
         .context("database")?;
     let persona = default_persona(&config, &storage).await?;
@@ -145,15 +142,7 @@ pub async fn start(
             config.review.prompt.clone(),
             Duration::from_secs(config.review.timeout_secs),
         ));
-    let rest = Arc::new(
-        rest::DiscordRest::new(
-            &config.discord.api_base_url,
-            &token,
-            config.discord.channel_messages_per_5s,
-            config.discord.max_rate_limit_waits,
-        )
-        .context("Discord HTTP client")?,
-    );
+    let rest = discord_rest(&config, &token)?;
     let bot = sink::BotId::default();
     let cache = guild::CacheCell::default();
     let sink = Arc::new(sink::DiscordSink::new(rest.clone(), bot.clone()));
@@ -286,6 +275,18 @@ pub async fn start(
     })
 }
 
+/// Delivery's REST client (its own rate limits and retries, see `rest`).
+fn discord_rest(config: &Config, token: &SecretString) -> anyhow::Result<Arc<rest::DiscordRest>> {
+    let rest = rest::DiscordRest::new(
+        &config.discord.api_base_url,
+        token,
+        config.discord.channel_messages_per_5s,
+        config.discord.max_rate_limit_waits,
+    )
+    .context("Discord HTTP client")?;
+    Ok(Arc::new(rest))
+}
+
 /// An image worker posting through Discord's REST API.
 fn image_worker(
     config: &Config,
@@ -321,19 +322,10 @@ pub async fn run_worker(
         .discord_token
         .clone()
         .context("DISCORD_TOKEN is not set: the worker posts images as the bot")?;
-    let url = secrets.database_url.as_ref().map_or_else(
-        || config.database.url.clone(),
-        |u| secrecy::ExposeSecret::expose_secret(u).to_owned(),
-    );
-    let storage = Storage::open(&url, &config.database)
+    let storage = Storage::open(&secrets.database_url_or(&config.database), &config.database)
         .await
         .context("database")?;
-    let rest = Arc::new(rest::DiscordRest::new(
-        &config.discord.api_base_url,
-        &token,
-        config.discord.channel_messages_per_5s,
-        config.discord.max_rate_limit_waits,
-    )?);
+    let rest = discord_rest(&config, &token)?;
     let cache = guild::CacheCell::default();
     // Without a gateway cache the thought log cannot tell a channel is private: it stays
     // silent (it never posts where it cannot check).

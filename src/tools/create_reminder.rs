@@ -71,11 +71,7 @@ impl Tool for CreateReminder {
                 chrono::NaiveDateTime::parse_from_str(at.trim(), LOCAL_FORMAT)
                     .map_err(|_| ArgError::at("$.at", "must look like 2026-12-01 09:30"))?;
             }
-            (None, Some(minutes)) => {
-                if !(1..=525_600).contains(&minutes) {
-                    return Err(ArgError::at("$.in_minutes", "must be between 1 and 525600"));
-                }
-            }
+            (None, Some(minutes)) => ArgError::check_range("$.in_minutes", minutes, 1, 525_600)?,
             _ => {
                 return Err(ArgError::at(
                     "$",

@@ -191,7 +191,12 @@ impl ArgError {
 
 impl ArgError {
     /// Checks that a number lies in `min..=max`.
-    pub fn check_range(path: &str, value: u8, min: u8, max: u8) -> Result<(), Self> {
+    pub fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
+        path: &str,
+        value: T,
+        min: T,
+        max: T,
+    ) -> Result<(), Self> {
         if (min..=max).contains(&value) {
             Ok(())
         } else {
