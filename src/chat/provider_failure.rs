@@ -97,7 +97,8 @@ const SAFETY: &[&str] = &[
     "flagged",
     "nsfw",
     "responsible ai",
-    "refused",
+    "request was refused",
+    "refused to generate",
 ];
 const CONTEXT: &[&str] = &[
     "context_length_exceeded",
@@ -319,6 +320,16 @@ mod tests {
         assert_eq!(
             classify(Some(400), "bad size"),
             FailureClass::InvalidRequest
+        );
+    }
+
+    // SPEC C11: a refused connection is a network failure (retried elsewhere), not a safety
+    // refusal (never retried).
+    #[test]
+    fn a_refused_connection_is_a_network_failure() {
+        assert_eq!(
+            classify(None, "error sending request: Connection refused (os error 111)"),
+            FailureClass::Network
         );
     }
 

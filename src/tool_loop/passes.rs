@@ -280,13 +280,14 @@ async fn seed_stored_outcomes(turn: &Turn, store: &dyn OutcomeStore) {
     match store.outcomes(turn.id).await {
         Ok(stored) if !stored.is_empty() => {
             let mut state = turn.state();
+            // This run is a later invocation than every stored one, so each is reusable.
+            let latest = stored.iter().map(|o| o.invocation).max().unwrap_or(0);
+            state.invocation = state.invocation.max(latest + 1);
             for outcome in stored {
                 state
                     .outcomes
                     .record(outcome.identity, outcome.response, outcome.invocation);
             }
-            let next = state.invocation.max(1);
-            state.invocation = next;
         }
         Ok(_) => {}
         Err(error) => {
