@@ -259,12 +259,17 @@ impl Worker {
         let typing_every = Duration::from_secs(self.deps.config.turn.typing_interval_secs);
         let mut stale_check = tokio::time::interval(STALE_CHECK);
         stale_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Once the orchestrator is gone the inbox stays closed; a running turn still finishes.
+        let mut inbox_open = true;
         loop {
             if self.running.is_none()
                 && let Some(next) = self.queue.pop_front()
             {
                 self.start(next).await;
                 continue;
+            }
+            if !inbox_open && self.running.is_none() {
+                return;
             }
             let next_typing = self.running.as_ref().map(|r| r.next_typing);
             tokio::select! {
@@ -273,11 +278,9 @@ impl Worker {
                     self.abandon_for_shutdown();
                     return;
                 }
-                command = self.rx.recv() => match command {
+                command = self.rx.recv(), if inbox_open => match command {
                     Some(command) => self.handle(command).await,
-                    // The orchestrator is gone and nothing is running.
-                    None if self.running.is_none() => return,
-                    None => {}
+                    None => inbox_open = false,
                 },
                 report = poll_running(&mut self.running) => self.finish(report).await,
                 () = sleep_until_opt(next_typing) => {
