@@ -914,11 +914,12 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
     async fn push(
         &self,
         message: &crate::chat::stores::NewQueuedMessage,
-    ) -> Result<i64, PortError> {
+    ) -> Result<crate::chat::stores::Pushed, PortError> {
+        use crate::chat::stores::Pushed;
         let mut entries = lock(&self.entries);
         let key = (message.channel, message.message);
         if let Some(id) = entries.by_message.get(&key) {
-            return Ok(*id);
+            return Ok(Pushed::Existing(*id));
         }
         let id = self.next_id.fetch_add(1, Ordering::SeqCst) + 1;
         entries.by_message.insert(key, id);
@@ -929,7 +930,7 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
                 entry: message.clone(),
             },
         );
-        Ok(id)
+        Ok(Pushed::New(id))
     }
 
     async fn remove(&self, id: i64) -> Result<(), PortError> {

@@ -15,7 +15,7 @@ use persona_bot::chat::ports::{
 use persona_bot::chat::role::Role;
 use persona_bot::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 use persona_bot::chat::stores::{
-    AccessLists, DeliberateSettings, NewQueuedMessage, OutcomeStore, Persona, PersonaStore,
+    AccessLists, DeliberateSettings, NewQueuedMessage, OutcomeStore, Persona, PersonaStore, Pushed,
     QueueStore, ServerSettings, SettingsStore, StoredOutcome, TaskStore,
 };
 use persona_bot::chat::turn::TurnId;
@@ -395,9 +395,14 @@ async fn usage_counters_add_up_per_key(db: TestDb) {
 async fn queue_keeps_order_deduplicates_and_clears(db: TestDb) {
     let s = db.open().await;
     let a = s.queue.push(&queued(10, false)).await.unwrap();
-    let b = s.queue.push(&queued(11, true)).await.unwrap();
+    let b = s.queue.push(&queued(11, true)).await.unwrap().id();
     let a_again = s.queue.push(&queued(10, false)).await.unwrap();
-    assert_eq!(a, a_again, "a redelivered message keeps one entry");
+    assert_eq!(
+        a_again,
+        Pushed::Existing(a.id()),
+        "a redelivered message keeps one entry"
+    );
+    let a = a.id();
     let pending = s.queue.pending(CHANNEL).await.unwrap();
     assert_eq!(pending.iter().map(|m| m.id).collect::<Vec<_>>(), vec![a, b]);
     assert_eq!(pending[1].entry, queued(11, true));

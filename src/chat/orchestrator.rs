@@ -22,7 +22,7 @@ use super::context::Trigger;
 use super::ports::PortError;
 use super::role::Role;
 use super::scope::{ChannelId, MessageId, Scope, UserId};
-use super::stores::{NewQueuedMessage, Persona, PersonaStore, QueueStore, SettingsStore};
+use super::stores::{NewQueuedMessage, Persona, PersonaStore, Pushed, QueueStore, SettingsStore};
 use super::turn::{ChannelActivity, Turn, TurnId, TurnStatus};
 use crate::config::{Config, KillPermission};
 use crate::locale;
@@ -128,7 +128,11 @@ impl Orchestrator {
     /// its channel's worker.
     pub async fn submit(&self, message: NewQueuedMessage) {
         let store_id = match self.inner.deps.queue.push(&message).await {
-            Ok(id) => Some(id),
+            Ok(Pushed::New(id)) => Some(id),
+            Ok(Pushed::Existing(_)) => {
+                tracing::debug!(channel = %message.channel, message = %message.message, "already queued; handled once");
+                return;
+            }
             Err(error) => {
                 tracing::error!(channel = %message.channel, %error, "queue store unavailable; message kept in memory only");
                 None

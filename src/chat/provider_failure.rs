@@ -328,7 +328,10 @@ mod tests {
     #[test]
     fn a_refused_connection_is_a_network_failure() {
         assert_eq!(
-            classify(None, "error sending request: Connection refused (os error 111)"),
+            classify(
+                None,
+                "error sending request: Connection refused (os error 111)"
+            ),
             FailureClass::Network
         );
     }

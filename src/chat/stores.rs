@@ -157,10 +157,28 @@ pub struct QueuedMessage {
     pub entry: NewQueuedMessage,
 }
 
+/// What storing a queued message did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pushed {
+    /// A new entry with this id.
+    New(i64),
+    /// The message was already queued under this id; it is handled once, from there.
+    Existing(i64),
+}
+
+impl Pushed {
+    pub fn id(self) -> i64 {
+        match self {
+            Pushed::New(id) | Pushed::Existing(id) => id,
+        }
+    }
+}
+
 #[async_trait]
 pub trait QueueStore: Send + Sync {
-    /// Stores a message before it is acknowledged; returns its queue id.
-    async fn push(&self, message: &NewQueuedMessage) -> Result<i64, PortError>;
+    /// Stores a message before it is acknowledged. A message already stored (a redelivered
+    /// gateway event, or one recovered at start) keeps its one entry.
+    async fn push(&self, message: &NewQueuedMessage) -> Result<Pushed, PortError>;
     /// Removes an answered (or deliberately dropped) entry.
     async fn remove(&self, id: i64) -> Result<(), PortError>;
     /// The channel's entries, oldest first.

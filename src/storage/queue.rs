@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::{Backend, Database, from_sql_id, port_error, sql_id};
 use crate::chat::ports::PortError;
 use crate::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
-use crate::chat::stores::{NewQueuedMessage, QueueStore, QueuedMessage};
+use crate::chat::stores::{NewQueuedMessage, Pushed, QueueStore, QueuedMessage};
 use crate::locale::Locale;
 
 pub struct QueueRepo {
@@ -91,7 +91,7 @@ const CLAIM_POSTGRES: &str = "UPDATE queued_messages SET claimed_by = $2 WHERE i
 
 #[async_trait]
 impl QueueStore for QueueRepo {
-    async fn push(&self, m: &NewQueuedMessage) -> Result<i64, PortError> {
+    async fn push(&self, m: &NewQueuedMessage) -> Result<Pushed, PortError> {
         let inserted: Option<i64> = sqlx::query_scalar(
             "INSERT INTO queued_messages (server_id, channel_id, message_id, author_id, \
              author_name, content, follow_up, enqueued_at, persona, visibility, locale, quiet) \
@@ -114,7 +114,7 @@ impl QueueStore for QueueRepo {
         .await
         .map_err(port_error)?;
         if let Some(id) = inserted {
-            return Ok(id);
+            return Ok(Pushed::New(id));
         }
         // Already queued (a redelivered gateway event): the existing entry stands.
         sqlx::query_scalar(
@@ -124,6 +124,7 @@ impl QueueStore for QueueRepo {
         .bind(sql_id(m.message.0))
         .fetch_one(self.db.pool())
         .await
+        .map(Pushed::Existing)
         .map_err(port_error)
     }
 
