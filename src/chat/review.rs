@@ -116,8 +116,6 @@ pub struct ReviewLedger {
     blocked: Vec<(String, Vec<String>)>,
     /// Tools the author was told have no correction left.
     no_correction: HashSet<String>,
-    /// Tools with an open correction (spent by the next proposal of that name).
-    open_correction: HashSet<String>,
     /// Tools ever rejected this turn.
     rejected: HashSet<String>,
     corrections_used: u32,
@@ -160,8 +158,6 @@ impl ReviewLedger {
             return Gate::Hold;
         }
         self.detailed_reviews += 1;
-        // The next proposal of a rejected tool spends its correction.
-        self.open_correction.remove(request.name);
         Gate::Review
     }
 
@@ -170,10 +166,10 @@ impl ReviewLedger {
         self.blocked
             .push((request.identity.clone(), findings.to_vec()));
         self.rejected.insert(request.name.to_owned());
+        // A correction is the author's next proposal of this tool, reviewed on its own.
         let correction = allowed && self.corrections_used < MAX_CORRECTIONS;
         if correction {
             self.corrections_used += 1;
-            self.open_correction.insert(request.name.to_owned());
         } else {
             self.no_correction.insert(request.name.to_owned());
         }

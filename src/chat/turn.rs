@@ -14,7 +14,6 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::history::ToolHistoryEntry;
 use super::ledger::{OutcomeLedger, PlanLedger};
 use super::ports::HistoryMessage;
 use super::review::{ReviewLedger, ReviewPolicy};
@@ -303,8 +302,6 @@ pub struct TurnState {
     pub injected_context: Vec<HistoryMessage>,
     /// The oldest message already in the turn's context (where older history continues).
     pub oldest_context_message: Option<MessageId>,
-    /// With drafting On, restart entries kept for the reviewer's view of the turn.
-    pub review_history: Vec<ToolHistoryEntry>,
     /// A tool call has run: follow-ups now queue without interrupting (SPEC C7).
     pub in_tool_chain: bool,
     /// Tool-request review state and verdicts (SPEC R1-R5).

@@ -265,16 +265,21 @@ impl Stage<'_> {
         }
     }
 
-    fn history(&mut self, response: Value, status: EntryStatus) -> ToolCallOutcome {
+    /// With drafting on, the reviewer sees the author's earlier calls with their real outcomes,
+    /// restarts and rejections included (SPEC R2).
+    fn show_reviewer(&self, outcome: &Value) {
         let turn = self.session.turn();
         if turn.drafting && self.session.role() == Role::Persona {
-            // The reviewer sees the turn's earlier calls with their real outcomes (SPEC R2).
             turn.state().review.calls.push(ReviewedCall {
                 tool: self.call.name.clone(),
                 arguments: serde_json::from_str(&self.history_arguments).unwrap_or(Value::Null),
-                outcome: response.clone(),
+                outcome: outcome.clone(),
             });
         }
+    }
+
+    fn history(&mut self, response: Value, status: EntryStatus) -> ToolCallOutcome {
+        self.show_reviewer(&response);
         ToolCallOutcome::History {
             entry: self.entry(response, status),
         }
@@ -470,10 +475,7 @@ impl Stage<'_> {
         {
             self.record_use(prepared.name).await;
             self.record(EventOutcome::Succeeded, None).await;
-            if turn.drafting {
-                let entry = self.entry(response, EntryStatus::Succeeded);
-                turn.state().review_history.push(entry);
-            }
+            self.show_reviewer(&response);
             return ToolCallOutcome::Restart;
         }
 
