@@ -31,6 +31,8 @@ pub struct Assembler {
     last: Option<usize>,
     finish: Option<String>,
     usage: Option<TokenUsage>,
+    /// Chunks that could not be read and were skipped.
+    unreadable_chunks: u32,
 }
 
 impl Assembler {
@@ -139,6 +141,7 @@ impl Assembler {
         let truncated = match finish {
             Finish::Length => Some(Truncation::Length),
             Finish::Missing => Some(Truncation::StreamEnded),
+            _ if self.unreadable_chunks > 0 => Some(Truncation::UnreadableChunk),
             _ => None,
         };
         self.calls.sort_by_key(|c| c.index);
@@ -202,13 +205,13 @@ pub fn model_error(error: async_openai::error::OpenAIError) -> ModelError {
 /// (The first-token timeout covers the request and the first chunk; see the provider.)
 pub fn events(
     chunks: BoxStream<'static, Result<Chunk, async_openai::error::OpenAIError>>,
-    first: Option<Chunk>,
+    first: Option<Result<Chunk, async_openai::error::OpenAIError>>,
     idle: Duration,
     call_prefix: String,
 ) -> ModelStream {
     struct State {
         chunks: BoxStream<'static, Result<Chunk, async_openai::error::OpenAIError>>,
-        first: Option<Chunk>,
+        first: Option<Result<Chunk, async_openai::error::OpenAIError>>,
         assembler: Option<Assembler>,
         pending: std::collections::VecDeque<String>,
         idle: Duration,
@@ -229,7 +232,7 @@ pub fn events(
             }
             let assembler = s.assembler.as_mut()?;
             let next = match s.first.take() {
-                Some(chunk) => Some(Ok(chunk)),
+                Some(first) => Some(first),
                 None => match tokio::time::timeout(s.idle, s.chunks.next()).await {
                     Ok(next) => next,
                     Err(_) => {
@@ -252,8 +255,10 @@ pub fn events(
                     }
                 },
                 Some(Err(async_openai::error::OpenAIError::JSONDeserialize(e, content))) => {
-                    // A chunk we cannot read at all: skipped, the stream goes on.
+                    // A chunk we cannot read at all: skipped, the stream goes on, and any tool
+                    // call of the pass is flagged (its arguments may miss a piece, SPEC T3).
                     tracing::warn!(%e, content = %content.chars().take(200).collect::<String>(), "unreadable stream chunk skipped");
+                    assembler.unreadable_chunks += 1;
                 }
                 Some(Err(error)) => {
                     s.assembler = None;
@@ -354,6 +359,45 @@ mod tests {
             assert_eq!(calls[0].truncated, flag, "{finish:?}");
             assert_eq!(calls[0].id, "gen_0", "an id is made up when none came");
         }
+    }
+
+    // SPEC T3: a chunk that cannot be read is skipped, but the pass's tool call is flagged: the
+    // joined arguments are valid JSON yet miss whatever that chunk carried. The first chunk is
+    // handled like any other.
+    #[tokio::test]
+    async fn an_unreadable_chunk_flags_the_call_as_truncated() {
+        use async_openai::error::OpenAIError;
+        let unreadable = || {
+            let error = serde_json::from_str::<serde_json::Value>("{").unwrap_err();
+            Err(OpenAIError::JSONDeserialize(error, "{garbage".into()))
+        };
+        let rest = vec![
+            Ok(chunk(
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"name":"plan_image","arguments":"{\"prompt\":\"a red "}}]}}]}"#,
+            )),
+            unreadable(),
+            Ok(chunk(
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"}"}}]}}]}"#,
+            )),
+            Ok(chunk(
+                r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+            )),
+        ];
+        let stream = events(
+            futures::stream::iter(rest).boxed(),
+            Some(unreadable()),
+            Duration::from_secs(5),
+            "x".into(),
+        );
+        let events: Vec<_> = stream.collect().await;
+        let last = events
+            .into_iter()
+            .last()
+            .expect("an end")
+            .expect("no error");
+        let (calls, _) = calls(last);
+        assert_eq!(calls[0].arguments, r#"{"prompt":"a red "}"#, "valid JSON");
+        assert_eq!(calls[0].truncated, Some(Truncation::UnreadableChunk));
     }
 
     #[test]

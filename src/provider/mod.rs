@@ -138,10 +138,15 @@ impl ChatModel for OpenAiProvider {
             )
         })??;
         let (chunks, first) = opened;
+        // A failed first chunk fails the attempt (another key or model may do better); an
+        // unreadable one is skipped like any other, inside the stream.
         let first = match first {
-            Some(Ok(chunk)) => Some(chunk),
-            Some(Err(error)) => return Err(assemble::model_error(error)),
-            None => None,
+            Some(Err(error))
+                if !matches!(error, async_openai::error::OpenAIError::JSONDeserialize(..)) =>
+            {
+                return Err(assemble::model_error(error));
+            }
+            first => first,
         };
         let prefix = format!("call_{}", uuid::Uuid::now_v7().simple());
         Ok(assemble::events(chunks.boxed(), first, idle, prefix))

@@ -9,6 +9,9 @@ pub enum Truncation {
     StreamEnded,
     /// The arguments are not a JSON object (a server sent `tool_calls` with broken JSON).
     InvalidJson,
+    /// A chunk of the stream could not be read: whatever it carried is missing, so the joined
+    /// arguments may be valid JSON yet incomplete.
+    UnreadableChunk,
 }
 
 impl Truncation {
@@ -17,6 +20,7 @@ impl Truncation {
             Self::Length => "length",
             Self::StreamEnded => "stream_ended",
             Self::InvalidJson => "invalid_json",
+            Self::UnreadableChunk => "unreadable_chunk",
         }
     }
 }
