@@ -218,9 +218,17 @@ impl DiscordRest {
                 rate_limited += 1;
                 let wait = self.rate_limit_wait(response).await;
                 if rate_limited > self.max_rate_limit_waits || wait > LONGEST_RATE_LIMIT_WAIT {
-                    return Err(SendError::Unconfirmed(format!(
-                        "still rate limited after {rate_limited} waits"
-                    )));
+                    let message = format!("still rate limited after {rate_limited} waits");
+                    // Only an earlier server failure can have posted it; a 429 posts nothing.
+                    return Err(if server_failures == 0 {
+                        SendError::Refused {
+                            status: 429,
+                            code: 0,
+                            message,
+                        }
+                    } else {
+                        SendError::Unconfirmed(message)
+                    });
                 }
                 tracing::info!(
                     channel,
