@@ -7,7 +7,7 @@ use super::BotData;
 use crate::chat::admission::{MessageFacts, admit, triggers};
 use crate::chat::ports::{Clock, SystemClock};
 use crate::chat::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
-use crate::chat::stores::NewQueuedMessage;
+use crate::chat::stores::{NewQueuedMessage, ServerSettings};
 
 /// Handles one gateway event.
 pub async fn handle(event: &FullEvent, data: &BotData) {
@@ -32,9 +32,24 @@ async fn on_message(data: &BotData, message: &Message) {
     let Some(bot) = data.bot.get() else {
         return;
     };
+    // Bots and webhooks never start a turn (SPEC C1); nothing more to read for them.
+    let from_bot_or_webhook = message.author.bot || message.webhook_id.is_some();
+    if from_bot_or_webhook {
+        return;
+    }
     let server = message.guild_id.map(|g| ServerId(g.get()));
     let channel = ChannelId(message.channel_id.get());
-    let settings = data.settings.settings_or_default(server).await;
+    let settings = match server {
+        None => ServerSettings::default(),
+        Some(server) => match data.settings.settings(server).await {
+            Ok(settings) => settings,
+            Err(error) => {
+                // Without its access lists a blocked channel could be answered (SPEC C2).
+                tracing::warn!(%server, %error, "settings unavailable; message not handled");
+                return;
+            }
+        },
+    };
     let roles: Vec<u64> = message
         .member
         .as_ref()
@@ -48,7 +63,7 @@ async fn on_message(data: &BotData, message: &Message) {
         parent_channel: server.and_then(|s| data.cache.parent(s, channel)),
         is_dm: server.is_none(),
         author: UserId(message.author.id.get()),
-        from_bot_or_webhook: message.author.bot || message.webhook_id.is_some(),
+        from_bot_or_webhook,
         mentions_bot: message.mentions.iter().any(|u| u.id.get() == bot)
             || message.content.contains(&bot_mention)
             || message.content.contains(&bot_nick_mention),

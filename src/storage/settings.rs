@@ -1,22 +1,16 @@
 //! Per-server settings: Response Drafting, the thought-log channel, deliberate tool mode with its
 //! phrases, and the access lists. Lists are stored as JSON text.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use async_trait::async_trait;
 
 use super::{Database, from_sql_id, port_error, sql_id};
 use crate::chat::ports::{Clock, PortError, SystemClock};
 use crate::chat::scope::{ChannelId, ServerId};
 use crate::chat::stores::{ServerSettings, SettingsStore};
-
-pub struct SettingsRepo {
-    db: Database,
-}
-
-impl SettingsRepo {
-    pub fn new(db: Database) -> Self {
-        Self { db }
-    }
-}
 
 fn json_error(e: serde_json::Error) -> PortError {
     PortError::Unavailable {
@@ -25,9 +19,31 @@ fn json_error(e: serde_json::Error) -> PortError {
     }
 }
 
-#[async_trait]
-impl SettingsStore for SettingsRepo {
-    async fn settings(&self, server: ServerId) -> Result<ServerSettings, PortError> {
+/// How long a read stays fresh. Every gateway message reads its server's settings; a change
+/// made here is seen at once (the save replaces the entry), one made by another process within
+/// this time.
+const FRESH_FOR: Duration = Duration::from_secs(5);
+
+pub struct SettingsRepo {
+    db: Database,
+    cache: Mutex<HashMap<ServerId, (Instant, ServerSettings)>>,
+}
+
+impl SettingsRepo {
+    pub fn new(db: Database) -> Self {
+        Self {
+            db,
+            cache: Mutex::default(),
+        }
+    }
+
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<ServerId, (Instant, ServerSettings)>> {
+        self.cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    async fn read(&self, server: ServerId) -> Result<ServerSettings, PortError> {
         let row: Option<(i64, Option<i64>, String, String, String, String)> = sqlx::query_as(
             "SELECT drafting, thought_log_channel, deliberate, access, review, random FROM \
              server_settings WHERE server_id = $1",
@@ -47,6 +63,21 @@ impl SettingsStore for SettingsRepo {
             review: serde_json::from_str(&review).map_err(json_error)?,
             random: serde_json::from_str(&random).map_err(json_error)?,
         })
+    }
+}
+
+#[async_trait]
+impl SettingsStore for SettingsRepo {
+    async fn settings(&self, server: ServerId) -> Result<ServerSettings, PortError> {
+        if let Some((read_at, settings)) = self.cache().get(&server)
+            && read_at.elapsed() < FRESH_FOR
+        {
+            return Ok(settings.clone());
+        }
+        let settings = self.read(server).await?;
+        self.cache()
+            .insert(server, (Instant::now(), settings.clone()));
+        Ok(settings)
     }
 
     async fn save_settings(
@@ -78,6 +109,8 @@ impl SettingsStore for SettingsRepo {
         .execute(self.db.pool())
         .await
         .map_err(port_error)?;
+        self.cache()
+            .insert(server, (Instant::now(), settings.clone()));
         Ok(())
     }
 }
