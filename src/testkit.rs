@@ -943,6 +943,13 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
         Ok(())
     }
 
+    async fn mark_follow_up(&self, id: i64) -> Result<(), PortError> {
+        if let Some(entry) = lock(&self.entries).by_id.get_mut(&id) {
+            entry.entry.follow_up = true;
+        }
+        Ok(())
+    }
+
     async fn pending(
         &self,
         channel: ChannelId,

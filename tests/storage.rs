@@ -406,6 +406,10 @@ async fn queue_keeps_order_deduplicates_and_clears(db: TestDb) {
     let pending = s.queue.pending(CHANNEL).await.unwrap();
     assert_eq!(pending.iter().map(|m| m.id).collect::<Vec<_>>(), vec![a, b]);
     assert_eq!(pending[1].entry, queued(11, true));
+    assert!(!pending[0].entry.follow_up);
+    s.queue.mark_follow_up(a).await.unwrap();
+    let marked = s.queue.pending(CHANNEL).await.unwrap().remove(0);
+    assert!(marked.entry.follow_up, "a follow-up is marked in the store");
     assert_eq!(
         s.queue.channels_with_pending().await.unwrap(),
         vec![CHANNEL]

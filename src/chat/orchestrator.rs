@@ -153,6 +153,7 @@ impl Orchestrator {
         let queue = &self.inner.deps.queue;
         let mut recovered = 0;
         for channel in queue.channels_with_pending().await? {
+            // In store order: a follow-up is recognised again as its author's turn runs.
             for stored in queue.pending(channel).await? {
                 recovered += 1;
                 self.send(
@@ -336,6 +337,11 @@ impl Worker {
             return;
         };
         pending.message.follow_up = true;
+        if let Some(id) = pending.store_id
+            && let Err(error) = self.deps.queue.mark_follow_up(id).await
+        {
+            tracing::warn!(channel = %self.channel, %error, "follow-up not marked in the store");
+        }
         // A newer follow-up supersedes an older queued one from the same user.
         let author = pending.message.author;
         if let Some(at) = self

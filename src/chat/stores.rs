@@ -181,6 +181,8 @@ pub trait QueueStore: Send + Sync {
     async fn push(&self, message: &NewQueuedMessage) -> Result<Pushed, PortError>;
     /// Removes an answered (or deliberately dropped) entry.
     async fn remove(&self, id: i64) -> Result<(), PortError>;
+    /// Marks an entry as a follow-up (SPEC C7), so it keeps its place after a restart.
+    async fn mark_follow_up(&self, id: i64) -> Result<(), PortError>;
     /// The channel's entries, oldest first.
     async fn pending(&self, channel: ChannelId) -> Result<Vec<QueuedMessage>, PortError>;
     /// Every channel with entries (start-up recovery).

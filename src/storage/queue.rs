@@ -137,6 +137,15 @@ impl QueueStore for QueueRepo {
         Ok(())
     }
 
+    async fn mark_follow_up(&self, id: i64) -> Result<(), PortError> {
+        sqlx::query("UPDATE queued_messages SET follow_up = 1 WHERE id = $1")
+            .bind(id)
+            .execute(self.db.pool())
+            .await
+            .map_err(port_error)?;
+        Ok(())
+    }
+
     async fn pending(&self, channel: ChannelId) -> Result<Vec<QueuedMessage>, PortError> {
         let rows: Vec<QueueRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT {COLUMNS} FROM queued_messages WHERE channel_id = $1 ORDER BY id"
