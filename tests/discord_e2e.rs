@@ -173,6 +173,23 @@ impl E2e {
         body
     }
 
+    /// `/thoughtlog set` by the moderator (Manage Server), pointing at the hidden THOUGHTS
+    /// channel; checks the answer names it.
+    async fn set_thought_log(&self) {
+        let set = self
+            .slash(
+                MODERATOR,
+                "thoughtlog",
+                MANAGE_GUILD,
+                thought_log_set(THOUGHTS),
+            )
+            .await;
+        assert!(
+            content_of(&set).contains(&format!("<#{THOUGHTS}>")),
+            "{set}"
+        );
+    }
+
     /// Both fakes were really used, and nothing unexpected was asked of them.
     fn assert_fakes_used(&self) {
         assert!(
@@ -192,6 +209,14 @@ impl E2e {
             running.shutdown().await;
         }
     }
+}
+
+/// The options of `/thoughtlog set channel:<channel>`.
+fn thought_log_set(channel: u64) -> Value {
+    json!([{
+        "name": "set", "type": 1,
+        "options": [{ "name": "channel", "type": 7, "value": channel.to_string() }]
+    }])
 }
 
 fn content_of(response: &Value) -> String {
@@ -302,15 +327,7 @@ async fn kill_during_a_slow_tool_stops_it_and_replies_ephemerally() {
     );
     assert_eq!(response["data"]["flags"], json!(64), "ephemeral");
     assert!(content_of(&response).contains("probe"), "{response}");
-    assert!(
-        e.probe
-            .token
-            .lock()
-            .unwrap()
-            .clone()
-            .unwrap()
-            .is_cancelled()
-    );
+    assert!(e.probe.was_cancelled());
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(e.texts(GENERAL).is_empty(), "nothing posted after the kill");
     let all: Vec<Value> = e.posted(GENERAL);
@@ -341,8 +358,14 @@ async fn kill_by_another_member_is_denied_but_a_moderator_may() {
         content_of(&denied).contains("Only the person who asked"),
         "{denied}"
     );
+    assert!(!e.probe.was_cancelled(), "a denied /kill cancels nothing");
     let allowed = e.slash(MODERATOR, "kill", MANAGE_MESSAGES, json!([])).await;
     assert!(content_of(&allowed).contains("probe"), "{allowed}");
+    assert!(
+        e.probe.was_cancelled(),
+        "the moderator's /kill cancels the tool"
+    );
+    e.assert_fakes_used();
     e.stop().await;
 }
 
@@ -406,6 +429,7 @@ async fn a_guessed_hidden_tool_is_denied_and_nothing_is_posted() {
             .unwrap(),
         1
     );
+    e.assert_fakes_used();
     e.stop().await;
 }
 
@@ -428,21 +452,7 @@ async fn a_failed_tool_posts_a_redacted_notice_to_the_thought_log() {
         ],
     )
     .await;
-    let set = e
-        .slash(
-            MODERATOR,
-            "thoughtlog",
-            MANAGE_GUILD | MANAGE_MESSAGES,
-            json!([{
-                "name": "set", "type": 1,
-                "options": [{ "name": "channel", "type": 7, "value": THOUGHTS.to_string() }]
-            }]),
-        )
-        .await;
-    assert!(
-        content_of(&set).contains(&format!("<#{THOUGHTS}>")),
-        "{set}"
-    );
+    e.set_thought_log().await;
     e.mention(ALICE, "alice", "use the probe").await;
     e.until("a notice and a summary", |e| e.posted(THOUGHTS).len() >= 2)
         .await;
@@ -477,10 +487,7 @@ async fn the_thought_log_refuses_a_public_channel() {
             MODERATOR,
             "thoughtlog",
             MANAGE_GUILD,
-            json!([{
-                "name": "set", "type": 1,
-                "options": [{ "name": "channel", "type": 7, "value": PUBLIC_MODS.to_string() }]
-            }]),
+            thought_log_set(PUBLIC_MODS),
         )
         .await;
     assert!(
@@ -507,6 +514,7 @@ async fn the_thought_log_refuses_a_public_channel() {
         content_of(&no_permission).contains("Manage Server"),
         "{no_permission}"
     );
+    e.assert_fakes_used();
     e.stop().await;
 }
 
@@ -532,6 +540,7 @@ async fn drafting_is_stored_per_server() {
         .await
         .unwrap();
     assert!(settings.drafting);
+    e.assert_fakes_used();
     e.stop().await;
 }
 
@@ -714,6 +723,7 @@ async fn a_refused_sticker_frees_the_allowance() {
         .collect();
     assert_eq!(stickers.len(), 1);
     assert_eq!(stickers[0]["sticker_ids"], json!(["701"]));
+    e.assert_fakes_used();
     e.stop().await;
 }
 
@@ -770,21 +780,7 @@ async fn drafting_on(e: &E2e) {
         )
         .await;
     assert!(content_of(&on).contains("Drafting is on"), "{on}");
-    let set = e
-        .slash(
-            MODERATOR,
-            "thoughtlog",
-            MANAGE_GUILD,
-            json!([{
-                "name": "set", "type": 1,
-                "options": [{ "name": "channel", "type": 7, "value": THOUGHTS.to_string() }]
-            }]),
-        )
-        .await;
-    assert!(
-        content_of(&set).contains(&format!("<#{THOUGHTS}>")),
-        "{set}"
-    );
+    e.set_thought_log().await;
 }
 
 // SPEC C8: with /drafting on, the reviewer (a second model on the fake server) asks for a
@@ -879,6 +875,7 @@ async fn drafting_rejects_a_tool_request_before_it_runs() {
             .iter()
             .all(|m| !m.to_string().contains("Tool call failed"))
     );
+    e.assert_fakes_used();
     e.stop().await;
 }
 
@@ -1009,16 +1006,7 @@ async fn a_due_reminder_speaks_quietly_and_only_its_owner_may_cancel() {
         |c| c.reminders.poll_ms = 20,
     )
     .await;
-    e.slash(
-        MODERATOR,
-        "thoughtlog",
-        MANAGE_GUILD | MANAGE_MESSAGES,
-        json!([{
-            "name": "set", "type": 1,
-            "options": [{ "name": "channel", "type": 7, "value": THOUGHTS.to_string() }]
-        }]),
-    )
-    .await;
+    e.set_thought_log().await;
     let reminders = &e.running().storage.reminders;
     let later = reminders
         .create(&due_reminder(

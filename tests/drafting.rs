@@ -1,6 +1,6 @@
 //! Response Drafting (SPEC C8, R1-R5, T2): tool-request review in the stage with a scripted
 //! reviewer, and reply review through the orchestrator and the pass loop. The reviewer as a real
-//! model on the fake server is in `tests/drafting_e2e.rs`.
+//! model on the fake server is in `tests/discord_e2e.rs` (the `drafting_*` tests).
 
 mod support;
 

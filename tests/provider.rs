@@ -204,12 +204,13 @@ async fn a_stream_cut_without_finish_flags_the_call_truncated() {
     );
 }
 
-// SPEC T3: `finish_reason: length` flags the arguments truncated.
+// SPEC T3: `finish_reason: length` flags the arguments truncated even when they happen to
+// parse as complete JSON: the call is never dispatched, and the model is told to resend it.
 #[tokio::test]
-async fn finish_length_flags_the_call_truncated() {
+async fn finish_length_flags_even_parseable_arguments_truncated() {
     let fake = FakeOpenAi::start().await;
     fake.push(Reply::Stream(vec![
-        Sse::fragment(Some(0), Some("c1"), Some("probe"), "{\"n\":1"),
+        Sse::fragment(Some(0), Some("c1"), Some("probe"), "{\"n\":1}"),
         Sse::finish("length"),
         Sse::Done,
     ]));
@@ -217,7 +218,21 @@ async fn finish_length_flags_the_call_truncated() {
     let mut bot = bot(&fake, &["m"], &["k"]);
     bot.say(message(1, ALICE, "go")).await;
     bot.next().await;
-    assert_eq!(bot.h.probe.runs(), 0);
+    assert_eq!(bot.h.probe.runs(), 0, "never dispatched");
+    let tool = fake.requests()[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .cloned()
+        .unwrap();
+    assert!(
+        tool["content"]
+            .as_str()
+            .unwrap()
+            .contains("truncated_arguments"),
+        "{tool}"
+    );
 }
 
 // SPEC C11, R4, T9: a 429 whose message says the balance is exhausted rotates to the next key,

@@ -270,8 +270,7 @@ async fn tool_timeout_becomes_a_failure_the_model_can_react_to() {
     assert_eq!(code(&entry), "tool_timeout");
     assert_eq!(entry.status, EntryStatus::Failed);
     assert_eq!(turn.channel.active_tool(), None, "cleared after a timeout");
-    let token = h.probe.token.lock().unwrap().clone().unwrap();
-    assert!(token.is_cancelled(), "the tool is told to stop");
+    assert!(h.probe.was_cancelled(), "the tool is told to stop");
     assert!(!turn.stop.is_killed(), "a timeout does not kill the turn");
     let notices = h.fakes.thought_log.notices();
     assert!(matches!(
@@ -335,15 +334,7 @@ async fn kill_during_tool_call_returns_stopped_by_user() {
         "no waiting for the tool"
     );
     assert_eq!(turn.channel.active_tool(), None, "cleared after a kill");
-    assert!(
-        h.probe
-            .token
-            .lock()
-            .unwrap()
-            .clone()
-            .unwrap()
-            .is_cancelled()
-    );
+    assert!(h.probe.was_cancelled());
     assert_eq!(h.fakes.events.events()[0].outcome, EventOutcome::Cancelled);
     assert!(
         h.fakes.thought_log.notices().is_empty(),
@@ -396,12 +387,13 @@ async fn consumed_context_restart_returns_restart_without_a_history_entry() {
     assert_eq!(state.injected_context.len(), 2);
     assert_eq!(state.oldest_context_message, Some(MessageId(102)));
     assert!(
-        state.review_history.is_empty(),
-        "drafting off keeps no restart entry"
+        state.review.calls.is_empty(),
+        "drafting off keeps no restart entry for a reviewer"
     );
 }
 
-// SPEC T6, T7: with drafting On the restart entry is kept for review, built by the same builder.
+// SPEC T6, T7, R2: with drafting On the restart call is kept for review, in the same list as
+// every other call, with the payload built by the same builder.
 #[tokio::test]
 async fn restart_with_drafting_on_keeps_the_entry_for_review() {
     let h = Harness::with_fakes(Fakes::default().with_history(older_history()));
@@ -411,9 +403,10 @@ async fn restart_with_drafting_on_keeps_the_entry_for_review() {
         .await;
     assert_eq!(outcome, ToolCallOutcome::Restart);
     let state = turn.state();
-    assert_eq!(state.review_history.len(), 1);
+    assert_eq!(state.review.calls.len(), 1);
+    assert_eq!(state.review.calls[0].tool, "fetch_older_messages");
     assert_eq!(
-        state.review_history[0].response,
+        state.review.calls[0].outcome,
         json!({"result": {"messages": 3}})
     );
 }
@@ -669,7 +662,13 @@ async fn unconfirmed_sticker_send_blocks_every_later_send_and_call() {
         }
     );
     assert_eq!(h.probe.runs(), 0);
-    assert!(select(&h, &turn, "heart").await != ToolCallOutcome::Restart);
+    assert_eq!(
+        select(&h, &turn, "heart").await,
+        ToolCallOutcome::Abort {
+            status: TurnStatus::DeliveryUnconfirmed
+        },
+        "a different sticker stops before dispatch too"
+    );
     assert_eq!(
         h.fakes.sink.stickers().len(),
         1,

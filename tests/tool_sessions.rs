@@ -414,7 +414,7 @@ async fn every_tool_event_is_stored_and_plans_are_kept_apart() {
             Role::Persona,
             &turn,
             "plan_image",
-            r#"{"prompt":"fox","caption":"token=abc123"}"#,
+            r#"{"prompt":"fox","caption":"my key is sk-abcdefghijklmnopqrstuvwx"}"#,
         )
         .await,
     );
@@ -442,6 +442,17 @@ async fn every_tool_event_is_stored_and_plans_are_kept_apart() {
         assert_eq!(e.server, turn.scope.server);
     }
     assert!(events[0].arguments.contains("fox"));
+    // SPEC S6: the stored arguments are redacted: the key in the caption is masked.
+    assert!(
+        !events[0].arguments.contains("sk-abcdef"),
+        "{}",
+        events[0].arguments
+    );
+    assert!(
+        events[0].arguments.contains("my key is [redacted]"),
+        "{}",
+        events[0].arguments
+    );
     assert_eq!(events[2].code.as_deref(), Some("invalid_arguments"));
     assert_eq!(
         h.fakes.plans.plans().len(),
@@ -456,12 +467,49 @@ async fn denied_call_arguments_are_redacted_in_the_event() {
     let h = Harness::new();
     let turn = h.turn(public_scope());
     let args = json!({"api_key": "sk-abcdefghijklmnopqrstuvwx", "prompt": "x"});
-    let _ = h
+    let result = h
         .session(Role::Reviewer, &turn)
         .execute("plan_image", args, &CancellationToken::new())
         .await;
-    let event = &h.fakes.events.events()[0];
+    assert_eq!(
+        result,
+        Err(CallError::Refused(SessionError::Denied {
+            name: "plan_image".into(),
+            role: Role::Reviewer
+        }))
+    );
+    let events = h.fakes.events.events();
+    assert_eq!(events.len(), 1);
+    let event = &events[0];
+    assert_eq!(event.outcome, EventOutcome::Denied);
     assert!(!event.arguments.contains("sk-abc"), "{}", event.arguments);
+    let shown: Value = serde_json::from_str(&event.arguments).expect("redacted JSON");
+    assert_eq!(
+        shown,
+        json!({"api_key": "[redacted]", "prompt": "x"}),
+        "the secret is masked, the other key kept"
+    );
+}
+
+// SPEC S6: an event's duration covers the tool's run. (The stage times calls on the wall clock,
+// so this sleeps for real: paused tokio time would not move it.)
+#[tokio::test]
+async fn tool_event_duration_covers_the_run() {
+    let h = Harness::with_probe(Behaviour::Sleep {
+        duration: std::time::Duration::from_millis(60),
+        honour_cancel: false,
+    });
+    let turn = h.turn(public_scope());
+    let done = entry(h.call(Role::Persona, &turn, "probe", r#"{"n":1}"#).await);
+    assert_eq!(done.status, EntryStatus::Succeeded);
+    let events = h.fakes.events.events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].outcome, EventOutcome::Succeeded);
+    assert!(
+        events[0].duration_ms >= 55,
+        "the 60 ms run is in the duration: {} ms",
+        events[0].duration_ms
+    );
 }
 
 // ---------------------------------------------------------------- S7

@@ -9,10 +9,13 @@ use std::time::Duration;
 
 use persona_bot::chat::model::{Attempt, ChatMessage, ModelError};
 use persona_bot::chat::orchestrator::KillReport;
-use persona_bot::chat::ports::{Sticker, StickerSend};
+use persona_bot::chat::ports::{EventOutcome, HistoryMessage, Sticker, StickerSend};
 use persona_bot::chat::provider_failure::FailureClass;
 use persona_bot::chat::scope::{ChannelId, MessageId};
-use persona_bot::chat::turn::TurnStatus;
+use persona_bot::chat::stores::OutcomeStore;
+use persona_bot::chat::turn::{TurnId, TurnStatus};
+use persona_bot::config::{Config, KillPermission};
+use persona_bot::locale::{self, Locale};
 use persona_bot::testkit::{Fakes, InMemoryQueue, ScriptedModel, ScriptedPass, Step};
 use persona_bot::tool_loop::passes::TurnEnd;
 use support::bot::{ALICE, BOB, Bot, CHANNEL, message, message_in};
@@ -123,6 +126,59 @@ async fn full_queue_drops_the_oldest_waiting_message_with_a_notice() {
     assert!(bot.queue.entries().is_empty());
 }
 
+// SPEC C3, C7: on overflow a follow-up waiting at the front survives; the oldest waiting
+// message that is not a follow-up is dropped, with the skipped notice on it.
+#[tokio::test(start_paused = true)]
+async fn full_queue_keeps_a_follow_up_and_drops_the_oldest_other_message() {
+    let probe = Behaviour::Sleep {
+        duration: Duration::from_secs(5),
+        honour_cancel: true,
+    };
+    let mut bot = Bot::build(
+        ScriptedModel::new(vec![
+            ScriptedPass::call("probe", r#"{"n":1}"#),
+            ScriptedPass::text(&["Tool done."]),
+            ScriptedPass::text(&["Follow-up answered."]),
+            ScriptedPass::text(&["Bob answered."]),
+        ]),
+        probe,
+        |c| c.turn.queue_limit = 2,
+        Fakes::default(),
+    );
+    bot.say(message(1, ALICE, "use the tool")).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(bot.h.probe.runs(), 1, "the tool chain is running");
+    // Inside the tool chain alice's follow-up waits at the front of the queue.
+    bot.say(message(2, ALICE, "and also this")).await;
+    bot.say(message(3, BOB, "first other")).await;
+    bot.say(message(4, BOB, "second other")).await;
+    settle().await;
+    let notices: Vec<_> = bot
+        .h
+        .fakes
+        .sink
+        .texts()
+        .into_iter()
+        .filter(|t| t.reply_to.is_some())
+        .collect();
+    assert_eq!(notices.len(), 1, "one message dropped: {notices:?}");
+    assert_eq!(
+        notices[0].reply_to,
+        Some(MessageId(3)),
+        "the oldest non-follow-up, not the older follow-up"
+    );
+    assert_eq!(
+        notices[0].text,
+        locale::text(Locale::En, "turn-queue-dropped")
+    );
+    let answered: Vec<MessageId> = [bot.next().await, bot.next().await, bot.next().await]
+        .iter()
+        .map(|f| f.message)
+        .collect();
+    assert_eq!(answered, vec![MessageId(1), MessageId(2), MessageId(4)]);
+    assert!(bot.queue.entries().is_empty());
+}
+
 // ---------------------------------------------------------------- C5, C6
 
 // SPEC C5, C6: /kill during streaming stops further output and drops the provider stream; what
@@ -198,16 +254,7 @@ async fn kill_during_slow_tool_ends_the_turn_at_once_and_cancels_the_tool() {
             dropped: 1
         }
     );
-    assert!(
-        bot.h
-            .probe
-            .token
-            .lock()
-            .unwrap()
-            .clone()
-            .unwrap()
-            .is_cancelled()
-    );
+    assert!(bot.h.probe.was_cancelled());
     assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
     assert!(bot.queue.entries().is_empty(), "the queue is cleared");
 }
@@ -241,6 +288,57 @@ async fn kill_permissions_and_nothing_running() {
         "{managed:?}"
     );
     assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
+}
+
+// SPEC C6: with `kill_permission = "managers_only"` the turn's own requester may not /kill;
+// a member with Manage Messages may.
+#[tokio::test(start_paused = true)]
+async fn kill_managers_only_denies_the_requester_and_allows_a_manager() {
+    let mut bot = Bot::build(
+        ScriptedModel::new(vec![ScriptedPass::Stream(vec![delay(60), text("ok.")])]),
+        Behaviour::succeed(),
+        |c| c.turn.kill_permission = KillPermission::ManagersOnly,
+        Fakes::default(),
+    );
+    bot.say(message(1, ALICE, "long")).await;
+    settle().await;
+    assert_eq!(
+        bot.orchestrator.kill(CHANNEL, ALICE, false).await,
+        KillReport::Denied,
+        "the requester is not a manager"
+    );
+    assert_eq!(
+        bot.orchestrator.kill(CHANNEL, BOB, true).await,
+        KillReport::Stopped {
+            turn_stopped: true,
+            active_tool: None,
+            dropped: 0
+        }
+    );
+    assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
+}
+
+// SPEC C6: with `kill_permission = "anyone"` another member without Manage Messages may /kill.
+#[tokio::test(start_paused = true)]
+async fn kill_anyone_allows_another_member() {
+    let mut bot = Bot::build(
+        ScriptedModel::new(vec![ScriptedPass::Stream(vec![delay(60), text("ok.")])]),
+        Behaviour::succeed(),
+        |c| c.turn.kill_permission = KillPermission::Anyone,
+        Fakes::default(),
+    );
+    bot.say(message(1, ALICE, "long")).await;
+    settle().await;
+    assert_eq!(
+        bot.orchestrator.kill(CHANNEL, BOB, false).await,
+        KillReport::Stopped {
+            turn_stopped: true,
+            active_tool: None,
+            dropped: 0
+        }
+    );
+    assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
+    assert_eq!(bot.transcript(), "", "nothing after the kill");
 }
 
 // ---------------------------------------------------------------- C7
@@ -370,10 +468,12 @@ async fn more_than_three_follow_ups_queue_normally() {
         .iter()
         .map(|e| (e.entry.message.0, e.entry.follow_up))
         .collect();
-    // Follow-ups 2, 3, 4 supersede each other (only 4 waits); 5 and 6 queue normally.
+    // Follow-ups 2, 3, 4 supersede each other (only 4 waits, marked a follow-up); 5 and 6
+    // queue normally, not marked. 1 is the running turn's own entry.
     assert_eq!(
-        waiting.iter().map(|w| w.0).collect::<Vec<_>>(),
-        vec![1, 4, 5, 6]
+        waiting,
+        vec![(1, false), (4, true), (5, false), (6, false)],
+        "the store mirrors which waiting message is a follow-up"
     );
     let answered: Vec<u64> = [
         bot.next().await,
@@ -442,6 +542,62 @@ async fn parallel_tool_calls_run_only_the_first() {
     let second = &bot.model.requests()[1].1.messages;
     let refused = second.iter().any(|m| matches!(m, ChatMessage::Tool { call_id, content } if call_id == "call_2" && content.contains("parallel_tool_calls_refused")));
     assert!(refused, "{second:#?}");
+}
+
+// SPEC T6, C9: a context restart resets the consecutive-failure counter: failures just below
+// the cap, a `fetch_older_messages` restart, then as many failures again do not end the turn.
+#[tokio::test(start_paused = true)]
+async fn a_context_restart_resets_the_failure_counter() {
+    let below_cap = Config::shipped_defaults().turn.max_consecutive_failures - 1;
+    assert!(below_cap >= 1, "the test needs room below the cap");
+    let failing = || ScriptedPass::call("no_such_tool", "{}");
+    let mut passes: Vec<ScriptedPass> = (0..below_cap).map(|_| failing()).collect();
+    passes.push(ScriptedPass::call("fetch_older_messages", r#"{"count":1}"#));
+    passes.extend((0..below_cap).map(|_| failing()));
+    passes.push(ScriptedPass::text(&["Found it."]));
+    // The turn's recent history is the newest message; the restart brings in the one before it.
+    let history: Vec<HistoryMessage> = [(103, "the recent one"), (102, "the older one")]
+        .into_iter()
+        .map(|(id, content)| HistoryMessage {
+            id: MessageId(id),
+            author: "carol".into(),
+            from_bot: false,
+            content: content.into(),
+            at_ms: 0,
+        })
+        .collect();
+    let mut bot = Bot::build(
+        ScriptedModel::new(passes),
+        Behaviour::succeed(),
+        |c| {
+            c.turn.history_messages = 1;
+            c.turn.max_passes = 50;
+        },
+        Fakes::default().with_history(history),
+    );
+    bot.say(message(1000, ALICE, "what did carol say before?"))
+        .await;
+    let finished = bot.next().await;
+    assert_eq!(finished.report.end, TurnEnd::Answered, "{finished:?}");
+    assert_eq!(finished.report.status, TurnStatus::Completed);
+    assert_eq!(finished.report.tool_calls, 2 * below_cap + 1);
+    assert_eq!(bot.transcript(), "Found it.", "no failure-cap notice");
+    // It was a real restart: the pass after it sees the older message and no tool entry for
+    // the fetch.
+    let after = &bot.model.requests()[below_cap as usize + 1].1.messages;
+    assert!(
+        after.iter().any(
+            |m| matches!(m, ChatMessage::User { content, .. } if content.contains("the older one"))
+        ),
+        "{after:#?}"
+    );
+    assert!(
+        !after
+            .iter()
+            .any(|m| matches!(m, ChatMessage::Assistant { tool_calls, .. }
+            if tool_calls.iter().any(|c| c.name == "fetch_older_messages"))),
+        "a restart writes no history entry: {after:#?}"
+    );
 }
 
 // ---------------------------------------------------------------- C10
@@ -691,4 +847,161 @@ async fn shutdown_keeps_messages_for_the_next_start() {
     assert_eq!(next.next().await.message, MessageId(2));
     assert!(queue.entries().is_empty());
     assert!(next.transcript().contains("Back."));
+}
+
+// SPEC C7, D4: a follow-up waiting at the front (its turn was in a tool chain) keeps that place
+// across a restart: answered right after the interrupted turn, before earlier messages of others.
+#[tokio::test(start_paused = true)]
+async fn a_waiting_follow_up_keeps_its_place_after_a_restart() {
+    let queue = Arc::new(InMemoryQueue::default());
+    let slow_tool = Behaviour::Sleep {
+        duration: Duration::from_secs(60),
+        honour_cancel: true,
+    };
+    let h = Harness::build_with_config(Fakes::default(), slow_tool, |r| r, |_| {});
+    let bot = Bot::with_queue(
+        h,
+        ScriptedModel::new(vec![ScriptedPass::call("probe", r#"{"n":1}"#)]),
+        queue.clone(),
+    );
+    bot.say(message(1, ALICE, "draw me something")).await;
+    settle().await;
+    bot.say(message(2, BOB, "hello?")).await;
+    bot.say(message(3, ALICE, "make it blue")).await;
+    settle().await;
+    bot.orchestrator.shutdown().await;
+    let kept = queue.entries();
+    assert_eq!(kept.len(), 3, "all kept");
+    assert!(
+        kept.iter()
+            .any(|m| m.entry.message == MessageId(3) && m.entry.follow_up),
+        "the store knows the follow-up: {kept:?}"
+    );
+
+    let mut next = Bot::with_queue(
+        Harness::new(),
+        ScriptedModel::new(vec![
+            ScriptedPass::text(&["One."]),
+            ScriptedPass::text(&["Two."]),
+            ScriptedPass::text(&["Three."]),
+        ]),
+        queue.clone(),
+    );
+    assert_eq!(next.orchestrator.recover().await.unwrap(), 3);
+    let order = [
+        next.next().await.message,
+        next.next().await.message,
+        next.next().await.message,
+    ];
+    assert_eq!(order, [MessageId(1), MessageId(3), MessageId(2)]);
+}
+
+// SPEC R4, D4: a turn interrupted by a shutdown after a completed tool call, and resumed after
+// the restart, reuses the stored outcome instead of running the tool again, also when the
+// earlier run had already retried (a key rotation), so the stored outcome is from invocation 1.
+#[tokio::test(start_paused = true)]
+async fn resumed_turn_reuses_the_outcome_stored_before_a_restart() {
+    let queue = Arc::new(InMemoryQueue::default());
+    let fakes = Fakes::default();
+    let first_model = ScriptedModel::new(vec![
+        // The first key fails before any tool call: the probe runs in the retry (invocation 1).
+        ScriptedPass::OpenError(failure(FailureClass::RateLimited, 429)),
+        ScriptedPass::call("probe", r#"{"n":7}"#),
+        // The model stalls after the tool call; the bot is shut down meanwhile.
+        ScriptedPass::Stream(vec![Step::Hang]),
+    ])
+    .with_attempts(attempts(&[(0, 0), (0, 1)]));
+    let first = Bot::with_queue(
+        Harness::with_fakes(fakes.clone()),
+        first_model,
+        queue.clone(),
+    );
+    first.say(message(1, ALICE, "probe seven")).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(first.h.probe.runs(), 1);
+    assert_eq!(
+        first.model.remaining(),
+        0,
+        "the model stalls after the call"
+    );
+    let turn = TurnId::for_message(CHANNEL, MessageId(1));
+    let stored = fakes.outcomes.outcomes(turn).await.unwrap();
+    assert_eq!(stored.len(), 1, "the completed outcome is stored");
+    assert_eq!(stored[0].invocation, 1, "completed in the retry");
+    first.orchestrator.shutdown().await;
+    assert_eq!(queue.entries().len(), 1, "the interrupted message is kept");
+
+    // A new start on the same queue and outcome store.
+    let after_restart = Fakes {
+        outcomes: fakes.outcomes.clone(),
+        ..Fakes::default()
+    };
+    let mut next = Bot::with_queue(
+        Harness::with_fakes(after_restart),
+        ScriptedModel::new(vec![
+            ScriptedPass::call("probe", r#"{"n":7}"#),
+            ScriptedPass::text(&["Seven done."]),
+        ]),
+        queue.clone(),
+    );
+    assert_eq!(next.orchestrator.recover().await.unwrap(), 1);
+    let finished = next.next().await;
+    assert_eq!(finished.message, MessageId(1));
+    assert_eq!(finished.turn, turn);
+    assert_eq!(finished.report.status, TurnStatus::Completed);
+    assert_eq!(
+        first.h.probe.runs() + next.h.probe.runs(),
+        1,
+        "the probe ran once in total, not again after the restart"
+    );
+    let events: Vec<_> = next
+        .h
+        .fakes
+        .events
+        .events()
+        .into_iter()
+        .map(|e| (e.tool, e.outcome))
+        .collect();
+    assert_eq!(events, vec![("probe".to_owned(), EventOutcome::Reused)]);
+    // The model sees the stored response as the repeated call's answer.
+    let answer = &next.model.requests()[1].1.messages;
+    let expected = serde_json::to_string(&stored[0].response).unwrap();
+    assert!(
+        answer
+            .iter()
+            .any(|m| matches!(m, ChatMessage::Tool { content, .. } if *content == expected)),
+        "{answer:#?}"
+    );
+    assert_eq!(next.transcript(), "Seven done.");
+}
+
+// ---------------------------------------------------------------- S5
+
+// SPEC S5: a turn that promised a set of images and planned only parts 1/3 and 3/3 fails
+// loudly: it ends in error with the localized notice naming the missing part.
+#[tokio::test(start_paused = true)]
+async fn incomplete_plan_set_fails_the_turn_with_a_notice() {
+    let part =
+        |i: u8| format!(r#"{{"prompt":"cat {i}","part":{{"set":"cats","index":{i},"total":3}}}}"#);
+    let mut bot = Bot::new(ScriptedModel::new(vec![
+        ScriptedPass::call("plan_image", &part(1)),
+        ScriptedPass::call("plan_image", &part(3)),
+        ScriptedPass::text(&["Three cats are on their way!"]),
+    ]));
+    bot.say(message(1, ALICE, "draw three cats")).await;
+    let finished = bot.next().await;
+    assert_eq!(finished.report.end, TurnEnd::PlansIncomplete);
+    assert_eq!(finished.report.status, TurnStatus::Error);
+    assert_eq!(
+        bot.h.fakes.plans.plans().len(),
+        2,
+        "both parts were planned"
+    );
+    let notice = locale::text_with(
+        Locale::En,
+        "turn-plans-incomplete",
+        &[("missing", "cats 2/3".into())],
+    );
+    assert!(notice.contains("were not planned"), "{notice}");
+    assert!(bot.transcript().contains(&notice), "{}", bot.transcript());
 }

@@ -45,6 +45,17 @@ impl Probe {
     pub fn runs(&self) -> usize {
         self.runs.load(Ordering::SeqCst)
     }
+
+    /// Whether the tool ran and its cancellation token was cancelled (a kill or a timeout).
+    /// Panics when the tool never ran: there is no token to check.
+    pub fn was_cancelled(&self) -> bool {
+        self.token
+            .lock()
+            .unwrap()
+            .as_ref()
+            .expect("the tool ran and kept its token")
+            .is_cancelled()
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -112,11 +123,12 @@ impl Tool for ProbeTool {
         args: ProbeArgs,
         cancel: &CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
-        self.probe.runs.fetch_add(1, Ordering::SeqCst);
         *self.probe.last_args.lock().unwrap() = Some(serde_json::to_value(&args).unwrap());
         *self.probe.active_seen.lock().unwrap() =
             ctx.turn.channel.active_tool().map(|s| s.to_string());
         *self.probe.token.lock().unwrap() = Some(cancel.clone());
+        // Counted last: a test that saw the run also sees what it recorded (its token).
+        self.probe.runs.fetch_add(1, Ordering::SeqCst);
         match &self.behaviour {
             Behaviour::Succeed { data, message } => Ok(ToolOutput {
                 data: data.clone(),
