@@ -727,6 +727,37 @@ async fn a_refused_sticker_frees_the_allowance() {
     e.stop().await;
 }
 
+// SPEC T9, C4: a sticker still rate limited after every allowed wait was never posted: it is a
+// refusal (the allowance is freed, the turn goes on), not an unconfirmed send.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sticker_rate_limited_past_every_wait_is_refused() {
+    let e = E2e::start_with(
+        Behaviour::succeed(),
+        vec![
+            Reply::call("c1", "select_sticker_for_response", r#"{"name":"wave"}"#),
+            Reply::text(&["No sticker, then."]),
+        ],
+        |c| c.discord.max_rate_limit_waits = 1,
+    )
+    .await;
+    e.discord.rate_limit_next(GENERAL, 2, 0.01);
+    e.mention(ALICE, "alice", "a sticker").await;
+    e.until("the final text", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "No sticker, then.")
+    })
+    .await;
+    let refused = e.openai.requests()[1].body.to_string();
+    assert!(refused.contains("sticker_refused"), "{refused}");
+    assert!(
+        e.posted(GENERAL)
+            .iter()
+            .all(|m| m.get("sticker_ids").is_none()),
+        "nothing was posted for it"
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
 // SPEC T9: a send Discord never confirms (5xx after every retry) blocks the rest of the turn:
 // nothing more is sent, not even after the model asks again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -817,6 +817,19 @@ async fn typing_is_shown_while_a_turn_works() {
     );
 }
 
+// SPEC C3, D4: a message delivered twice (a replayed gateway event) is answered once.
+#[tokio::test(start_paused = true)]
+async fn a_redelivered_message_is_answered_once() {
+    let mut bot = Bot::new(ScriptedModel::new(vec![ScriptedPass::text(&["Once."])]));
+    bot.say(message(1, ALICE, "hello")).await;
+    bot.say(message(1, ALICE, "hello")).await;
+    assert_eq!(bot.next().await.message, MessageId(1));
+    settle().await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(bot.model.requests().len(), 1, "one turn");
+    assert_eq!(bot.transcript().matches("Once.").count(), 1);
+}
+
 // SPEC D4: shutdown keeps waiting and interrupted messages; the next start answers them.
 #[tokio::test(start_paused = true)]
 async fn shutdown_keeps_messages_for_the_next_start() {
