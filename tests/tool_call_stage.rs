@@ -876,27 +876,32 @@ async fn ordinary_turn_progress_goes_to_the_conversation() {
     assert!(h.fakes.thought_log.notices().is_empty());
 }
 
-// SPEC T11
+// SPEC T11: hidden image planning (the image planner's calls) posts no progress notice, in the
+// conversation or, on a quiet turn, in the thought log; the persona's same call does.
 #[tokio::test]
 async fn hidden_image_planning_posts_no_progress_notices() {
     let h = Harness::new();
-    let turn = Arc::new(
-        Turn::new(public_scope(), Locale::En)
-            .quiet(true)
-            .hide_progress(true),
-    );
-    entry(
-        h.call(
-            Role::ImagePlanner,
-            &turn,
-            "plan_image",
-            r#"{"prompt":"a cat"}"#,
-        )
-        .await,
-    );
+    for quiet in [false, true] {
+        let turn = Arc::new(Turn::new(public_scope(), Locale::En).quiet(quiet));
+        entry(
+            h.call(
+                Role::ImagePlanner,
+                &turn,
+                "plan_image",
+                &format!(r#"{{"prompt":"a cat, quiet {quiet}"}}"#),
+            )
+            .await,
+        );
+    }
     assert!(h.fakes.sink.progress().is_empty());
     assert!(h.fakes.thought_log.notices().is_empty());
-    assert_eq!(h.fakes.plans.plans().len(), 1);
+    assert_eq!(h.fakes.plans.plans().len(), 2);
+    let turn = Arc::new(Turn::new(public_scope(), Locale::En));
+    entry(
+        h.call(Role::Persona, &turn, "plan_image", r#"{"prompt":"a cat"}"#)
+            .await,
+    );
+    assert_eq!(h.fakes.sink.progress().len(), 1, "the persona's call does");
 }
 
 // ---------------------------------------------------------------- T12

@@ -322,8 +322,6 @@ pub struct Turn {
     pub drafting: bool,
     /// What drafting reviews on this server.
     pub review: ReviewPolicy,
-    /// Hidden image planning and persona generation post no progress notices (SPEC T11).
-    pub hide_progress: bool,
     pub admission: ToolAdmission,
     pub stop: StopSignal,
     pub channel: Arc<ChannelActivity>,
@@ -341,7 +339,6 @@ impl Turn {
             quiet: false,
             drafting: false,
             review: ReviewPolicy::default(),
-            hide_progress: false,
             admission: ToolAdmission::Open,
             stop: StopSignal::new(CancellationToken::new()),
             channel: Arc::new(ChannelActivity::default()),
@@ -362,11 +359,6 @@ impl Turn {
 
     pub fn review_policy(mut self, policy: ReviewPolicy) -> Self {
         self.review = policy;
-        self
-    }
-
-    pub fn hide_progress(mut self, hide: bool) -> Self {
-        self.hide_progress = hide;
         self
     }
 

@@ -189,13 +189,14 @@ fn take_pre_tool_text(streamed: &mut Vec<String>) -> Vec<String> {
 }
 
 /// Posts the tool's progress line: in the conversation normally, as a full card in the thought
-/// log on a quiet turn, nowhere for hidden work (SPEC T11).
+/// log on a quiet turn. Only the persona's calls announce themselves: the image planner and the
+/// reviewer do hidden work (SPEC T11).
 async fn announce_progress(session: &ToolSession, tool: &RegisteredTool) {
     let turn = session.turn();
     let Some(key) = tool.progress_key else {
         return;
     };
-    if turn.hide_progress {
+    if session.role() != Role::Persona {
         return;
     }
     let ports = &session.env().ports;
