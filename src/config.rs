@@ -345,74 +345,44 @@ impl Config {
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
-        let positive = |key: &str, value: u64| {
-            if value == 0 {
-                Err(ConfigError::Key {
-                    key: key.to_owned(),
-                    problem: "must be greater than 0".to_owned(),
-                })
-            } else {
-                Ok(())
-            }
-        };
-        positive(
-            "tools.default_timeout_secs",
-            self.tools.default_timeout_secs,
-        )?;
-        for (tool, secs) in &self.tools.timeouts_secs {
-            positive(&format!("tools.timeouts_secs.{tool}"), *secs)?;
-        }
-        positive(
-            "tools.older_messages_max",
-            self.tools.older_messages_max.into(),
-        )?;
-        positive(
-            "memory.summary_max_chars",
-            self.memory.summary_max_chars as u64,
-        )?;
-        positive("memory.fact_max_chars", self.memory.fact_max_chars as u64)?;
-        positive(
-            "image.max_plans_per_turn",
-            self.image.max_plans_per_turn.into(),
-        )?;
-        positive("image.prompt_max_chars", self.image.prompt_max_chars as u64)?;
-        positive(
-            "thought_log.argument_max_chars",
-            self.thought_log.argument_max_chars as u64,
-        )?;
-        self.database.validate()?;
-        self.validate_turn_and_provider()?;
-        for (tool, packs) in &self.deliberate.keywords {
-            for tag in packs.keys() {
-                if Locale::from_tag(tag).is_none() {
-                    return Err(ConfigError::Key {
-                        key: format!("deliberate.keywords.{tool}.{tag}"),
-                        problem: "unknown locale (expected en, ja, zh-CN or zh-TW)".to_owned(),
-                    });
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Config {
-    fn validate_turn_and_provider(&self) -> Result<(), ConfigError> {
         let key = |k: &str, problem: &str| ConfigError::Key {
             key: k.to_owned(),
             problem: problem.to_owned(),
         };
-        let t = &self.turn;
-        for (name, value) in [
-            ("turn.max_passes", u64::from(t.max_passes)),
+        let (t, w) = (&self.turn, &self.image_worker);
+        // Counts, sizes and durations where 0 would disable a limit or spin a loop.
+        let mut positive: Vec<(String, u64)> = [
+            (
+                "tools.default_timeout_secs",
+                self.tools.default_timeout_secs,
+            ),
+            (
+                "tools.older_messages_max",
+                self.tools.older_messages_max.into(),
+            ),
+            (
+                "memory.summary_max_chars",
+                self.memory.summary_max_chars as u64,
+            ),
+            ("memory.fact_max_chars", self.memory.fact_max_chars as u64),
+            (
+                "image.max_plans_per_turn",
+                self.image.max_plans_per_turn.into(),
+            ),
+            ("image.prompt_max_chars", self.image.prompt_max_chars as u64),
+            (
+                "thought_log.argument_max_chars",
+                self.thought_log.argument_max_chars as u64,
+            ),
+            ("turn.max_passes", t.max_passes.into()),
             (
                 "turn.max_consecutive_failures",
-                u64::from(t.max_consecutive_failures),
+                t.max_consecutive_failures.into(),
             ),
             ("turn.queue_limit", t.queue_limit as u64),
             ("turn.stale_after_secs", t.stale_after_secs),
             ("turn.typing_interval_secs", t.typing_interval_secs),
-            ("turn.history_messages", u64::from(t.history_messages)),
+            ("turn.history_messages", t.history_messages.into()),
             (
                 "provider.first_token_timeout_secs",
                 self.provider.first_token_timeout_secs,
@@ -421,11 +391,36 @@ impl Config {
                 "provider.idle_timeout_secs",
                 self.provider.idle_timeout_secs,
             ),
-            ("provider.max_tokens", u64::from(self.provider.max_tokens)),
-        ] {
-            if value == 0 {
-                return Err(key(name, "must be greater than 0"));
-            }
+            ("provider.max_tokens", self.provider.max_tokens.into()),
+            (
+                "discord.channel_messages_per_5s",
+                self.discord.channel_messages_per_5s.into(),
+            ),
+            ("review.timeout_secs", self.review.timeout_secs),
+            ("image_worker.timeout_secs", w.timeout_secs),
+            ("image_worker.max_attempts", w.max_attempts.into()),
+            ("image_worker.poll_ms", w.poll_ms),
+            ("reminders.poll_ms", self.reminders.poll_ms),
+            ("reminders.max_per_user", self.reminders.max_per_user.into()),
+        ]
+        .into_iter()
+        .map(|(name, value)| (name.to_owned(), value))
+        .collect();
+        positive.extend(
+            self.tools
+                .timeouts_secs
+                .iter()
+                .map(|(tool, secs)| (format!("tools.timeouts_secs.{tool}"), *secs)),
+        );
+        if let Some((name, _)) = positive.iter().find(|(_, value)| *value == 0) {
+            return Err(key(name, "must be greater than 0"));
+        }
+        if w.lease_secs <= w.timeout_secs {
+            // Otherwise a slow image is taken over by a second worker while the first works.
+            return Err(key(
+                "image_worker.lease_secs",
+                "must be longer than image_worker.timeout_secs",
+            ));
         }
         let d = &self.discord;
         let base_ok = d.api_base_url.is_empty()
@@ -435,12 +430,6 @@ impl Config {
             return Err(key(
                 "discord.api_base_url",
                 "must be empty or start with http:// or https://",
-            ));
-        }
-        if d.channel_messages_per_5s == 0 {
-            return Err(key(
-                "discord.channel_messages_per_5s",
-                "must be greater than 0",
             ));
         }
         let p = &self.provider;
@@ -462,6 +451,17 @@ impl Config {
                 "turn.default_persona",
                 "names no persona in [[personas]]",
             ));
+        }
+        self.database.validate()?;
+        for (tool, packs) in &self.deliberate.keywords {
+            for tag in packs.keys() {
+                if Locale::from_tag(tag).is_none() {
+                    return Err(ConfigError::Key {
+                        key: format!("deliberate.keywords.{tool}.{tag}"),
+                        problem: "unknown locale (expected en, ja, zh-CN or zh-TW)".to_owned(),
+                    });
+                }
+            }
         }
         Ok(())
     }
@@ -737,6 +737,34 @@ mod tests {
             err.to_string().contains("`tools.default_timeout_sec`"),
             "{err}"
         );
+    }
+
+    // SPEC D2: background loops refuse a zero interval (a busy loop), and a worker lease must
+    // outlast the image timeout (else a second worker takes a task the first still works on).
+    #[test]
+    fn background_intervals_and_the_worker_lease_are_checked() {
+        for (toml, named) in [
+            (
+                "[image_worker]\npoll_ms = 0\n",
+                "`image_worker.poll_ms`: must be greater than 0",
+            ),
+            (
+                "[reminders]\npoll_ms = 0\n",
+                "`reminders.poll_ms`: must be greater than 0",
+            ),
+            (
+                "[review]\ntimeout_secs = 0\n",
+                "`review.timeout_secs`: must be greater than 0",
+            ),
+            (
+                "[image_worker]\ntimeout_secs = 600\nlease_secs = 600\n",
+                "`image_worker.lease_secs`: must be longer than image_worker.timeout_secs",
+            ),
+        ] {
+            let dir = temp_config(Some(toml));
+            let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+            assert!(err.to_string().contains(named), "{toml}: {err}");
+        }
     }
 
     // SPEC D2: zero is out of range for a timeout.

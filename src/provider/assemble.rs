@@ -184,6 +184,8 @@ pub fn model_error(error: async_openai::error::OpenAIError) -> ModelError {
             )
         }
         OpenAIError::Reqwest(e) => {
+            // The endpoint's URL stays out of logs and the thought log.
+            let e = e.without_url();
             let class = if e.is_timeout() {
                 FailureClass::Timeout
             } else {

@@ -444,7 +444,7 @@ async fn settle_held_reply(
             },
             ChatMessage::System {
                 content: format!(
-                    "A reviewer asked you to revise that reply before it is posted. Findings: {}.                      Write the whole reply again, revised.",
+                    "A reviewer asked you to revise that reply before it is posted. Findings: {}. Write the whole reply again, revised.",
                     findings.join("; ")
                 ),
             },
