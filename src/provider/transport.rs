@@ -78,7 +78,12 @@ fn parse_error_body(body: &str) -> ApiError {
     };
     match serde_json::from_str::<Wrapped>(body) {
         Ok(Wrapped { error }) => ApiError {
-            message: error.message.unwrap_or_default(),
+            message: error
+                .message
+                .unwrap_or_default()
+                .chars()
+                .take(MAX_ERROR_TEXT)
+                .collect(),
             r#type: text(error.kind),
             param: text(error.param),
             code: text(error.code),
