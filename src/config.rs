@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use figment::providers::{Env, Format, Toml};
 use figment::value::{Dict, Value};
@@ -254,18 +253,6 @@ pub struct PersonaConfig {
     pub trigger_words: Vec<String>,
     #[serde(default)]
     pub avatar_url: Option<String>,
-}
-
-impl ToolsConfig {
-    /// The watchdog timeout for `tool`: its own entry, else the default.
-    pub fn timeout_for(&self, tool: &str) -> Duration {
-        let secs = self
-            .timeouts_secs
-            .get(tool)
-            .copied()
-            .unwrap_or(self.default_timeout_secs);
-        Duration::from_secs(secs)
-    }
 }
 
 /// Why the configuration could not be loaded. Its `Display` is one line naming the key.
@@ -679,10 +666,6 @@ mod tests {
         let dir = temp_config(Some("[tools]\ndefault_timeout_secs = 42\n"));
         let config = Config::load_with_env(dir.path(), no_env()).expect("load");
         assert_eq!(config.tools.default_timeout_secs, 42);
-        assert_eq!(
-            config.tools.timeout_for("no_such_tool"),
-            Duration::from_secs(42)
-        );
     }
 
     // SPEC D2: the environment overrides files.

@@ -102,13 +102,6 @@ pub fn text_with(locale: Locale, key: &str, args: &[(&'static str, String)]) -> 
     lookup(locale, key, Some(&map))
 }
 
-/// Whether `key` exists in English (the reference language).
-pub fn has_key(key: &str) -> bool {
-    LOCALES
-        .lookup_single_language::<&str>(Locale::En.lang_id(), key, None)
-        .is_ok()
-}
-
 fn lookup(
     locale: Locale,
     key: &str,

@@ -63,10 +63,6 @@ impl<'a> Delivery<'a> {
         self.held.get_or_insert_with(String::new);
     }
 
-    pub fn is_holding(&self) -> bool {
-        self.held.is_some()
-    }
-
     /// Takes the held draft (empty when nothing is held), still holding.
     pub fn take_held(&mut self) -> String {
         self.held.as_mut().map(std::mem::take).unwrap_or_default()

@@ -272,18 +272,6 @@ impl ToolAdmission {
             Self::Deliberate { admitted } => admitted.get(tool).and_then(|t| t.as_deref()),
         }
     }
-
-    /// The admitted tool names, sorted (for messages to the model).
-    pub fn admitted_names(&self) -> Option<Vec<&str>> {
-        match self {
-            Self::Open => None,
-            Self::Deliberate { admitted } => {
-                let mut names: Vec<&str> = admitted.keys().map(String::as_str).collect();
-                names.sort_unstable();
-                Some(names)
-            }
-        }
-    }
 }
 
 /// The mutable state a turn's passes share.

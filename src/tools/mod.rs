@@ -85,15 +85,6 @@ pub enum ContextRestart {
     OlderMessages(Vec<HistoryMessage>),
 }
 
-impl ContextRestart {
-    /// The payload type name the restart handler dispatches on.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::OlderMessages(_) => "context_restart_older_messages",
-        }
-    }
-}
-
 /// What a tool returns. Only `data` and `message` reach the model (SPEC T7); the other fields
 /// are internal delivery instructions for the stage.
 #[derive(Debug, Clone, PartialEq, Default)]
