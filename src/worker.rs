@@ -84,14 +84,13 @@ impl ImageWorker {
         }
     }
 
-    /// Works until `shutdown` fires; an idle worker looks again every `poll_ms`.
+    /// Works until `shutdown` fires; an idle worker looks again every `poll_ms`. A task in hand
+    /// is never dropped half-way: shutdown stops its generation (the task is handed back), but a
+    /// made image is posted and recorded first, so it is neither lost nor posted twice.
     pub async fn run(self, shutdown: CancellationToken) {
         let idle = Duration::from_millis(self.config.poll_ms);
-        loop {
-            let handled = tokio::select! {
-                () = shutdown.cancelled() => return,
-                handled = self.run_once(&shutdown) => handled,
-            };
+        while !shutdown.is_cancelled() {
+            let handled = self.run_once(&shutdown).await;
             if handled == Handled::Idle {
                 tokio::select! {
                     () = shutdown.cancelled() => return,
@@ -145,6 +144,18 @@ impl ImageWorker {
         )
         .await;
         backend_cancel.cancel();
+        if cancel.is_cancelled() && !matches!(made, Ok(Ok(_))) {
+            // Shut down mid-generation: not a failure; the task is due again at once.
+            if let Err(error) = self
+                .ports
+                .tasks
+                .retry_at(task.id, &self.id, "shutdown", self.ports.clock.now_ms())
+                .await
+            {
+                tracing::warn!(task = task.id, %error, "could not hand back an image task");
+            }
+            return Handled::Retrying;
+        }
         let failure = match made {
             Ok(Ok(image)) => return self.post(&task, &plan, &image).await,
             Ok(Err(failure)) => failure,

@@ -200,6 +200,38 @@ async fn a_planned_image_is_made_on_comfyui_and_posted() {
     assert_eq!(once(&worker).await, Handled::Idle, "nothing left");
 }
 
+// SPEC S5: a shutdown mid-generation is not a failure: the task is handed back, due at once,
+// with no post, notice or channel line; the next worker makes the image.
+#[tokio::test]
+async fn a_shutdown_mid_generation_hands_the_task_back() {
+    let rig = Rig::new(TestDb::sqlite().await).await;
+    let fake = FakeComfy::start().await;
+    fake.script(vec![ComfyMode::Slow(Duration::from_secs(30))]);
+    let plan = rig.plan("a fox", Visibility::Public).await;
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        stop.cancel();
+    });
+    let worker = rig.worker("w1", comfy(&fake));
+    assert_eq!(worker.run_once(&shutdown).await, Handled::Retrying);
+    assert!(rig.poster.posts().is_empty());
+    assert!(rig.thought_log.notices().is_empty());
+    assert!(rig.sink.texts().is_empty());
+    assert_eq!(
+        rig.storage
+            .plans
+            .task_status(&plan)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("pending")
+    );
+    assert_eq!(once(&rig.worker("w2", comfy(&fake))).await, Handled::Posted);
+    assert_eq!(rig.poster.posts().len(), 1);
+}
+
 // SPEC T8, T11: a missing ComfyUI model names the workflow's file, never the server's text; the
 // failure reaches the stored result, the thought log and the channel (localized).
 #[tokio::test]
