@@ -31,3 +31,11 @@ pub mod tool_loop;
 pub mod tools;
 /// The image worker: claims planned images, makes them, posts them.
 pub mod worker;
+
+/// FNV-1a, 64-bit: a hash that stays the same across processes and versions (lock keys,
+/// generation seeds), unlike `std`'s randomized one.
+pub fn stable_hash(bytes: impl IntoIterator<Item = u8>) -> u64 {
+    bytes.into_iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

@@ -59,9 +59,7 @@ pub struct ImageWorker {
 
 /// A stable seed per plan, so a retried task asks for the same image.
 fn seed(plan: &str) -> u64 {
-    plan.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    }) & 0x7fff_ffff
+    crate::stable_hash(plan.bytes()) & 0x7fff_ffff
 }
 
 /// Failures worth another attempt.

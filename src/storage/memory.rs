@@ -17,19 +17,14 @@ impl MemoryRepo {
     }
 }
 
-/// A stable 64-bit key for a fact bucket, for PostgreSQL's advisory lock (FNV-1a).
+/// A stable 64-bit key for a fact bucket, for PostgreSQL's advisory lock.
 fn bucket_lock_key(server: i64, persona: &str, about: i64) -> i64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     let bytes = server
         .to_le_bytes()
         .into_iter()
         .chain(persona.bytes())
         .chain(about.to_le_bytes());
-    for byte in bytes {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash as i64
+    crate::stable_hash(bytes) as i64
 }
 
 #[async_trait]
