@@ -26,6 +26,8 @@ pub const DISCORD_TOKEN_ENV: &str = "DISCORD_TOKEN";
 pub const PROVIDER_KEYS_ENV: &str = "PROVIDER_API_KEYS";
 /// The environment variable holding a database URL with credentials; it overrides `database.url`.
 pub const DATABASE_URL_ENV: &str = "DATABASE_URL";
+/// The OpenAI-compatible images endpoint's key (else the first provider key is used).
+pub const IMAGES_KEY_ENV: &str = "IMAGES_API_KEY";
 
 /// The whole configuration. Every field is required in the merged layers; the defaults live in
 /// `config/default.toml`, not in code, so there is one place that documents them.
@@ -568,6 +570,8 @@ pub struct Secrets {
     pub provider_keys: Vec<SecretString>,
     /// A database URL with credentials, overriding `database.url`.
     pub database_url: Option<SecretString>,
+    /// The images endpoint's own key.
+    pub images_key: Option<SecretString>,
 }
 
 impl Secrets {
@@ -579,7 +583,8 @@ impl Secrets {
         )
     }
 
-    /// Reads [`DISCORD_TOKEN_ENV`], [`PROVIDER_KEYS_ENV`] and [`DATABASE_URL_ENV`]; empty
+    /// Reads [`DISCORD_TOKEN_ENV`], [`PROVIDER_KEYS_ENV`], [`DATABASE_URL_ENV`] and
+    /// [`IMAGES_KEY_ENV`]; empty
     /// values count as unset.
     pub fn from_env() -> Self {
         Self::from_lookup(|name| std::env::var(name).ok())
@@ -594,6 +599,7 @@ impl Secrets {
         };
         let discord_token = secret(DISCORD_TOKEN_ENV);
         let database_url = secret(DATABASE_URL_ENV);
+        let images_key = secret(IMAGES_KEY_ENV);
         let provider_keys = lookup(PROVIDER_KEYS_ENV)
             .unwrap_or_default()
             .split(',')
@@ -605,6 +611,7 @@ impl Secrets {
             discord_token,
             provider_keys,
             database_url,
+            images_key,
         }
     }
 }
@@ -803,8 +810,13 @@ mod tests {
         let secrets = Secrets::from_lookup(|name| match name {
             DISCORD_TOKEN_ENV => Some(" tok-123 ".into()),
             PROVIDER_KEYS_ENV => Some("k1, ,k2".into()),
+            IMAGES_KEY_ENV => Some("img-9".into()),
             _ => None,
         });
+        assert_eq!(
+            secrets.images_key.as_ref().map(|k| k.expose_secret()),
+            Some("img-9")
+        );
         assert_eq!(
             secrets.discord_token.as_ref().map(|t| t.expose_secret()),
             Some("tok-123")
@@ -812,7 +824,7 @@ mod tests {
         assert_eq!(secrets.provider_keys.len(), 2);
         let shown = format!("{secrets:?}");
         assert!(
-            !shown.contains("tok-123") && !shown.contains("k1"),
+            !shown.contains("tok-123") && !shown.contains("k1") && !shown.contains("img-9"),
             "{shown}"
         );
     }

@@ -76,7 +76,7 @@ impl E2e {
         let secrets = Secrets {
             discord_token: Some(SecretString::from("test-token".to_owned())),
             provider_keys: vec![SecretString::from("provider-key".to_owned())],
-            database_url: None,
+            ..Secrets::default()
         };
         let probe_state = Arc::new(Probe::default());
         let tool = ProbeTool {

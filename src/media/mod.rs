@@ -29,9 +29,6 @@ pub(crate) fn failure(
     }
 }
 
-/// The environment variable holding the images endpoint's key (else the first provider key).
-pub const IMAGES_KEY_ENV: &str = "IMAGES_API_KEY";
-
 /// The configured image backend.
 pub fn backend(
     config: &crate::config::ImageWorkerConfig,
@@ -57,10 +54,9 @@ pub fn backend(
             std::sync::Arc::new(comfyui::ComfyUi::new(&config.comfyui_url, workflow)?)
         }
         ImageBackendKind::Openai => {
-            let key = std::env::var(IMAGES_KEY_ENV)
-                .ok()
-                .filter(|k| !k.trim().is_empty())
-                .map(secrecy::SecretString::from)
+            let key = secrets
+                .images_key
+                .clone()
                 .or_else(|| secrets.provider_keys.first().cloned());
             std::sync::Arc::new(openai_images::OpenAiImages::new(
                 &config.openai_url,
