@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use persona_bot::chat::ports::{
     EventOutcome, Metric, ToolEvent, ToolEvents, UsageRecord, UsageStats,
@@ -60,11 +60,6 @@ async fn one_turn(s: &Storage, i: usize) {
     let _ = s.outcomes.record_outcome(turn, &outcome, i as i64).await;
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    let index = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[index]
-}
-
 async fn measure(label: &str, url: &str) {
     let mut config = Config::shipped_defaults().database;
     config.buffer_max = TURNS * 3 + 16;
@@ -84,8 +79,8 @@ async fn measure(label: &str, url: &str) {
     let writes = (TURNS * 3) as f64;
     println!(
         "{label:<10} batched: turn sees median {:>8.2?}  p99 {:>8.2?}; {:>8.0} writes/s ({TURNS} turns in {elapsed:.2?})",
-        percentile(&seen, 0.5),
-        percentile(&seen, 0.99),
+        common::percentile(&seen, 0.5),
+        common::percentile(&seen, 0.99),
         writes / elapsed.as_secs_f64(),
     );
     s.close().await;
@@ -105,8 +100,8 @@ async fn measure(label: &str, url: &str) {
     seen.sort_unstable();
     println!(
         "{label:<10} sync:    turn sees median {:>8.2?}  p99 {:>8.2?}; {:>8.0} writes/s ({SYNC_TURNS} turns in {elapsed:.2?})",
-        percentile(&seen, 0.5),
-        percentile(&seen, 0.99),
+        common::percentile(&seen, 0.5),
+        common::percentile(&seen, 0.99),
         (SYNC_TURNS * 3) as f64 / elapsed.as_secs_f64(),
     );
     s.close().await;

@@ -5,9 +5,11 @@
 //!
 //! Run: `cargo bench --bench turns`.
 
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use persona_bot::chat::model::ChatMessage;
@@ -107,10 +109,6 @@ fn peak_rss_mib() -> f64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
 async fn throughput() {
@@ -215,8 +213,8 @@ async fn kill_latency(during_tool: bool) {
     println!(
         "/kill during {}: median {:.1?}, p99 {:.1?}, max {:.1?} ({KILLS} kills)",
         if during_tool { "a tool" } else { "a stream" },
-        percentile(&latencies, 0.5),
-        percentile(&latencies, 0.99),
+        common::percentile(&latencies, 0.5),
+        common::percentile(&latencies, 0.99),
         latencies[latencies.len() - 1],
     );
     orchestrator.shutdown().await;
@@ -224,7 +222,7 @@ async fn kill_latency(during_tool: bool) {
 
 fn main() {
     // `cargo test --all-targets` runs benches once as tests; keep that quick.
-    if !std::env::args().any(|a| a == "--bench") {
+    if !common::benchmarking() {
         println!("turns: run with `cargo bench --bench turns`");
         return;
     }

@@ -1,6 +1,14 @@
-//! Set-up shared by the storage benches: a fresh PostgreSQL database per run.
+//! Shared by the benches: the run/check switch, percentiles, a fresh PostgreSQL database.
+#![allow(dead_code)] // each bench uses a different part
+
+use std::time::Duration;
 
 use sqlx::Connection;
+
+/// The `p` quantile (0.0 to 1.0) of sorted durations.
+pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
 
 /// The PostgreSQL server the benches use: `TEST_POSTGRES_URL`, else the local server.
 pub fn postgres_admin_url() -> String {
