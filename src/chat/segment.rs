@@ -1,18 +1,34 @@
 //! Cutting streamed text into Discord messages (SPEC C4): at paragraph breaks as they complete,
-//! and a paragraph longer than the limit at a sentence end, else a line break, else white space.
-//! A cut never lands inside a URL or a Markdown span (inline code, a link, emphasis, a spoiler);
-//! a cut inside a code fence closes the fence and reopens it, with its language, in the next
-//! message. Pure logic: the caller sends what comes out.
+//! and a paragraph longer than the limit at a line break, else a sentence end, else white space,
+//! else a hard cut at a grapheme boundary. A cut never lands inside a URL or a Markdown span
+//! (inline code, a link, emphasis, a spoiler) unless the span alone is longer than half a
+//! message; a cut inside a code block closes it and reopens it, with its language tag and nothing
+//! else, in the next message. Pure logic: the caller sends what comes out.
+//!
+//! The cutter always ends: every cut consumes at least half a message of input, the fence line
+//! put in front of a continued code block is never fed back into the input, and the text a cut
+//! looks at is a window of one message plus a short look-ahead, so the work is linear in the
+//! input. What comes out, with the inserted fence lines taken away, is the input in order; only
+//! white space at a cut (and blank lines between paragraphs) is left out. Indentation after a cut
+//! is kept, so code arrives byte for byte.
 
 use std::ops::Range;
 use std::sync::LazyLock;
 
 use regex::Regex;
+use unicode_segmentation::UnicodeSegmentation;
 
 /// Discord's message length limit, in characters.
 pub const DISCORD_LIMIT: usize = 2000;
 
+/// Discord opens and closes a code block at every three backticks, even inside a line.
 const FENCE: &str = "```";
+/// The longest language tag a reopened block carries; a longer info string is not repeated.
+const MAX_TAG: usize = 20;
+/// What a cut inside a code block appends: a line break and the closing backticks.
+const CLOSE: &str = "\n```";
+/// How far past the cut budget a protected span is looked for, in characters.
+const LOOKAHEAD: usize = 256;
 
 static PROTECTED: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -30,11 +46,45 @@ static PROTECTED: LazyLock<Regex> = LazyLock::new(|| {
     .unwrap_or_else(|e| unreachable!("static regex: {e}"))
 });
 
+/// One message: a slice of the input, with the fence lines a cut inserted around it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Piece {
+    /// The language tag of a code block continued from the previous message (`Some("")` for a
+    /// block without one): the message starts with "```tag\n".
+    pub reopen: Option<String>,
+    /// Input text, unchanged.
+    pub body: String,
+    /// The message ends inside a code block, so it is closed with "\n```".
+    pub close: bool,
+}
+
+impl Piece {
+    pub(crate) fn into_message(self) -> String {
+        let mut message = String::with_capacity(self.body.len() + 32);
+        if let Some(tag) = &self.reopen {
+            message.push_str(FENCE);
+            message.push_str(tag);
+            message.push('\n');
+        }
+        message.push_str(&self.body);
+        if self.close {
+            message.push_str(CLOSE);
+        }
+        message
+    }
+}
+
 /// Accumulates streamed text and hands out complete messages.
 #[derive(Debug)]
 pub struct Segmenter {
     buf: String,
+    /// Characters in `buf`.
+    buf_chars: usize,
     limit: usize,
+    /// The code block open at the start of `buf`, cut from the previous message: its tag.
+    fence: Option<String>,
+    /// How far `buf` has been searched for a paragraph break.
+    scan: LineScan,
 }
 
 impl Default for Segmenter {
@@ -44,11 +94,14 @@ impl Default for Segmenter {
 }
 
 impl Segmenter {
-    /// `limit` is in characters; it must leave room for a fence (at least 64).
+    /// `limit` is in characters; it must leave room for fence lines (at least 64).
     pub fn new(limit: usize) -> Self {
         Self {
             buf: String::new(),
+            buf_chars: 0,
             limit: limit.max(64),
+            fence: None,
+            scan: LineScan::at(0, false),
         }
     }
 
@@ -59,89 +112,284 @@ impl Segmenter {
 
     /// Adds streamed text; returns the messages it completed.
     pub fn push(&mut self, text: &str) -> Vec<String> {
+        self.push_pieces(text)
+            .into_iter()
+            .map(Piece::into_message)
+            .collect()
+    }
+
+    pub(crate) fn push_pieces(&mut self, text: &str) -> Vec<Piece> {
         self.buf.push_str(text);
+        self.buf_chars += text.chars().count();
         let mut out = Vec::new();
+        let mut start = 0;
         loop {
-            if let Some((end, next)) = paragraph_break(&self.buf) {
-                let paragraph: String = self.buf[..end].to_owned();
-                self.buf.drain(..next);
-                self.emit_all(paragraph, &mut out);
+            if let Some((end, next)) = self.scan.next_break(&self.buf) {
+                let paragraph = self.buf.get(start..end).unwrap_or_default();
+                cut_into(paragraph, &mut self.fence, self.limit, &mut out);
+                start = self.consume(start, next);
                 continue;
             }
-            if self.buf.chars().count() > self.limit {
-                let (piece, rest) = split_long(&self.buf, self.limit);
-                out.extend(non_empty(piece));
-                self.buf = rest;
-                continue;
+            let rest = self.buf.get(start..).unwrap_or_default();
+            if prefix_len(self.fence.as_deref()) + self.buf_chars <= self.limit {
+                break;
             }
-            return out;
+            let Some(cut) = next_cut(rest, self.fence.as_deref(), self.limit) else {
+                break;
+            };
+            out.extend(cut.piece);
+            self.fence = cut.fence;
+            start = self.consume(start, start + cut.next);
         }
+        self.buf.drain(..start);
+        self.scan.pos -= start;
+        out
+    }
+
+    /// Marks `buf[start..next]` as handed out; returns `next`.
+    fn consume(&mut self, start: usize, next: usize) -> usize {
+        let consumed = self.buf.get(start..next).unwrap_or_default();
+        self.buf_chars -= consumed.chars().count();
+        self.scan = LineScan::at(next, self.fence.is_some());
+        next
     }
 
     /// The end of a pass: everything left, cut to the limit.
     pub fn finish(&mut self) -> Vec<String> {
         let rest = std::mem::take(&mut self.buf);
-        let mut out = Vec::new();
-        self.emit_all(rest, &mut out);
-        out
+        self.emit_rest(&rest)
+            .into_iter()
+            .map(Piece::into_message)
+            .collect()
     }
 
     /// A user stop: the complete sentences of what is pending; a partial sentence is dropped.
     pub fn finish_complete_sentences(&mut self) -> Vec<String> {
         let rest = std::mem::take(&mut self.buf);
         let end = sentence_ends(&rest).last().copied().unwrap_or(0);
-        let mut out = Vec::new();
-        self.emit_all(rest[..end].to_owned(), &mut out);
-        out
+        self.emit_rest(rest.get(..end).unwrap_or_default())
+            .into_iter()
+            .map(Piece::into_message)
+            .collect()
     }
 
     /// A follow-up interrupt: the pending text is thrown away.
     pub fn discard(&mut self) {
         self.buf.clear();
+        self.reset();
     }
 
-    fn emit_all(&self, mut text: String, out: &mut Vec<String>) {
-        while text.chars().count() > self.limit {
-            let (piece, rest) = split_long(&text, self.limit);
-            out.extend(non_empty(piece));
-            text = rest;
-        }
-        out.extend(non_empty(text));
+    /// Cuts `rest` (taken out of the buffer) into pieces and starts afresh.
+    pub(crate) fn emit_rest(&mut self, rest: &str) -> Vec<Piece> {
+        let mut out = Vec::new();
+        cut_into(rest, &mut self.fence, self.limit, &mut out);
+        self.reset();
+        out
     }
-}
 
-fn non_empty(text: String) -> Option<String> {
-    let trimmed = text.trim_end();
-    if trimmed.trim_start().is_empty() {
-        None
-    } else {
-        Some(trimmed.trim_start_matches('\n').to_owned())
+    fn reset(&mut self) {
+        self.buf_chars = self.buf.chars().count();
+        self.fence = None;
+        self.scan = LineScan::at(0, false);
     }
 }
 
-/// The first blank line outside a code fence after some content: (end of the paragraph, start
-/// of the next, past any further blank lines).
-fn paragraph_break(text: &str) -> Option<(usize, usize)> {
-    let mut in_fence = false;
-    let mut seen_content = false;
-    let mut offset = 0;
-    let mut lines = text.split_inclusive('\n').peekable();
-    while let Some(line) = lines.next() {
-        let blank = line.ends_with('\n') && line.trim().is_empty();
-        if line.trim_start().starts_with(FENCE) {
-            in_fence = !in_fence;
+/// The search for a paragraph break (a blank line outside a code block, after some content),
+/// resumed where the last search stopped: only complete lines are read.
+#[derive(Debug)]
+struct LineScan {
+    pos: usize,
+    in_fence: bool,
+    seen_content: bool,
+}
+
+impl LineScan {
+    fn at(pos: usize, in_fence: bool) -> Self {
+        Self {
+            pos,
+            in_fence,
+            seen_content: false,
         }
-        if blank && !in_fence && seen_content {
-            let mut next = offset + line.len();
-            while let Some(more) = lines.next_if(|l| l.ends_with('\n') && l.trim().is_empty()) {
-                next += more.len();
+    }
+
+    /// The next break in `text` from `self.pos`: (end of the paragraph, start of the next, past
+    /// any further blank lines already here).
+    fn next_break(&mut self, text: &str) -> Option<(usize, usize)> {
+        let unread = text.get(self.pos..)?;
+        let mut lines = unread.split_inclusive('\n').peekable();
+        while let Some(line) = lines.next() {
+            if !line.ends_with('\n') {
+                return None;
             }
-            return Some((offset, next));
+            let blank = line.trim().is_empty();
+            if blank && !self.in_fence && self.seen_content {
+                let end = self.pos;
+                let mut next = self.pos + line.len();
+                while let Some(more) = lines.next_if(|l| l.ends_with('\n') && l.trim().is_empty()) {
+                    next += more.len();
+                }
+                return Some((end, next));
+            }
+            self.in_fence ^= line.matches(FENCE).count() % 2 == 1;
+            self.seen_content |= !blank;
+            self.pos += line.len();
         }
-        seen_content |= !line.trim().is_empty();
-        offset += line.len();
+        None
     }
-    None
+}
+
+/// Characters a reopened block puts in front of a message.
+fn prefix_len(fence: Option<&str>) -> usize {
+    fence.map_or(0, |tag| FENCE.len() + tag.chars().count() + 1)
+}
+
+/// Cuts one paragraph (or the rest of a pass) into pieces, carrying the open code block.
+fn cut_into(mut text: &str, fence: &mut Option<String>, limit: usize, out: &mut Vec<Piece>) {
+    while let Some(cut) = next_cut(text, fence.as_deref(), limit) {
+        out.extend(cut.piece);
+        *fence = cut.fence;
+        text = text.get(cut.next..).unwrap_or_default();
+    }
+    let carried = fence.take();
+    *fence = open_block(text, carried.as_deref());
+    out.extend(piece(carried, text, false));
+}
+
+/// One cut: the piece before it (none when only white space), where the rest starts, and the
+/// code block open at the cut.
+struct Cut {
+    piece: Option<Piece>,
+    next: usize,
+    fence: Option<String>,
+}
+
+/// The first cut of `text`, or `None` when it fits in one message.
+fn next_cut(text: &str, fence: Option<&str>, limit: usize) -> Option<Cut> {
+    let prefix = prefix_len(fence);
+    if prefix + text.chars().take(limit + 1).count() <= limit {
+        return None;
+    }
+    let budget = limit - prefix - CLOSE.len();
+    let (end, next) = choose_cut(text, budget, limit / 2);
+    let head = text.get(..end).unwrap_or_default();
+    let open = open_block(head, fence);
+    let body = if open.is_some() {
+        head
+    } else {
+        head.trim_end()
+    };
+    Some(Cut {
+        piece: piece(fence.map(str::to_owned), body, open.is_some()),
+        next,
+        fence: open,
+    })
+}
+
+fn piece(reopen: Option<String>, body: &str, close: bool) -> Option<Piece> {
+    let body = if reopen.is_some() {
+        body
+    } else {
+        body.trim_start_matches(['\n', '\r'])
+    };
+    let body = if close { body } else { body.trim_end() };
+    if body.trim().is_empty() {
+        return None;
+    }
+    Some(Piece {
+        reopen,
+        body: body.to_owned(),
+        close,
+    })
+}
+
+/// The code block open at the end of `text` when `fence` was open at its start: its tag.
+fn open_block(text: &str, fence: Option<&str>) -> Option<String> {
+    let mut open = fence.map(str::to_owned);
+    for (at, _) in text.match_indices(FENCE) {
+        open = match open {
+            Some(_) => None,
+            None => Some(language_tag(
+                text.get(at + FENCE.len()..).unwrap_or_default(),
+            )),
+        };
+    }
+    open
+}
+
+/// The language tag right after an opening fence: a short word ending the line, else nothing.
+fn language_tag(after: &str) -> String {
+    let len = after
+        .find(|c: char| !(c.is_ascii_alphanumeric() || "_+-.#".contains(c)))
+        .unwrap_or(after.len());
+    let tag = after.get(..len).unwrap_or_default();
+    let ends_line = after.get(len..).is_some_and(|rest| rest.starts_with('\n'));
+    if ends_line && len <= MAX_TAG {
+        tag.to_owned()
+    } else {
+        String::new()
+    }
+}
+
+/// Where to cut `text` (longer than `budget` characters): (end of the piece, start of the
+/// rest). The piece is at most `budget` characters and, when any boundary allows it, at least
+/// `min` characters.
+fn choose_cut(text: &str, budget: usize, min: usize) -> (usize, usize) {
+    let budget_at = byte_at_char(text, budget);
+    let min_at = byte_at_char(text, min.min(budget));
+    let window = text
+        .get(..byte_at_char(text, budget + LOOKAHEAD))
+        .unwrap_or(text);
+    let spans = protected_spans(window);
+    let allowed = |p: usize| p >= min_at && p <= budget_at && p > 0;
+    let head = window.get(..budget_at).unwrap_or_default();
+    if let Some(p) = head.rfind('\n').filter(|&p| allowed(p)) {
+        return (p, p + 1);
+    }
+    if let Some(p) = sentence_ends(window).into_iter().rfind(|&p| allowed(p)) {
+        return (p, skip_blanks(text, p));
+    }
+    let space = head
+        .char_indices()
+        .rfind(|&(i, c)| c.is_whitespace() && allowed(i) && !inside(&spans, i));
+    if let Some((p, _)) = space {
+        return (p, skip_blanks(text, p));
+    }
+    let p = hard_cut(window, budget_at, min_at, &spans);
+    (p, p)
+}
+
+/// A cut with no boundary: moved back to the start of a span it would split, then to a grapheme
+/// boundary, never before `min_at` (or 0).
+fn hard_cut(window: &str, budget_at: usize, min_at: usize, spans: &[Range<usize>]) -> usize {
+    let floor = min_at.max(1);
+    let mut p = spans
+        .iter()
+        .find(|s| s.start < budget_at && budget_at < s.end && s.start >= floor)
+        .map_or(budget_at, |s| s.start);
+    let run_start = window
+        .get(..p)
+        .map_or(p, |before| before.trim_end_matches('`').len());
+    if window.get(p..).is_some_and(|after| after.starts_with('`')) && run_start >= floor {
+        p = run_start;
+    }
+    let grapheme = window
+        .get(..window.len().min(p + 64))
+        .unwrap_or(window)
+        .grapheme_indices(true)
+        .map(|(i, _)| i)
+        .rfind(|&i| i <= p);
+    match grapheme {
+        Some(g) if g >= floor => g,
+        _ => p,
+    }
+}
+
+/// Past the spaces and tabs at a cut, and one line break.
+fn skip_blanks(text: &str, at: usize) -> usize {
+    let rest = text.get(at..).unwrap_or_default();
+    let spaces = rest.len() - rest.trim_start_matches([' ', '\t']).len();
+    let after = rest.get(spaces..).unwrap_or_default();
+    at + spaces + usize::from(after.starts_with('\n'))
 }
 
 /// Byte offsets just after each sentence end (`. ! ?` and their CJK forms followed by white
@@ -178,176 +426,5 @@ fn byte_at_char(text: &str, n: usize) -> usize {
     text.char_indices().nth(n).map_or(text.len(), |(i, _)| i)
 }
 
-/// The open fence's opening line (with its language) at the end of `text`, if a fence is open.
-fn open_fence(text: &str) -> Option<String> {
-    let mut open: Option<String> = None;
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        if let Some(lang) = trimmed.strip_prefix(FENCE) {
-            open = match open {
-                Some(_) => None,
-                None => Some(format!("{FENCE}{}", lang.trim())),
-            };
-        }
-    }
-    open
-}
-
-/// Cuts `text` (longer than `limit`) into a first message and the rest.
-fn split_long(text: &str, limit: usize) -> (String, String) {
-    // Room for closing a fence ("\n```").
-    let budget = byte_at_char(text, limit - FENCE.len() - 1);
-    let spans = protected_spans(text);
-    let cut = sentence_ends(text)
-        .into_iter()
-        .rfind(|&p| p > 0 && p <= budget)
-        .or_else(|| {
-            text.char_indices()
-                .map(|(i, c)| (i, c.is_whitespace()))
-                .rfind(|&(i, space)| space && i > 0 && i <= budget && !inside(&spans, i))
-                .map(|(i, _)| i)
-        })
-        .unwrap_or_else(|| {
-            // No boundary at all: a hard cut, moved to the start of a span it would split.
-            spans
-                .iter()
-                .find(|s| s.start < budget && budget < s.end && s.start > 0)
-                .map_or(budget, |s| s.start)
-        });
-    let (head, tail) = text.split_at(cut);
-    let mut head = head.trim_end().to_owned();
-    let mut rest = tail.trim_start_matches([' ', '\n']).to_owned();
-    if let Some(opening) = open_fence(&head) {
-        head.push('\n');
-        head.push_str(FENCE);
-        rest = format!("{opening}\n{rest}");
-    }
-    (head, rest)
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn all(segmenter: &mut Segmenter, chunks: &[&str]) -> Vec<String> {
-        let mut out = Vec::new();
-        for chunk in chunks {
-            out.extend(segmenter.push(chunk));
-        }
-        out.extend(segmenter.finish());
-        out
-    }
-
-    // SPEC C4: paragraphs become messages as they complete.
-    #[test]
-    fn paragraphs_become_messages_as_they_complete() {
-        let mut s = Segmenter::default();
-        assert!(s.push("Hello the").is_empty());
-        assert_eq!(s.push("re.\n\nSecond "), vec!["Hello there."]);
-        assert_eq!(s.pending(), "Second ");
-        assert_eq!(s.push("para.\n\n\n\nThird"), vec!["Second para."]);
-        assert_eq!(s.finish(), vec!["Third"]);
-    }
-
-    // SPEC C4: a long paragraph is cut at a sentence end, each message within the limit.
-    #[test]
-    fn long_paragraph_is_cut_at_sentence_ends_within_the_limit() {
-        let sentence = "This sentence is exactly fifty characters long ok. ";
-        let text = sentence.repeat(100);
-        let out = all(&mut Segmenter::default(), &[&text]);
-        assert!(out.len() >= 3, "{}", out.len());
-        for message in &out {
-            assert!(message.chars().count() <= DISCORD_LIMIT);
-            assert!(
-                message.ends_with("ok."),
-                "cut mid-sentence: ...{}",
-                &message[message.len() - 20..]
-            );
-        }
-        assert_eq!(out.concat().replace(' ', ""), text.replace(' ', ""));
-    }
-
-    // SPEC C4: a code fence cut in two is closed and reopened with its language.
-    #[test]
-    fn code_fence_is_closed_and_reopened_across_a_cut() {
-        let code: String = (0..300).map(|i| format!("let x{i} = {i};\n")).collect();
-        let text = format!("Here:\n\n```rust\n{code}```\n\nDone.");
-        let out = all(&mut Segmenter::default(), &[&text]);
-        assert_eq!(out[0], "Here:");
-        let code_messages = &out[1..out.len() - 1];
-        assert!(code_messages.len() >= 2);
-        for message in code_messages {
-            assert!(message.starts_with("```rust\n"), "{}", &message[..20]);
-            assert!(
-                message.ends_with("```"),
-                "{}",
-                &message[message.len() - 20..]
-            );
-            assert!(message.chars().count() <= DISCORD_LIMIT);
-            assert_eq!(message.matches("```").count(), 2);
-        }
-        assert_eq!(out.last().map(String::as_str), Some("Done."));
-    }
-
-    // SPEC C4: a blank line inside a code fence does not end a message.
-    #[test]
-    fn blank_line_inside_a_fence_is_not_a_paragraph_break() {
-        let mut s = Segmenter::default();
-        assert!(s.push("```py\na = 1\n\nb = 2\n").is_empty());
-        assert_eq!(s.push("```\n\nafter"), vec!["```py\na = 1\n\nb = 2\n```"]);
-    }
-
-    // SPEC C4: a URL or a Markdown span is never cut.
-    #[test]
-    fn urls_and_markdown_spans_are_never_cut() {
-        let url = format!("https://example.com/{}", "a".repeat(120));
-        let filler = "word ".repeat(380); // 1900 characters
-        let text = format!("{filler}see {url} and **bold text here** end");
-        let out = all(&mut Segmenter::default(), &[&text]);
-        assert!(out.iter().any(|m| m.contains(&url)), "the URL was cut");
-        let bold = "word ".repeat(395) + "**a bold span that must stay whole** tail";
-        let out = all(&mut Segmenter::default(), &[&bold]);
-        assert!(
-            out.iter()
-                .any(|m| m.contains("**a bold span that must stay whole**")),
-            "{out:?}"
-        );
-        for m in &out {
-            assert!(m.chars().count() <= DISCORD_LIMIT);
-        }
-    }
-
-    // SPEC C4: text without any boundary is still cut within the limit.
-    #[test]
-    fn text_without_boundaries_is_hard_cut_within_the_limit() {
-        let text = "x".repeat(4500);
-        let out = all(&mut Segmenter::default(), &[&text]);
-        assert_eq!(out.len(), 3);
-        assert!(out.iter().all(|m| m.chars().count() <= DISCORD_LIMIT));
-        assert_eq!(out.concat(), text);
-    }
-
-    // SPEC C4: CJK sentence ends count as boundaries.
-    #[test]
-    fn cjk_sentence_ends_are_boundaries() {
-        let text = "これは文です。".repeat(400);
-        let out = all(&mut Segmenter::default(), &[&text]);
-        assert!(out.len() >= 2);
-        assert!(
-            out.iter()
-                .all(|m| m.ends_with('。') && m.chars().count() <= DISCORD_LIMIT)
-        );
-    }
-
-    // SPEC C5: a user stop keeps complete sentences; a follow-up discards the pending text.
-    #[test]
-    fn stop_keeps_complete_sentences_and_discard_drops_everything() {
-        let mut s = Segmenter::default();
-        s.push("One done. Two half");
-        assert_eq!(s.finish_complete_sentences(), vec!["One done."]);
-        assert_eq!(s.pending(), "");
-        s.push("pending words");
-        s.discard();
-        assert!(s.finish().is_empty());
-    }
-}
+mod tests;
