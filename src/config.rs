@@ -551,7 +551,7 @@ fn find_secret_key(dict: &Dict, prefix: &str) -> Option<String> {
         } else {
             format!("{prefix}.{key}")
         };
-        if crate::thought_log::is_secret_key(key) {
+        if crate::redact::is_secret_key(key) {
             return Some(full);
         }
         if let Value::Dict(_, inner) = value

@@ -15,6 +15,8 @@ pub mod locale;
 pub mod media;
 /// The OpenAI-compatible streaming provider: key rotation and model fallback support.
 pub mod provider;
+/// Secret redaction for everything moderators and operators read.
+pub mod redact;
 /// Reminders coming due become quiet turns.
 pub mod reminders;
 /// sqlx repositories (SQLite file or PostgreSQL) implementing the storage ports.
@@ -23,7 +25,7 @@ pub mod storage;
 pub mod telemetry;
 /// In-process fakes of the core's ports, for unit tests and benchmarks.
 pub mod testkit;
-/// Moderator notices: their data, rendering and argument redaction.
+/// Moderator notices: their data and rendering.
 pub mod thought_log;
 /// The tool-call stage: `execute_tool_call`, its gates, the watchdog and payload builders.
 pub mod tool_loop;

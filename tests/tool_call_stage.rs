@@ -969,3 +969,32 @@ async fn failed_short_term_memory_update_does_not_lock_it() {
     assert!(!failed.response.to_string().contains("connection refused"));
     assert!(!turn.state().short_term_memory_locked);
 }
+
+// SPEC T11 regression: a failed sticker call whose argument was a key posted its own reason,
+// "No sticker named `sk-...`", to the thought log; the reason is redacted like the arguments.
+#[tokio::test]
+async fn a_tool_reason_quoting_a_secret_argument_is_redacted_in_the_notice() {
+    let key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789";
+    let h = sticker_harness();
+    let turn = h.turn(public_scope());
+    let entry = entry(select(&h, &turn, key).await);
+    assert_eq!(code(&entry), "unknown_sticker");
+    let notices = h.fakes.thought_log.notices();
+    let Some((
+        _,
+        Notice::ToolFailed {
+            reason, arguments, ..
+        },
+    )) = notices.first()
+    else {
+        panic!("no failure notice: {notices:?}");
+    };
+    assert!(!reason.contains("sk-proj"), "{reason}");
+    assert!(reason.contains(persona_bot::redact::REDACTED), "{reason}");
+    assert!(!arguments.contains("sk-proj"), "{arguments}");
+    let card = persona_bot::thought_log::render(&notices[0].1, persona_bot::locale::Locale::En);
+    assert!(
+        card.fields.iter().all(|(_, v)| !v.contains("sk-proj")),
+        "{card:?}"
+    );
+}

@@ -99,7 +99,8 @@ impl ModelError {
         Self {
             class,
             status,
-            detail: detail.into(),
+            // Provider text may echo a key or token: it is logged and shown to moderators.
+            detail: crate::redact::redact_text(&detail.into()),
         }
     }
 }

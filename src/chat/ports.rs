@@ -150,7 +150,7 @@ pub struct ToolEvent {
     pub user: UserId,
     pub role: Role,
     pub tool: String,
-    /// Arguments after redaction ([`crate::thought_log::redact_arguments`]).
+    /// Arguments after redaction ([`crate::redact::redact_arguments`]).
     pub arguments: String,
     pub outcome: EventOutcome,
     /// The failure code, when there is one.

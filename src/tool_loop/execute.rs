@@ -17,7 +17,8 @@ use crate::chat::role::Role;
 use crate::chat::stores::StoredOutcome;
 use crate::chat::turn::{Turn, TurnStatus};
 use crate::locale;
-use crate::thought_log::{FailureKind, Notice, redact_arguments};
+use crate::redact::{redact_arguments, redact_text};
+use crate::thought_log::{FailureKind, Notice};
 use crate::tools::registry::canonical_json;
 use crate::tools::update_short_term_memory::UpdateShortTermMemory;
 use crate::tools::{
@@ -389,16 +390,18 @@ impl Stage<'_> {
     /// and a failure entry that counts toward the failure cap.
     async fn fail(mut self, failure: Failure, outcome: EventOutcome) -> ToolCallOutcome {
         let turn = self.session.turn();
+        // The tool's own reason may quote its arguments: it is redacted like them.
+        let reason = redact_text(&failure.reason);
         tracing::info!(
             turn = %turn.id, tool = %self.call.name, code = %failure.code,
-            arguments = %self.redacted, "tool call failed"
+            %reason, arguments = %self.redacted, "tool call failed"
         );
         if let Some(server) = turn.scope.thought_log_server() {
             let notice = Notice::ToolFailed {
                 tool: self.call.name.clone(),
                 kind: failure.kind,
                 code: failure.code.clone(),
-                reason: failure.reason.clone(),
+                reason,
                 arguments: self.redacted.clone(),
                 effect_unknown: failure.kind == FailureKind::TimedOut,
             };
@@ -452,7 +455,7 @@ impl Stage<'_> {
                     );
                 }
                 Delivery::Refused { reason } => {
-                    tracing::warn!(turn = %turn.id, %reason, "Discord refused a sticker");
+                    tracing::warn!(turn = %turn.id, reason = %redact_text(&reason), "Discord refused a sticker");
                     return self
                         .fail(Failure::sticker_refused(), EventOutcome::Failed)
                         .await;

@@ -18,7 +18,7 @@ use super::{
 use crate::chat::ports::{EventOutcome, ToolEvent};
 use crate::chat::role::Role;
 use crate::chat::turn::Turn;
-use crate::thought_log::redact_parsed;
+use crate::redact::redact_parsed;
 
 /// Why a session refused a call before running it (SPEC S4).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
