@@ -201,6 +201,9 @@ pub struct TurnConfig {
     pub stale_after_secs: u64,
     /// How often the typing indicator is renewed while a turn works.
     pub typing_interval_secs: u64,
+    /// A channel's worker with nothing running and nothing waiting for this long is stopped
+    /// (a new message starts a new one), so idle channels hold no memory.
+    pub worker_idle_secs: u64,
     /// Recent channel messages given to the model.
     pub history_messages: u8,
     /// How long `/kill` waits for the stopped turn to wind down before dropping it.
@@ -371,6 +374,7 @@ impl Config {
             ("turn.queue_limit", t.queue_limit as u64),
             ("turn.stale_after_secs", t.stale_after_secs),
             ("turn.typing_interval_secs", t.typing_interval_secs),
+            ("turn.worker_idle_secs", t.worker_idle_secs),
             ("turn.history_messages", t.history_messages.into()),
             (
                 "provider.first_token_timeout_secs",

@@ -260,6 +260,8 @@ pub struct RecordingSink {
     send_delay: Mutex<Option<std::time::Duration>>,
     /// Sends never complete (a hung Discord), when set.
     hang: AtomicBool,
+    /// The next typing pulse panics (a bug in an adapter), once.
+    panic_on_typing: AtomicBool,
 }
 
 impl RecordingSink {
@@ -286,6 +288,11 @@ impl RecordingSink {
     /// Makes every text send wait `delay` first.
     pub fn delay_sends(&self, delay: std::time::Duration) {
         *lock(&self.send_delay) = Some(delay);
+    }
+
+    /// Makes the next typing pulse panic, once.
+    pub fn panic_on_next_typing(&self) {
+        self.panic_on_typing.store(true, Ordering::SeqCst);
     }
 
     /// Makes every text send hang (a stuck Discord) until `hang_sends(false)`.
@@ -332,6 +339,9 @@ impl ChatSink for RecordingSink {
     }
 
     async fn typing(&self, channel: ChannelId) {
+        if self.panic_on_typing.swap(false, Ordering::SeqCst) {
+            panic!("typing pulse panicked (test)");
+        }
         lock(&self.typing).push(channel);
     }
 

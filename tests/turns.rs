@@ -1018,3 +1018,80 @@ async fn incomplete_plan_set_fails_the_turn_with_a_notice() {
     assert!(notice.contains("were not planned"), "{notice}");
     assert!(bot.transcript().contains(&notice), "{}", bot.transcript());
 }
+
+// ---------------------------------------------------------------- panics and idle workers
+
+// Regression: a panic inside a turn (here a tool) once killed the channel's worker and left its
+// dead sender in the map, so the channel never answered again until a restart. The turn now
+// ends as an error turn with the localized notice, and the channel goes on.
+#[tokio::test(start_paused = true)]
+async fn a_panicking_turn_ends_with_the_error_notice_and_the_channel_goes_on() {
+    let model = ScriptedModel::new(vec![
+        ScriptedPass::Stream(vec![call(
+            "probe",
+            r#"{"n":1,"note":"sk-abcdefghijklmnopqrstuvwx"}"#,
+        )]),
+        ScriptedPass::text(&["Still here."]),
+    ]);
+    let mut bot = Bot::build(model, Behaviour::Panic, |_| {}, Fakes::default());
+    bot.say(message(1, ALICE, "crash please")).await;
+    let crashed = bot.next().await;
+    assert_eq!(crashed.message, MessageId(1));
+    assert_eq!(crashed.report.status, TurnStatus::Error);
+    assert_eq!(crashed.report.end, TurnEnd::Crashed);
+    assert_eq!(
+        bot.transcript(),
+        locale::text(Locale::En, "turn-crashed"),
+        "the error notice is the channel's only message"
+    );
+    bot.say(message(2, BOB, "hello?")).await;
+    let next = bot.next().await;
+    assert_eq!(next.message, MessageId(2));
+    assert_eq!(next.report.status, TurnStatus::Completed);
+    assert!(
+        bot.transcript().ends_with("Still here."),
+        "{}",
+        bot.transcript()
+    );
+}
+
+// A worker that panics outside a turn (here its typing pulse) is replaced, and the message it
+// held is taken again from the store and answered.
+#[tokio::test(start_paused = true)]
+async fn a_panicking_worker_is_replaced_and_its_message_answered() {
+    let fakes = Fakes::default();
+    fakes.sink.panic_on_next_typing();
+    let model = ScriptedModel::responding(|_| ScriptedPass::text(&["Answered."]));
+    let mut bot = Bot::build(model, Behaviour::succeed(), |_| {}, fakes);
+    bot.say(message(1, ALICE, "hi")).await;
+    let answered = bot.next().await;
+    assert_eq!(answered.message, MessageId(1));
+    assert_eq!(answered.report.status, TurnStatus::Completed);
+    assert_eq!(bot.transcript(), "Answered.");
+    bot.say(message(2, BOB, "again")).await;
+    assert_eq!(bot.next().await.message, MessageId(2));
+}
+
+// Idle channel workers are let go after `turn.worker_idle_secs`; the channel still answers.
+#[tokio::test(start_paused = true)]
+async fn an_idle_channel_worker_retires_and_a_new_message_starts_another() {
+    let model = ScriptedModel::responding(|_| ScriptedPass::text(&["Yes."]));
+    let mut bot = Bot::build(
+        model,
+        Behaviour::succeed(),
+        |c| c.turn.worker_idle_secs = 60,
+        Fakes::default(),
+    );
+    bot.say(message(1, ALICE, "one")).await;
+    bot.next().await;
+    assert_eq!(bot.orchestrator.workers(), 1);
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    settle().await;
+    assert_eq!(bot.orchestrator.workers(), 1, "retired too early");
+    tokio::time::sleep(Duration::from_secs(31)).await;
+    settle().await;
+    assert_eq!(bot.orchestrator.workers(), 0, "an idle worker was kept");
+    bot.say(message(2, ALICE, "two")).await;
+    assert_eq!(bot.next().await.message, MessageId(2));
+    assert_eq!(bot.orchestrator.workers(), 1);
+}

@@ -6,13 +6,22 @@
 //! `/kill` (C6), typing, and the stale-turn guard (C10). Cancellation is a tree: process, then
 //! channel, then turn; `/kill` cancels the turn's token only. It imports no Discord type: the
 //! adapter hands it [`NewQueuedMessage`]s and renders its [`KillReport`]s.
+//!
+//! A panic silences nothing: a panicking turn ends as an error turn with the localized error
+//! notice and the channel goes on; a worker that panics is replaced by the next message sent
+//! to its channel, and the messages it held are taken again from the store. A worker with
+//! nothing running and nothing waiting for `turn.worker_idle_secs` stops, so idle channels cost
+//! no memory; it retires under the same lock senders use, so no message slips in as it goes.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
+use futures::FutureExt;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -99,11 +108,34 @@ pub struct Orchestrator {
 struct Inner {
     deps: Arc<OrchestratorDeps>,
     /// One sender per channel worker.
-    channels: Mutex<HashMap<ChannelId, mpsc::UnboundedSender<Command>>>,
+    channels: Arc<Slots>,
     root: CancellationToken,
     tracker: TaskTracker,
     finished: broadcast::Sender<TurnFinished>,
+    /// Numbers workers, so a retiring worker removes its own slot and not a successor's.
+    next_worker: AtomicU64,
+    /// When each channel's stored messages were last taken again after a worker panic.
+    replayed: Mutex<HashMap<ChannelId, Instant>>,
 }
+
+/// The channel workers' inboxes.
+type Slots = Mutex<HashMap<ChannelId, Slot>>;
+
+struct Slot {
+    worker: u64,
+    tx: mpsc::UnboundedSender<Command>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// After a worker panic its channel's stored messages are taken again at most this often, so a
+/// message that panics the worker itself cannot make it loop; past that they wait for the next
+/// start.
+const REPLAY_AT_MOST_EVERY: Duration = Duration::from_secs(60);
 
 impl Orchestrator {
     pub fn new(deps: OrchestratorDeps) -> Self {
@@ -111,10 +143,12 @@ impl Orchestrator {
         Self {
             inner: Arc::new(Inner {
                 deps: Arc::new(deps),
-                channels: Mutex::new(HashMap::new()),
+                channels: Arc::new(Mutex::new(HashMap::new())),
                 root: CancellationToken::new(),
                 tracker: TaskTracker::new(),
                 finished,
+                next_worker: AtomicU64::new(0),
+                replayed: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -201,36 +235,111 @@ impl Orchestrator {
         self.inner.tracker.wait().await;
     }
 
-    fn send(&self, channel: ChannelId, command: Command) -> bool {
+    /// Channel workers alive now (idle ones retire after `turn.worker_idle_secs`).
+    pub fn workers(&self) -> usize {
+        lock(&self.inner.channels).len()
+    }
+
+    fn send(&self, channel: ChannelId, mut command: Command) -> bool {
         if self.inner.root.is_cancelled() {
             return false;
         }
-        let mut channels = self
-            .inner
-            .channels
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let sender = channels
-            .entry(channel)
-            .or_insert_with(|| self.spawn_worker(channel));
-        sender.send(command).is_ok()
+        let mut channels = lock(&self.inner.channels);
+        // A second try, when the channel's worker had gone (it panicked).
+        for _ in 0..2 {
+            let slot = channels
+                .entry(channel)
+                .or_insert_with(|| self.spawn_worker(channel));
+            match slot.tx.send(command) {
+                Ok(()) => return true,
+                Err(mpsc::error::SendError(back)) => {
+                    tracing::warn!(%channel, "the channel's worker had stopped; starting a new one");
+                    channels.remove(&channel);
+                    command = back;
+                }
+            }
+        }
+        false
     }
 
-    fn spawn_worker(&self, channel: ChannelId) -> mpsc::UnboundedSender<Command> {
+    fn spawn_worker(&self, channel: ChannelId) -> Slot {
         let (tx, rx) = mpsc::unbounded_channel();
+        let id = self.inner.next_worker.fetch_add(1, Ordering::Relaxed);
         let worker = Worker {
             channel,
+            id,
             rx,
             deps: self.inner.deps.clone(),
+            slots: self.inner.channels.clone(),
             token: self.inner.root.child_token(),
             activity: Arc::new(ChannelActivity::default()),
             queue: VecDeque::new(),
             running: None,
             finished: self.inner.finished.clone(),
         };
-        self.inner.tracker.spawn(worker.run());
-        tx
+        let orchestrator = Arc::downgrade(&self.inner);
+        self.inner.tracker.spawn(async move {
+            let outcome = AssertUnwindSafe(worker.run()).catch_unwind().await;
+            if let Err(panic) = outcome {
+                tracing::error!(
+                    %channel, panic = %panic_text(panic.as_ref()),
+                    "channel worker panicked; a new worker takes the channel"
+                );
+                replace_worker(orchestrator, channel, id).await;
+            }
+        });
+        Slot { worker: id, tx }
     }
+}
+
+/// After worker `id` of `channel` panicked: its slot goes, and the messages it held are taken
+/// again from the store by a new worker (at most once a minute per channel).
+async fn replace_worker(orchestrator: Weak<Inner>, channel: ChannelId, id: u64) {
+    let Some(inner) = orchestrator.upgrade() else {
+        return;
+    };
+    {
+        let mut channels = lock(&inner.channels);
+        if channels.get(&channel).is_some_and(|slot| slot.worker == id) {
+            channels.remove(&channel);
+        }
+    }
+    let now = Instant::now();
+    let recent = lock(&inner.replayed)
+        .insert(channel, now)
+        .is_some_and(|at| now.duration_since(at) < REPLAY_AT_MOST_EVERY);
+    if recent {
+        tracing::error!(%channel, "channel worker panicked again; its messages stay stored for the next start");
+        return;
+    }
+    let orchestrator = Orchestrator { inner };
+    match orchestrator.inner.deps.queue.pending(channel).await {
+        Ok(stored) => {
+            for stored in stored {
+                orchestrator.send(
+                    channel,
+                    Command::Message(Box::new(Pending {
+                        store_id: Some(stored.id),
+                        message: stored.entry,
+                        waited: true,
+                    })),
+                );
+            }
+        }
+        Err(error) => {
+            tracing::error!(%channel, %error, "could not take a panicked worker's messages again; they wait for the next start");
+        }
+    }
+}
+
+/// What a panic said, redacted (it may quote data).
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a non-text panic".to_owned());
+    crate::redact::redact_text(&crate::redact::cut(&text, 500))
 }
 
 type TurnFuture = Pin<Box<dyn Future<Output = TurnReport> + Send>>;
@@ -246,8 +355,11 @@ struct Running {
 
 struct Worker {
     channel: ChannelId,
+    /// This worker's number in `slots`.
+    id: u64,
     rx: mpsc::UnboundedReceiver<Command>,
     deps: Arc<OrchestratorDeps>,
+    slots: Arc<Slots>,
     /// The channel's token: a child of the process's, parent of each turn's.
     token: CancellationToken,
     activity: Arc<ChannelActivity>,
@@ -262,10 +374,12 @@ const STALE_CHECK: Duration = Duration::from_secs(1);
 impl Worker {
     async fn run(mut self) {
         let typing_every = Duration::from_secs(self.deps.config.turn.typing_interval_secs);
+        let idle_for = Duration::from_secs(self.deps.config.turn.worker_idle_secs);
         let mut stale_check = tokio::time::interval(STALE_CHECK);
         stale_check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         // Once the orchestrator is gone the inbox stays closed; a running turn still finishes.
         let mut inbox_open = true;
+        let mut idle_since = Instant::now();
         loop {
             if self.running.is_none()
                 && let Some(next) = self.queue.pop_front()
@@ -277,6 +391,7 @@ impl Worker {
                 return;
             }
             let next_typing = self.running.as_ref().map(|r| r.next_typing);
+            let idle = self.running.is_none() && self.queue.is_empty();
             tokio::select! {
                 biased;
                 () = self.token.cancelled() => {
@@ -287,7 +402,16 @@ impl Worker {
                     Some(command) => self.handle(command).await,
                     None => inbox_open = false,
                 },
-                report = poll_running(&mut self.running) => self.finish(report).await,
+                report = poll_running(&mut self.running) => {
+                    self.finish(report).await;
+                    idle_since = Instant::now();
+                }
+                () = tokio::time::sleep_until(idle_since + idle_for), if idle && inbox_open => {
+                    match self.retire() {
+                        Ok(()) => return,
+                        Err(command) => self.handle(command).await,
+                    }
+                }
                 () = sleep_until_opt(next_typing) => {
                     if let Some(running) = &mut self.running {
                         running.next_typing = Instant::now() + typing_every;
@@ -297,6 +421,23 @@ impl Worker {
                 _ = stale_check.tick(), if self.running.is_some() => self.release_if_stale(),
             }
         }
+    }
+
+    /// Leaves the channel when nothing came: under the senders' lock, so whatever is in the
+    /// inbox now is all there will be. A command that did come is handed back.
+    fn retire(&mut self) -> Result<(), Command> {
+        let mut slots = lock(&self.slots);
+        if let Ok(command) = self.rx.try_recv() {
+            return Err(command);
+        }
+        if slots
+            .get(&self.channel)
+            .is_some_and(|slot| slot.worker == self.id)
+        {
+            slots.remove(&self.channel);
+        }
+        tracing::debug!(channel = %self.channel, "idle channel worker retired");
+        Ok(())
     }
 
     async fn handle(&mut self, command: Command) {
@@ -425,14 +566,17 @@ impl Worker {
         let deps = self.deps.clone();
         let for_future = turn.clone();
         let future: TurnFuture = Box::pin(async move {
-            run_turn(
+            let run = run_turn(
                 &deps.turn,
                 &deps.config.turn,
-                for_future,
+                for_future.clone(),
                 &persona,
                 &trigger,
-            )
-            .await
+            );
+            match AssertUnwindSafe(run).catch_unwind().await {
+                Ok(report) => report,
+                Err(panic) => crashed(&deps, &for_future, panic_text(panic.as_ref())).await,
+            }
         });
         self.deps.turn.env.ports.sink.typing(self.channel).await;
         let typing_every = Duration::from_secs(self.deps.config.turn.typing_interval_secs);
@@ -585,6 +729,23 @@ async fn persona(deps: &OrchestratorDeps, id: &super::scope::PersonaId) -> Perso
         system_prompt: shipped.map_or_else(String::new, |p| p.system_prompt.clone()),
         trigger_words: shipped.map_or_else(Vec::new, |p| p.trigger_words.clone()),
         avatar_url: shipped.and_then(|p| p.avatar_url.clone()),
+    }
+}
+
+/// A turn that panicked: logged once, the localized error notice in its channel, an error turn.
+async fn crashed(deps: &OrchestratorDeps, turn: &Turn, panic: String) -> TurnReport {
+    tracing::error!(
+        channel = %turn.scope.channel, turn = %turn.id, %panic,
+        "turn panicked; it ends with the error notice and the channel goes on"
+    );
+    let notice = locale::text(turn.locale, "turn-crashed");
+    let sink = &deps.turn.env.ports.sink;
+    if let Err(error) = sink.send_text(turn.scope.channel, notice, None).await {
+        tracing::warn!(channel = %turn.scope.channel, %error, "could not post the error notice");
+    }
+    TurnReport {
+        end: TurnEnd::Crashed,
+        ..released(TurnStatus::Error)
     }
 }
 

@@ -52,6 +52,8 @@ pub enum TurnEnd {
     Released,
     /// Review stopped the tool chain; the held reply was delivered (SPEC R3).
     HeldResponse,
+    /// The turn panicked: it ended with the localized error notice, and the channel goes on.
+    Crashed,
 }
 
 /// What happened in a turn, for the orchestrator and the thought log's summary.

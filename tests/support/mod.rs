@@ -78,6 +78,8 @@ pub enum Behaviour {
     },
     /// Fails with this error.
     Fail(ToolError),
+    /// Panics (a buggy tool).
+    Panic,
     /// Sleeps this long (ignoring cancellation unless `honour_cancel`), then succeeds.
     Sleep {
         duration: Duration,
@@ -136,6 +138,7 @@ impl Tool for ProbeTool {
                 ..ToolOutput::default()
             }),
             Behaviour::Fail(error) => Err(error.clone()),
+            Behaviour::Panic => panic!("probe panicked with note {:?}", args.note),
             Behaviour::Sleep {
                 duration,
                 honour_cancel,
