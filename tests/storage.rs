@@ -71,6 +71,7 @@ storage_suite!(
     failed_writes_are_retried_until_they_land,
     migrations_are_idempotent,
     the_tool_stage_writes_through_real_storage,
+    an_outcome_with_6_kb_of_cjk_arguments_lands_whole,
 );
 
 const SERVER: ServerId = ServerId(111);
@@ -848,5 +849,47 @@ async fn the_tool_stage_writes_through_real_storage(db: TestDb) {
         1
     );
     assert_eq!(s.outcomes.outcomes(turn.id).await.unwrap().len(), 2);
+    s.close().await;
+}
+
+/// `bytes` of CJK characters with no pattern to compress (an LCG over U+4E00..U+9FFF), the same
+/// text on every run.
+fn high_entropy_cjk(bytes: usize) -> String {
+    let mut state: u32 = 0x2545_f491;
+    let mut text = String::with_capacity(bytes + 4);
+    while text.len() < bytes {
+        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let code = 0x4e00 + (state >> 8) % (0x9fff - 0x4e00 + 1);
+        text.push(char::from_u32(code).unwrap());
+    }
+    text
+}
+
+// SPEC R4, D1: an identity far past PostgreSQL's btree row limit (about 2.7 KB) lands, is
+// updated in place, and reads back whole.
+async fn an_outcome_with_6_kb_of_cjk_arguments_lands_whole(db: TestDb) {
+    let s = db.open().await;
+    let turn = TurnId::new();
+    let identity = format!(
+        "plan_image{}",
+        json!({"prompt": high_entropy_cjk(6 * 1024)})
+    );
+    let first = StoredOutcome {
+        identity: identity.clone(),
+        response: json!({"result": {"plan_id": "p1"}}),
+        invocation: 0,
+    };
+    s.outcomes.record_outcome(turn, &first, 1).await.unwrap();
+    s.writes.flush().await;
+    let updated = StoredOutcome {
+        invocation: 1,
+        ..first.clone()
+    };
+    s.outcomes.record_outcome(turn, &updated, 2).await.unwrap();
+    s.writes.flush().await;
+    let stored = s.outcomes.outcomes(turn).await.unwrap();
+    assert_eq!(stored, vec![updated]);
+    assert_eq!(stored[0].identity, identity, "the full identity comes back");
+    assert_eq!(s.writes.stats().dropped.load(Ordering::Relaxed), 0);
     s.close().await;
 }
