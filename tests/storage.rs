@@ -72,6 +72,8 @@ storage_suite!(
     migrations_are_idempotent,
     the_tool_stage_writes_through_real_storage,
     an_outcome_with_6_kb_of_cjk_arguments_lands_whole,
+    nul_characters_in_background_writes_are_stored_escaped,
+    nul_characters_in_user_text_are_stored_escaped,
 );
 
 const SERVER: ServerId = ServerId(111);
@@ -891,5 +893,111 @@ async fn an_outcome_with_6_kb_of_cjk_arguments_lands_whole(db: TestDb) {
     assert_eq!(stored, vec![updated]);
     assert_eq!(stored[0].identity, identity, "the full identity comes back");
     assert_eq!(s.writes.stats().dropped.load(Ordering::Relaxed), 0);
+    s.close().await;
+}
+
+// SPEC D1, D7: NUL, which PostgreSQL refuses in text, is stored as the six characters `\u0000`
+// on both databases; the writer is not blocked by it.
+async fn nul_characters_in_background_writes_are_stored_escaped(db: TestDb) {
+    let s = db.open().await;
+    let turn = TurnId::new();
+    s.events
+        .record(ToolEvent {
+            tool: "plan\0image".into(),
+            arguments: "{\"prompt\":\"fox\0\"}".into(),
+            code: Some("bad\0code".into()),
+            ..event(turn, EventOutcome::Failed, 1)
+        })
+        .await;
+    s.usage.record(usage("plan\0image", USER)).await;
+    let outcome = StoredOutcome {
+        identity: "plan_image\0{}".into(),
+        response: json!({"result": "a\0b"}),
+        invocation: 0,
+    };
+    s.outcomes.record_outcome(turn, &outcome, 1).await.unwrap();
+    s.writes.flush().await;
+
+    let events = s.events.for_turn(turn).await.unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].tool, "plan\\u0000image");
+    assert_eq!(events[0].arguments, "{\"prompt\":\"fox\\u0000\"}");
+    assert_eq!(events[0].code.as_deref(), Some("bad\\u0000code"));
+    // Looked up with the same escape, the key is found either way.
+    for key in ["plan\0image", "plan\\u0000image"] {
+        assert_eq!(s.usage.total(SERVER, "tool_used", key).await.unwrap(), 1);
+    }
+    let stored = s.outcomes.outcomes(turn).await.unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].identity, "plan_image\\u0000{}");
+    // JSON text already spells NUL `\u0000`: the response reads back as it was.
+    assert_eq!(stored[0].response, outcome.response);
+    assert_eq!(s.writes.stats().dropped.load(Ordering::Relaxed), 0);
+    s.close().await;
+}
+
+// SPEC D1, D4, D7: a user's message (or a fact, summary, plan, persona) with a NUL is stored
+// escaped by the synchronous repositories too, instead of failing on PostgreSQL.
+async fn nul_characters_in_user_text_are_stored_escaped(db: TestDb) {
+    let s = db.open().await;
+    let message = NewQueuedMessage {
+        author_name: "mi\0ka".into(),
+        content: "hello\0there".into(),
+        ..queued(7, false)
+    };
+    s.queue.push(&message).await.unwrap();
+    let pending = s.queue.pending(CHANNEL).await.unwrap();
+    assert_eq!(pending[0].entry.content, "hello\\u0000there");
+    assert_eq!(pending[0].entry.author_name, "mi\\u0000ka");
+
+    s.memory
+        .set_summary(CHANNEL, &persona(), "sum\0mary", 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.memory
+            .summary(CHANNEL, &persona())
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("sum\\u0000mary")
+    );
+    let fact = NewFact {
+        server: Some(SERVER),
+        persona: persona(),
+        about: None,
+        text: "likes\0tea".into(),
+        at_ms: 1,
+    };
+    s.memory.add_fact(fact, 5).await.unwrap();
+    let facts = s
+        .memory
+        .facts(Some(SERVER), &persona(), None, 5)
+        .await
+        .unwrap();
+    assert_eq!(facts[0].text, "likes\\u0000tea");
+
+    let p = plan(TurnId::new(), "a f\0x");
+    s.plans.record_plan(p.clone()).await.unwrap();
+    assert_eq!(
+        s.plans.plan_prompt(&p.id).await.unwrap().as_deref(),
+        Some("a f\\u0000x")
+    );
+
+    let odd = Persona {
+        id: PersonaId("odd\0one".into()),
+        display_name: "Odd\0".into(),
+        system_prompt: "You\0are odd.".into(),
+        trigger_words: vec!["o\0dd".into()],
+        avatar_url: None,
+    };
+    s.personas.save_persona(&odd).await.unwrap();
+    let stored = s.personas.persona(&odd.id).await.unwrap().unwrap();
+    assert_eq!(stored.id.0, "odd\\u0000one");
+    assert_eq!(stored.system_prompt, "You\\u0000are odd.");
+    assert_eq!(
+        stored.trigger_words, odd.trigger_words,
+        "JSON text keeps its own escape"
+    );
     s.close().await;
 }

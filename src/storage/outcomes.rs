@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use sqlx::{AnyConnection, AssertSqlSafe};
 
 use super::writer::{Write, WriteQueue};
-use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error};
+use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, storable};
 use crate::chat::ports::PortError;
 use crate::chat::stores::{OutcomeStore, StoredOutcome};
 use crate::chat::turn::TurnId;
@@ -83,7 +83,7 @@ pub(crate) fn identity_hash(identity: &str) -> String {
     hex
 }
 
-/// An outcome as its row, with its key.
+/// An outcome as its row: identity and response as stored ([`storable`]), and the key.
 struct OutcomeRow {
     turn: String,
     hash: String,
@@ -102,13 +102,13 @@ pub(crate) async fn upsert(
     let mut latest: HashMap<(TurnId, String), OutcomeRow> = HashMap::new();
     let mut order = Vec::new();
     for (turn, outcome, at_ms) in rows {
-        let identity = outcome.identity.clone();
+        let identity = storable(&outcome.identity);
         let hash = identity_hash(&identity);
         let row = OutcomeRow {
             turn: turn.to_string(),
             hash: hash.clone(),
             identity,
-            response: outcome.response.to_string(),
+            response: storable(&outcome.response.to_string()),
             invocation: i64::from(outcome.invocation),
             at_ms: *at_ms,
         };
