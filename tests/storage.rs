@@ -74,6 +74,7 @@ storage_suite!(
     an_outcome_with_6_kb_of_cjk_arguments_lands_whole,
     nul_characters_in_background_writes_are_stored_escaped,
     nul_characters_in_user_text_are_stored_escaped,
+    a_row_the_database_refuses_is_dropped_alone,
 );
 
 const SERVER: ServerId = ServerId(111);
@@ -999,5 +1000,80 @@ async fn nul_characters_in_user_text_are_stored_escaped(db: TestDb) {
         stored.trigger_words, odd.trigger_words,
         "JSON text keeps its own escape"
     );
+    s.close().await;
+}
+
+/// Makes the database refuse tool events for `tool` with an error the writer does not
+/// classify (a trigger raising a plain exception), while every other event writes fine.
+async fn refuse_events_for(db: &TestDb, pool: &sqlx::AnyPool, tool: &str) {
+    let sql = match db.backend {
+        persona_bot::storage::Backend::Sqlite => format!(
+            "CREATE TRIGGER refuse_tool BEFORE INSERT ON tool_events WHEN NEW.tool = '{tool}' \
+             BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END"
+        ),
+        persona_bot::storage::Backend::Postgres => format!(
+            "CREATE FUNCTION refuse_tool() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             IF NEW.tool = '{tool}' THEN RAISE EXCEPTION 'refused by a test trigger'; END IF; \
+             RETURN NEW; END $$; \
+             CREATE TRIGGER refuse_tool BEFORE INSERT ON tool_events FOR EACH ROW \
+             EXECUTE FUNCTION refuse_tool();"
+        ),
+    };
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
+// SPEC D7: a batch with one row the database refuses for a reason the writer does not know:
+// the bad row is dropped and counted, everything else in the batch lands, and later writes
+// are not blocked.
+async fn a_row_the_database_refuses_is_dropped_alone(db: TestDb) {
+    let s = db.open().await;
+    refuse_events_for(&db, s.db.pool(), "poison").await;
+    let turn = TurnId::new();
+    for i in 0..20 {
+        s.events
+            .record(event(turn, EventOutcome::Succeeded, i))
+            .await;
+    }
+    s.events
+        .record(ToolEvent {
+            tool: "poison".into(),
+            ..event(turn, EventOutcome::Succeeded, 20)
+        })
+        .await;
+    for i in 21..41 {
+        s.events
+            .record(event(turn, EventOutcome::Succeeded, i))
+            .await;
+        s.usage.record(usage("plan_image", USER)).await;
+    }
+    let outcome = StoredOutcome {
+        identity: "plan_image{}".into(),
+        response: json!({"result": 1}),
+        invocation: 0,
+    };
+    s.outcomes.record_outcome(turn, &outcome, 1).await.unwrap();
+    s.writes.flush().await;
+
+    let events = s.events.for_turn(turn).await.unwrap();
+    let times: Vec<i64> = events.iter().map(|e| e.at_ms).collect();
+    let expected: Vec<i64> = (0..41).filter(|&i| i != 20).collect();
+    assert_eq!(times, expected, "every good event landed, in order");
+    assert_eq!(
+        s.usage
+            .total(SERVER, "tool_used", "plan_image")
+            .await
+            .unwrap(),
+        20
+    );
+    assert_eq!(s.outcomes.outcomes(turn).await.unwrap(), vec![outcome]);
+    assert_eq!(s.writes.stats().dropped.load(Ordering::Relaxed), 1);
+
+    s.events.record(event(turn, EventOutcome::Denied, 50)).await;
+    s.writes.flush().await;
+    assert_eq!(s.events.for_turn(turn).await.unwrap().len(), 41);
+    assert_eq!(s.writes.stats().dropped.load(Ordering::Relaxed), 1);
     s.close().await;
 }
