@@ -71,6 +71,10 @@ storage_suite!(
     failed_writes_are_retried_until_they_land,
     migrations_are_idempotent,
     the_tool_stage_writes_through_real_storage,
+    an_outcome_with_6_kb_of_cjk_arguments_lands_whole,
+    nul_characters_in_background_writes_are_stored_escaped,
+    nul_characters_in_user_text_are_stored_escaped,
+    a_row_the_database_refuses_is_dropped_alone,
 );
 
 const SERVER: ServerId = ServerId(111);
@@ -848,5 +852,228 @@ async fn the_tool_stage_writes_through_real_storage(db: TestDb) {
         1
     );
     assert_eq!(s.outcomes.outcomes(turn.id).await.unwrap().len(), 2);
+    s.close().await;
+}
+
+/// `bytes` of CJK characters with no pattern to compress (an LCG over U+4E00..U+9FFF), the same
+/// text on every run.
+fn high_entropy_cjk(bytes: usize) -> String {
+    let mut state: u32 = 0x2545_f491;
+    let mut text = String::with_capacity(bytes + 4);
+    while text.len() < bytes {
+        state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        let code = 0x4e00 + (state >> 8) % (0x9fff - 0x4e00 + 1);
+        text.push(char::from_u32(code).unwrap());
+    }
+    text
+}
+
+// SPEC R4, D1: an identity far past PostgreSQL's btree row limit (about 2.7 KB) lands, is
+// updated in place, and reads back whole.
+async fn an_outcome_with_6_kb_of_cjk_arguments_lands_whole(db: TestDb) {
+    let s = db.open().await;
+    let turn = TurnId::new();
+    let identity = format!(
+        "plan_image{}",
+        json!({"prompt": high_entropy_cjk(6 * 1024)})
+    );
+    let first = StoredOutcome {
+        identity: identity.clone(),
+        response: json!({"result": {"plan_id": "p1"}}),
+        invocation: 0,
+    };
+    s.outcomes.record_outcome(turn, &first, 1).await.unwrap();
+    s.writes.flush().await;
+    let updated = StoredOutcome {
+        invocation: 1,
+        ..first.clone()
+    };
+    s.outcomes.record_outcome(turn, &updated, 2).await.unwrap();
+    s.writes.flush().await;
+    let stored = s.outcomes.outcomes(turn).await.unwrap();
+    assert_eq!(stored, vec![updated]);
+    assert_eq!(stored[0].identity, identity, "the full identity comes back");
+    assert_eq!(s.writes.stats().dropped.load(Ordering::Relaxed), 0);
+    s.close().await;
+}
+
+// SPEC D1, D7: NUL, which PostgreSQL refuses in text, is stored as the six characters `\u0000`
+// on both databases; the writer is not blocked by it.
+async fn nul_characters_in_background_writes_are_stored_escaped(db: TestDb) {
+    let s = db.open().await;
+    let turn = TurnId::new();
+    s.events
+        .record(ToolEvent {
+            tool: "plan\0image".into(),
+            arguments: "{\"prompt\":\"fox\0\"}".into(),
+            code: Some("bad\0code".into()),
+            ..event(turn, EventOutcome::Failed, 1)
+        })
+        .await;
+    s.usage.record(usage("plan\0image", USER)).await;
+    let outcome = StoredOutcome {
+        identity: "plan_image\0{}".into(),
+        response: json!({"result": "a\0b"}),
+        invocation: 0,
+    };
+    s.outcomes.record_outcome(turn, &outcome, 1).await.unwrap();
+    s.writes.flush().await;
+
+    let events = s.events.for_turn(turn).await.unwrap();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].tool, "plan\\u0000image");
+    assert_eq!(events[0].arguments, "{\"prompt\":\"fox\\u0000\"}");
+    assert_eq!(events[0].code.as_deref(), Some("bad\\u0000code"));
+    // Looked up with the same escape, the key is found either way.
+    for key in ["plan\0image", "plan\\u0000image"] {
+        assert_eq!(s.usage.total(SERVER, "tool_used", key).await.unwrap(), 1);
+    }
+    let stored = s.outcomes.outcomes(turn).await.unwrap();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].identity, "plan_image\\u0000{}");
+    // JSON text already spells NUL `\u0000`: the response reads back as it was.
+    assert_eq!(stored[0].response, outcome.response);
+    assert_eq!(s.writes.stats().dropped.load(Ordering::Relaxed), 0);
+    s.close().await;
+}
+
+// SPEC D1, D4, D7: a user's message (or a fact, summary, plan, persona) with a NUL is stored
+// escaped by the synchronous repositories too, instead of failing on PostgreSQL.
+async fn nul_characters_in_user_text_are_stored_escaped(db: TestDb) {
+    let s = db.open().await;
+    let message = NewQueuedMessage {
+        author_name: "mi\0ka".into(),
+        content: "hello\0there".into(),
+        ..queued(7, false)
+    };
+    s.queue.push(&message).await.unwrap();
+    let pending = s.queue.pending(CHANNEL).await.unwrap();
+    assert_eq!(pending[0].entry.content, "hello\\u0000there");
+    assert_eq!(pending[0].entry.author_name, "mi\\u0000ka");
+
+    s.memory
+        .set_summary(CHANNEL, &persona(), "sum\0mary", 1)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.memory
+            .summary(CHANNEL, &persona())
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("sum\\u0000mary")
+    );
+    let fact = NewFact {
+        server: Some(SERVER),
+        persona: persona(),
+        about: None,
+        text: "likes\0tea".into(),
+        at_ms: 1,
+    };
+    s.memory.add_fact(fact, 5).await.unwrap();
+    let facts = s
+        .memory
+        .facts(Some(SERVER), &persona(), None, 5)
+        .await
+        .unwrap();
+    assert_eq!(facts[0].text, "likes\\u0000tea");
+
+    let p = plan(TurnId::new(), "a f\0x");
+    s.plans.record_plan(p.clone()).await.unwrap();
+    assert_eq!(
+        s.plans.plan_prompt(&p.id).await.unwrap().as_deref(),
+        Some("a f\\u0000x")
+    );
+
+    let odd = Persona {
+        id: PersonaId("odd\0one".into()),
+        display_name: "Odd\0".into(),
+        system_prompt: "You\0are odd.".into(),
+        trigger_words: vec!["o\0dd".into()],
+        avatar_url: None,
+    };
+    s.personas.save_persona(&odd).await.unwrap();
+    let stored = s.personas.persona(&odd.id).await.unwrap().unwrap();
+    assert_eq!(stored.id.0, "odd\\u0000one");
+    assert_eq!(stored.system_prompt, "You\\u0000are odd.");
+    assert_eq!(
+        stored.trigger_words, odd.trigger_words,
+        "JSON text keeps its own escape"
+    );
+    s.close().await;
+}
+
+/// Makes the database refuse tool events for `tool` with an error the writer does not
+/// classify (a trigger raising a plain exception), while every other event writes fine.
+async fn refuse_events_for(db: &TestDb, pool: &sqlx::AnyPool, tool: &str) {
+    let sql = match db.backend {
+        persona_bot::storage::Backend::Sqlite => format!(
+            "CREATE TRIGGER refuse_tool BEFORE INSERT ON tool_events WHEN NEW.tool = '{tool}' \
+             BEGIN SELECT RAISE(ABORT, 'refused by a test trigger'); END"
+        ),
+        persona_bot::storage::Backend::Postgres => format!(
+            "CREATE FUNCTION refuse_tool() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN \
+             IF NEW.tool = '{tool}' THEN RAISE EXCEPTION 'refused by a test trigger'; END IF; \
+             RETURN NEW; END $$; \
+             CREATE TRIGGER refuse_tool BEFORE INSERT ON tool_events FOR EACH ROW \
+             EXECUTE FUNCTION refuse_tool();"
+        ),
+    };
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
+// SPEC D7: a batch with one row the database refuses for a reason the writer does not know:
+// the bad row is dropped and counted, everything else in the batch lands, and later writes
+// are not blocked.
+async fn a_row_the_database_refuses_is_dropped_alone(db: TestDb) {
+    let s = db.open().await;
+    refuse_events_for(&db, s.db.pool(), "poison").await;
+    let turn = TurnId::new();
+    for i in 0..20 {
+        s.events
+            .record(event(turn, EventOutcome::Succeeded, i))
+            .await;
+    }
+    s.events
+        .record(ToolEvent {
+            tool: "poison".into(),
+            ..event(turn, EventOutcome::Succeeded, 20)
+        })
+        .await;
+    for i in 21..41 {
+        s.events
+            .record(event(turn, EventOutcome::Succeeded, i))
+            .await;
+        s.usage.record(usage("plan_image", USER)).await;
+    }
+    let outcome = StoredOutcome {
+        identity: "plan_image{}".into(),
+        response: json!({"result": 1}),
+        invocation: 0,
+    };
+    s.outcomes.record_outcome(turn, &outcome, 1).await.unwrap();
+    s.writes.flush().await;
+
+    let events = s.events.for_turn(turn).await.unwrap();
+    let times: Vec<i64> = events.iter().map(|e| e.at_ms).collect();
+    let expected: Vec<i64> = (0..41).filter(|&i| i != 20).collect();
+    assert_eq!(times, expected, "every good event landed, in order");
+    assert_eq!(
+        s.usage
+            .total(SERVER, "tool_used", "plan_image")
+            .await
+            .unwrap(),
+        20
+    );
+    assert_eq!(s.outcomes.outcomes(turn).await.unwrap(), vec![outcome]);
+    assert_eq!(s.writes.stats().dropped.load(Ordering::Relaxed), 1);
+
+    s.events.record(event(turn, EventOutcome::Denied, 50)).await;
+    s.writes.flush().await;
+    assert_eq!(s.events.for_turn(turn).await.unwrap().len(), 41);
+    assert_eq!(s.writes.stats().dropped.load(Ordering::Relaxed), 1);
     s.close().await;
 }

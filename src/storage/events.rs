@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use sqlx::{AnyConnection, AssertSqlSafe, FromRow};
 
 use super::writer::{Write, WriteQueue};
-use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, sql_id};
+use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, sql_id, storable};
 use crate::chat::ports::{PortError, ToolEvent, ToolEvents};
 use crate::chat::scope::ServerId;
 use crate::chat::turn::TurnId;
@@ -52,7 +52,7 @@ impl EventRepo {
     pub async fn count(&self, server: ServerId, outcome: &str) -> Result<i64, PortError> {
         sqlx::query_scalar("SELECT COUNT(*) FROM tool_events WHERE server_id = $1 AND outcome = $2")
             .bind(sql_id(server.0))
-            .bind(outcome.to_owned())
+            .bind(storable(outcome))
             .fetch_one(self.db.pool())
             .await
             .map_err(port_error)
@@ -66,7 +66,8 @@ impl ToolEvents for EventRepo {
     }
 }
 
-/// Inserts events with multi-row INSERTs (the writer's transaction).
+/// Inserts events with multi-row INSERTs (the writer's transaction). Tool names, arguments and
+/// codes may be model text: NUL is escaped ([`storable`]).
 pub(crate) async fn insert(
     conn: &mut AnyConnection,
     events: &[&ToolEvent],
@@ -87,10 +88,10 @@ pub(crate) async fn insert(
                 .bind(sql_id(e.channel.0))
                 .bind(sql_id(e.user.0))
                 .bind(e.role.as_str().to_owned())
-                .bind(e.tool.clone())
-                .bind(e.arguments.clone())
+                .bind(storable(&e.tool))
+                .bind(storable(&e.arguments))
                 .bind(e.outcome.as_str().to_owned())
-                .bind(e.code.clone())
+                .bind(e.code.as_deref().map(storable))
                 .bind(i64::try_from(e.duration_ms).unwrap_or(i64::MAX))
                 .bind(e.at_ms);
         }

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use super::{Backend, Database, from_sql_id, port_error, sql_id};
+use super::{Backend, Database, from_sql_id, port_error, sql_id, storable};
 use crate::chat::ports::{Fact, FactAdded, MemoryStore, NewFact, PortError};
 use crate::chat::scope::{ChannelId, PersonaId, ServerId, UserId};
 
@@ -42,8 +42,8 @@ impl MemoryStore for MemoryRepo {
              summary = excluded.summary, updated_at = excluded.updated_at",
         )
         .bind(sql_id(channel.0))
-        .bind(persona.0.clone())
-        .bind(summary.to_owned())
+        .bind(storable(&persona.0))
+        .bind(storable(summary))
         .bind(at_ms)
         .execute(self.db.pool())
         .await
@@ -60,7 +60,7 @@ impl MemoryStore for MemoryRepo {
             "SELECT summary FROM channel_summaries WHERE channel_id = $1 AND persona = $2",
         )
         .bind(sql_id(channel.0))
-        .bind(persona.0.clone())
+        .bind(storable(&persona.0))
         .fetch_optional(self.db.pool())
         .await
         .map_err(port_error)
@@ -74,7 +74,7 @@ impl MemoryStore for MemoryRepo {
             // Serializes writers of one bucket across processes until commit, so the count
             // below cannot be overtaken. (SQLite already has a single writer.)
             sqlx::query("SELECT pg_advisory_xact_lock($1)")
-                .bind(bucket_lock_key(server, &fact.persona.0, about))
+                .bind(bucket_lock_key(server, &storable(&fact.persona.0), about))
                 .execute(&mut *tx)
                 .await
                 .map_err(port_error)?;
@@ -85,9 +85,9 @@ impl MemoryStore for MemoryRepo {
              WHERE server_id = $1 AND persona = $2 AND about_user = $3) < $6 RETURNING id",
         )
         .bind(server)
-        .bind(fact.persona.0.clone())
+        .bind(storable(&fact.persona.0))
         .bind(about)
-        .bind(fact.text.clone())
+        .bind(storable(&fact.text))
         .bind(fact.at_ms)
         .bind(i64::from(limit))
         .fetch_optional(&mut *tx)
@@ -112,7 +112,7 @@ impl MemoryStore for MemoryRepo {
              AND persona = $2 AND (about_user = 0 OR about_user = $3) ORDER BY id DESC LIMIT $4",
         )
         .bind(sql_id(server.map_or(0, |s| s.0)))
-        .bind(persona.0.clone())
+        .bind(storable(&persona.0))
         .bind(sql_id(about.map_or(0, |u| u.0)))
         .bind(i64::from(limit))
         .fetch_all(self.db.pool())

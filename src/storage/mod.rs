@@ -179,6 +179,16 @@ pub(crate) fn multi_row_sql(head: &str, columns: usize, rows: usize, tail: &str)
 /// databases' parameter limits.
 pub(crate) const ROWS_PER_STATEMENT: usize = 500;
 
+/// Text as both databases store it: NUL (U+0000), which PostgreSQL refuses in `TEXT` (SQLSTATE
+/// 22021), becomes the six characters `\u0000` (its JSON escape, so JSON text stays the same
+/// JSON). SQLite gets the same text, so both databases read back alike. Every text bind of a
+/// value that is not one of our own constants goes through here, lookups included, so a key
+/// holding a NUL still finds its row. Not reversible: text that already held `\u0000` reads back
+/// the same as text that held a NUL.
+pub(crate) fn storable(text: &str) -> String {
+    text.replace('\0', "\\u0000")
+}
+
 /// A snowflake as stored (0 stands for "none").
 pub(crate) fn sql_id(id: u64) -> i64 {
     // Bit-for-bit: snowflakes fit in 63 bits, and `as u64` restores any value exactly.
@@ -198,6 +208,18 @@ mod tests {
         assert_eq!(
             sql,
             "INSERT INTO t (a, b) VALUES ($1, $2), ($3, $4), ($5, $6) ON CONFLICT DO NOTHING"
+        );
+    }
+
+    #[test]
+    fn storable_spells_nul_as_its_json_escape_and_keeps_the_rest() {
+        assert_eq!(super::storable("a\0b\0"), "a\\u0000b\\u0000");
+        assert_eq!(super::storable("狐 {\"x\":1}"), "狐 {\"x\":1}");
+        let json = serde_json::json!({"k": "a\0b"}).to_string();
+        assert_eq!(
+            super::storable(&json),
+            json,
+            "serialized JSON has no raw NUL"
         );
     }
 }

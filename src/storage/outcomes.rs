@@ -1,13 +1,19 @@
 //! Completed tool outcomes keyed by turn and request identity (name plus canonical arguments), so
 //! a turn resumed after a restart reuses them instead of running a tool twice (SPEC R4).
+//!
+//! An identity is unbounded model text, too big for an index key (PostgreSQL's btree refuses
+//! rows past about 2.7 KB), so the key is `(turn_id, identity_hash)`: the SHA-256 of the stored
+//! identity in 64 lowercase hex characters. The identity itself sits in a column no index covers
+//! and is what [`OutcomeStore::outcomes`] returns.
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
+use sha2::{Digest, Sha256};
 use sqlx::{AnyConnection, AssertSqlSafe};
 
 use super::writer::{Write, WriteQueue};
-use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error};
+use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, storable};
 use crate::chat::ports::PortError;
 use crate::chat::stores::{OutcomeStore, StoredOutcome};
 use crate::chat::turn::TurnId;
@@ -65,37 +71,87 @@ impl OutcomeStore for OutcomeRepo {
     }
 }
 
+/// The key of a stored identity: its SHA-256 in lowercase hex (64 characters). Migration 0005
+/// computes the same in SQL for the rows it keeps.
+pub(crate) fn identity_hash(identity: &str) -> String {
+    use std::fmt::Write as _;
+    let digest = Sha256::digest(identity.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    hex
+}
+
+/// An outcome as its row: identity and response as stored ([`storable`]), and the key.
+struct OutcomeRow {
+    turn: String,
+    hash: String,
+    identity: String,
+    response: String,
+    invocation: i64,
+    at_ms: i64,
+}
+
 /// Upserts outcomes (the writer's transaction). A key written twice in one batch keeps its
 /// latest value: one PostgreSQL upsert may not touch a row twice.
 pub(crate) async fn upsert(
     conn: &mut AnyConnection,
     rows: &[(TurnId, &StoredOutcome, i64)],
 ) -> Result<(), sqlx::Error> {
-    let mut latest: HashMap<(TurnId, &str), usize> = HashMap::new();
-    for (i, (turn, outcome, _)) in rows.iter().enumerate() {
-        latest.insert((*turn, outcome.identity.as_str()), i);
+    let mut latest: HashMap<(TurnId, String), OutcomeRow> = HashMap::new();
+    let mut order = Vec::new();
+    for (turn, outcome, at_ms) in rows {
+        let identity = storable(&outcome.identity);
+        let hash = identity_hash(&identity);
+        let row = OutcomeRow {
+            turn: turn.to_string(),
+            hash: hash.clone(),
+            identity,
+            response: storable(&outcome.response.to_string()),
+            invocation: i64::from(outcome.invocation),
+            at_ms: *at_ms,
+        };
+        if latest.insert((*turn, hash.clone()), row).is_none() {
+            order.push((*turn, hash));
+        }
     }
-    let mut unique: Vec<usize> = latest.into_values().collect();
-    unique.sort_unstable();
+    let unique: Vec<OutcomeRow> = order
+        .into_iter()
+        .filter_map(|key| latest.remove(&key))
+        .collect();
     for chunk in unique.chunks(ROWS_PER_STATEMENT) {
         let sql = multi_row_sql(
-            "INSERT INTO tool_outcomes (turn_id, identity, response, invocation, created_at)",
-            5,
+            "INSERT INTO tool_outcomes (turn_id, identity_hash, identity, response, invocation, \
+             created_at)",
+            6,
             chunk.len(),
-            " ON CONFLICT (turn_id, identity) DO UPDATE SET response = excluded.response, \
+            " ON CONFLICT (turn_id, identity_hash) DO UPDATE SET response = excluded.response, \
              invocation = excluded.invocation",
         );
         let mut upsert = sqlx::query(AssertSqlSafe(sql));
-        for &i in chunk {
-            let (turn, outcome, at_ms) = &rows[i];
+        for row in chunk {
             upsert = upsert
-                .bind(turn.to_string())
-                .bind(outcome.identity.clone())
-                .bind(outcome.response.to_string())
-                .bind(i64::from(outcome.invocation))
-                .bind(*at_ms);
+                .bind(row.turn.clone())
+                .bind(row.hash.clone())
+                .bind(row.identity.clone())
+                .bind(row.response.clone())
+                .bind(row.invocation)
+                .bind(row.at_ms);
         }
         upsert.execute(&mut *conn).await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn identity_hash_is_sha256_in_lowercase_hex() {
+        assert_eq!(
+            super::identity_hash("hello world"),
+            "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9"
+        );
+        assert_eq!(super::identity_hash(&"狐".repeat(5_000)).len(), 64);
+    }
 }

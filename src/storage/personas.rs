@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 
-use super::{Database, port_error};
+use super::{Database, port_error, storable};
 use crate::chat::ports::{Clock, PortError, SystemClock};
 use crate::chat::scope::PersonaId;
 use crate::chat::stores::{Persona, PersonaStore};
@@ -43,7 +43,7 @@ impl PersonaStore for PersonaRepo {
             "SELECT id, display_name, system_prompt, trigger_words, avatar_url FROM personas \
              WHERE id = $1",
         )
-        .bind(id.0.clone())
+        .bind(storable(&id.0))
         .fetch_optional(self.db.pool())
         .await
         .map_err(port_error)?;
@@ -70,11 +70,11 @@ impl PersonaStore for PersonaRepo {
              trigger_words = excluded.trigger_words, avatar_url = excluded.avatar_url, \
              updated_at = excluded.updated_at",
         )
-        .bind(persona.id.0.clone())
-        .bind(persona.display_name.clone())
-        .bind(persona.system_prompt.clone())
-        .bind(words)
-        .bind(persona.avatar_url.clone())
+        .bind(storable(&persona.id.0))
+        .bind(storable(&persona.display_name))
+        .bind(storable(&persona.system_prompt))
+        .bind(storable(&words))
+        .bind(persona.avatar_url.as_deref().map(storable))
         .bind(SystemClock.now_ms())
         .execute(self.db.pool())
         .await

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::queue::{visibility_from, visibility_str};
-use super::{Backend, Database, from_sql_id, port_error, sql_id};
+use super::{Backend, Database, from_sql_id, port_error, sql_id, storable};
 use crate::chat::ports::{NewImagePlan, PlanId, PlanPart, PlanResult, PlanStore, PortError};
 use crate::chat::scope::{ChannelId, PersonaId, ServerId, UserId};
 use crate::chat::stores::{ClaimedTask, TaskStore};
@@ -27,7 +27,7 @@ impl PlanRepo {
     /// A task's status (`pending`, `running`, `done`, `failed`), for operators and tests.
     pub async fn task_status(&self, plan: &PlanId) -> Result<Option<String>, PortError> {
         sqlx::query_scalar("SELECT status FROM worker_tasks WHERE plan_id = $1")
-            .bind(plan.0.clone())
+            .bind(storable(&plan.0))
             .fetch_optional(self.db.pool())
             .await
             .map_err(port_error)
@@ -36,7 +36,7 @@ impl PlanRepo {
     /// A stored plan's prompt (the worker reads plans by id).
     pub async fn plan_prompt(&self, plan: &PlanId) -> Result<Option<String>, PortError> {
         sqlx::query_scalar("SELECT prompt FROM image_plans WHERE id = $1")
-            .bind(plan.0.clone())
+            .bind(storable(&plan.0))
             .fetch_optional(self.db.pool())
             .await
             .map_err(port_error)
@@ -57,9 +57,9 @@ impl PlanRepo {
              updated_at = $5 WHERE id = $1 AND claimed_by = $2 AND status = 'running'",
         )
         .bind(id)
-        .bind(worker.to_owned())
+        .bind(storable(worker))
         .bind(status.to_owned())
-        .bind(result.to_string())
+        .bind(storable(&result.to_string()))
         .bind(now_ms)
         .execute(self.db.pool())
         .await
@@ -77,16 +77,16 @@ impl PlanStore for PlanRepo {
              prompt, caption, aspect, part_set, part_index, part_total, created_at, visibility, \
              locale) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
         )
-        .bind(plan.id.0.clone())
+        .bind(storable(&plan.id.0))
         .bind(plan.turn.to_string())
         .bind(sql_id(plan.server.map_or(0, |s| s.0)))
         .bind(sql_id(plan.channel.0))
         .bind(sql_id(plan.user.0))
-        .bind(plan.persona.0.clone())
-        .bind(plan.prompt.clone())
-        .bind(plan.caption.clone())
-        .bind(plan.aspect.clone())
-        .bind(plan.part.as_ref().map(|p| p.set.clone()))
+        .bind(storable(&plan.persona.0))
+        .bind(storable(&plan.prompt))
+        .bind(plan.caption.as_deref().map(storable))
+        .bind(storable(&plan.aspect))
+        .bind(plan.part.as_ref().map(|p| storable(&p.set)))
         .bind(plan.part.as_ref().map(|p| i64::from(p.index)))
         .bind(plan.part.as_ref().map(|p| i64::from(p.total)))
         .bind(plan.at_ms)
@@ -99,7 +99,7 @@ impl PlanStore for PlanRepo {
             "INSERT INTO worker_tasks (plan_id, status, attempts, next_attempt_at, updated_at) \
              VALUES ($1, 'pending', 0, $2, $2)",
         )
-        .bind(plan.id.0.clone())
+        .bind(storable(&plan.id.0))
         .bind(plan.at_ms)
         .execute(&mut *tx)
         .await
@@ -113,7 +113,7 @@ impl PlanStore for PlanRepo {
              aspect, part_set, part_index, part_total, created_at, visibility, locale \
              FROM image_plans WHERE id = $1",
         )
-        .bind(id.0.clone())
+        .bind(storable(&id.0))
         .fetch_optional(self.db.pool())
         .await
         .map_err(port_error)?;
@@ -222,7 +222,7 @@ impl TaskStore for PlanRepo {
             Backend::Postgres => CLAIM_POSTGRES,
         };
         let row: Option<(i64, String, i64)> = sqlx::query_as(sql)
-            .bind(worker.to_owned())
+            .bind(storable(worker))
             .bind(now_ms)
             .bind(now_ms - lease_ms)
             .fetch_optional(self.db.pool())
@@ -258,8 +258,8 @@ impl TaskStore for PlanRepo {
              claimed_by = $2 AND status = 'running'",
         )
         .bind(id)
-        .bind(worker.to_owned())
-        .bind(error.to_owned())
+        .bind(storable(worker))
+        .bind(storable(error))
         .bind(next_attempt_ms)
         .execute(self.db.pool())
         .await

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use super::{Backend, Database, from_sql_id, port_error, sql_id};
+use super::{Backend, Database, from_sql_id, port_error, sql_id, storable};
 use crate::chat::ports::PortError;
 use crate::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use crate::chat::stores::{NewQueuedMessage, Pushed, QueueStore, QueuedMessage};
@@ -102,11 +102,11 @@ impl QueueStore for QueueRepo {
         .bind(sql_id(m.channel.0))
         .bind(sql_id(m.message.0))
         .bind(sql_id(m.author.0))
-        .bind(m.author_name.clone())
-        .bind(m.content.clone())
+        .bind(storable(&m.author_name))
+        .bind(storable(&m.content))
         .bind(i64::from(m.follow_up))
         .bind(m.enqueued_at_ms)
-        .bind(m.persona.0.clone())
+        .bind(storable(&m.persona.0))
         .bind(visibility_str(m.visibility).to_owned())
         .bind(m.locale.tag().to_owned())
         .bind(i64::from(m.quiet))
@@ -190,7 +190,7 @@ impl QueueStore for QueueRepo {
         };
         let row: Option<QueueRow> = sqlx::query_as(sql)
             .bind(sql_id(channel.0))
-            .bind(owner.to_owned())
+            .bind(storable(owner))
             .fetch_optional(self.db.pool())
             .await
             .map_err(port_error)?;

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 
 use super::queue::{visibility_from, visibility_str};
-use super::{Database, from_sql_id, port_error, sql_id};
+use super::{Database, from_sql_id, port_error, sql_id, storable};
 use crate::chat::ports::PortError;
 use crate::chat::scope::{ChannelId, PersonaId, ServerId, UserId};
 use crate::chat::stores::{NewReminder, Reminder, ReminderStore, Repeat};
@@ -77,11 +77,11 @@ impl ReminderStore for ReminderRepo {
         .bind(sql_id(r.channel.0))
         .bind(sql_id(r.creator.0))
         .bind(sql_id(r.target.map_or(0, |u| u.0)))
-        .bind(r.persona.0.clone())
-        .bind(r.text.clone())
+        .bind(storable(&r.persona.0))
+        .bind(storable(&r.text))
         .bind(r.due_at_ms)
         .bind(r.repeat.as_str().to_owned())
-        .bind(r.time_zone.clone())
+        .bind(storable(&r.time_zone))
         .bind(visibility_str(r.visibility).to_owned())
         .bind(r.locale.tag().to_owned())
         .bind(r.created_at_ms)

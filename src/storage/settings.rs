@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
-use super::{Database, from_sql_id, port_error, sql_id};
+use super::{Database, from_sql_id, port_error, sql_id, storable};
 use crate::chat::ports::{Clock, PortError, SystemClock};
 use crate::chat::scope::{ChannelId, ServerId};
 use crate::chat::stores::{ServerSettings, SettingsStore};
@@ -101,10 +101,10 @@ impl SettingsStore for SettingsRepo {
         .bind(sql_id(server.0))
         .bind(i64::from(settings.drafting))
         .bind(settings.thought_log_channel.map(|c| sql_id(c.0)))
-        .bind(deliberate)
-        .bind(access)
-        .bind(review)
-        .bind(random)
+        .bind(storable(&deliberate))
+        .bind(storable(&access))
+        .bind(storable(&review))
+        .bind(storable(&random))
         .bind(now)
         .execute(self.db.pool())
         .await

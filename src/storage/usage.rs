@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use sqlx::{AnyConnection, AssertSqlSafe};
 
 use super::writer::{Write, WriteQueue};
-use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, sql_id};
+use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, sql_id, storable};
 use crate::chat::ports::{PortError, UsageRecord, UsageStats};
 use crate::chat::scope::{PersonaId, ServerId, UserId};
 
@@ -29,8 +29,8 @@ impl UsageRepo {
              WHERE server_id = $1 AND metric = $2 AND key = $3",
         )
         .bind(sql_id(server.0))
-        .bind(metric.to_owned())
-        .bind(key.to_owned())
+        .bind(storable(metric))
+        .bind(storable(key))
         .fetch_one(self.db.pool())
         .await
         .map_err(port_error)
@@ -51,9 +51,9 @@ impl UsageRepo {
         )
         .bind(sql_id(server.0))
         .bind(sql_id(user.0))
-        .bind(persona.0.clone())
-        .bind(metric.to_owned())
-        .bind(key.to_owned())
+        .bind(storable(&persona.0))
+        .bind(storable(metric))
+        .bind(storable(key))
         .fetch_optional(self.db.pool())
         .await
         .map_err(port_error)?;
@@ -78,16 +78,17 @@ pub(crate) struct CounterKey {
     key: String,
 }
 
-/// Sums a batch's increments per counter: (key, increment, latest time).
+/// Sums a batch's increments per counter: (key, increment, latest time). Keys are summed as
+/// stored ([`storable`]), so two that store alike are one counter, as PostgreSQL's upsert needs.
 pub(crate) fn sum_by_key(records: &[&UsageRecord]) -> Vec<(CounterKey, i64, i64)> {
     let mut sums: HashMap<CounterKey, (i64, i64)> = HashMap::new();
     for r in records {
         let key = CounterKey {
             server: sql_id(r.server.0),
             user: sql_id(r.user.0),
-            persona: r.persona.0.clone(),
+            persona: storable(&r.persona.0),
             metric: r.metric.as_str(),
-            key: r.key.clone(),
+            key: storable(&r.key),
         };
         let entry = sums.entry(key).or_insert((0, r.at_ms));
         entry.0 += 1;
