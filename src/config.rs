@@ -330,8 +330,11 @@ impl Config {
     }
 
     /// The defaults shipped in `config/default.toml`, compiled in (tests, benchmarks).
+    #[allow(
+        clippy::expect_used,
+        reason = "the shipped file is compiled in and checked by tests"
+    )]
     pub fn shipped_defaults() -> Self {
-        // The shipped file is checked by this crate's tests, so it always parses.
         Self::from_toml(include_str!("../config/default.toml"))
             .expect("config/default.toml is valid")
     }

@@ -24,6 +24,13 @@ pub mod storage;
 /// Tracing set-up, done once per process.
 pub mod telemetry;
 /// In-process fakes of the core's ports, for unit tests and benchmarks.
+#[allow(
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    reason = "test fakes: a fake called in a way its test did not expect panics, failing the test"
+)]
 pub mod testkit;
 /// Moderator notices: their data and rendering.
 pub mod thought_log;

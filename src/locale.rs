@@ -66,6 +66,10 @@ impl Locale {
         }
     }
 
+    #[allow(
+        clippy::indexing_slicing,
+        reason = "LANG_IDS has one entry per variant, in order"
+    )]
     fn lang_id(self) -> &'static LanguageIdentifier {
         &LANG_IDS[self as usize]
     }

@@ -47,7 +47,12 @@ impl RoleSet {
         let mut bits = 0;
         let mut i = 0;
         while i < roles.len() {
-            bits |= roles[i].bit();
+            #[allow(
+                clippy::indexing_slicing,
+                reason = "i < roles.len(): the loop's condition"
+            )]
+            let role = roles[i];
+            bits |= role.bit();
             i += 1;
         }
         RoleSet(bits)

@@ -60,17 +60,20 @@ impl ChatSink for DiscordSink {
         text: String,
         reply_to: Option<MessageId>,
     ) -> Result<(), PortError> {
+        let reference = reply_to.map(|reply_to| {
+            json!({
+                "message_id": reply_to.0.to_string(),
+                "fail_if_not_exists": false,
+            })
+        });
         let mut body = json!({
             "content": text,
             "allowed_mentions": allowed_mentions(),
             "nonce": nonce(),
             "enforce_nonce": true,
         });
-        if let Some(reply_to) = reply_to {
-            body["message_reference"] = json!({
-                "message_id": reply_to.0.to_string(),
-                "fail_if_not_exists": false,
-            });
+        if let (Some(reference), Some(map)) = (reference, body.as_object_mut()) {
+            map.insert("message_reference".to_owned(), reference);
         }
         self.rest
             .create_message(channel.0, &body)
@@ -131,11 +134,10 @@ fn timestamp_ms(value: &Value) -> i64 {
 
 /// The name to show for a message author: server nickname, display name, user name.
 pub fn author_name(message: &Value) -> String {
-    let author = &message["author"];
-    message["member"]["nick"]
-        .as_str()
-        .or_else(|| author["global_name"].as_str())
-        .or_else(|| author["username"].as_str())
+    let text = |pointer: &str| message.pointer(pointer).and_then(Value::as_str);
+    text("/member/nick")
+        .or_else(|| text("/author/global_name"))
+        .or_else(|| text("/author/username"))
         .unwrap_or("someone")
         .to_owned()
 }
@@ -170,14 +172,18 @@ impl ChannelHistory for DiscordSink {
             .into_iter()
             .flatten()
             .filter_map(|m| {
-                let id = snowflake(&m["id"])?;
-                let author = snowflake(&m["author"]["id"]);
+                let id = snowflake(m.get("id")?)?;
+                let author = m.pointer("/author/id").and_then(snowflake);
                 Some(HistoryMessage {
                     id: MessageId(id),
                     author: author_name(m),
                     from_bot: author.is_some() && author == bot,
-                    content: m["content"].as_str().unwrap_or_default().to_owned(),
-                    at_ms: timestamp_ms(&m["timestamp"]),
+                    content: m
+                        .get("content")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    at_ms: m.get("timestamp").map_or(0, timestamp_ms),
                 })
             })
             .collect())
@@ -231,7 +237,7 @@ impl crate::chat::media::ImagePoster for DiscordSink {
             .create_message_with_file(channel.0, &body, &image.bytes, &image.filename, &image.mime)
             .await
         {
-            Ok(message) => match snowflake(&message["id"]) {
+            Ok(message) => match message.get("id").and_then(snowflake) {
                 Some(id) => Posted::Confirmed(MessageId(id)),
                 None => Posted::Unconfirmed("no message id in Discord's answer".into()),
             },

@@ -33,11 +33,12 @@ pub fn success_payload(output: &ToolOutput) -> Value {
             map.remove(*field);
         }
     }
-    let mut payload = json!({ "result": result });
+    let mut payload = serde_json::Map::new();
+    payload.insert("result".to_owned(), result);
     if let Some(message) = &output.message {
-        payload["message"] = Value::String(message.clone());
+        payload.insert("message".to_owned(), Value::String(message.clone()));
     }
-    payload
+    Value::Object(payload)
 }
 
 /// A failed or refused call, for all three audiences: `kind` and `code` for the thought log and
