@@ -1095,3 +1095,34 @@ async fn an_idle_channel_worker_retires_and_a_new_message_starts_another() {
     assert_eq!(bot.next().await.message, MessageId(2));
     assert_eq!(bot.orchestrator.workers(), 1);
 }
+
+// A stored message handed to a worker twice (a replacement worker gets it replayed from the
+// store and sent again) is answered once.
+#[tokio::test(start_paused = true)]
+async fn a_stored_message_handed_over_twice_is_answered_once() {
+    let queue = Arc::new(InMemoryQueue::default());
+    let first = Bot::with_queue(
+        Harness::new(),
+        ScriptedModel::new(vec![ScriptedPass::Stream(vec![delay(60), text("never")])]),
+        queue.clone(),
+    );
+    first.say(message(1, ALICE, "kept")).await;
+    settle().await;
+    first.orchestrator.shutdown().await;
+
+    let mut next = Bot::with_queue(
+        Harness::new(),
+        ScriptedModel::responding(|_| ScriptedPass::text(&["Once."])),
+        queue.clone(),
+    );
+    assert_eq!(next.orchestrator.recover().await.unwrap(), 1);
+    assert_eq!(next.orchestrator.recover().await.unwrap(), 1);
+    assert_eq!(next.next().await.message, MessageId(1));
+    next.say(message(2, BOB, "after")).await;
+    assert_eq!(
+        next.next().await.message,
+        MessageId(2),
+        "message 1 ran twice"
+    );
+    assert_eq!(next.transcript(), "Once.\n\nOnce.");
+}

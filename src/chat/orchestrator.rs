@@ -456,6 +456,10 @@ impl Worker {
 
     /// A new message: a follow-up of the running turn's requester (SPEC C7), or the queue's end.
     async fn take_message(&mut self, mut pending: Pending) {
+        // A replacement worker may be handed a stored message twice: once replayed, once sent.
+        if pending.store_id.is_some() && self.holds(pending.store_id) {
+            return;
+        }
         let max_follow_ups = self.deps.config.turn.max_follow_ups;
         let follow_up_of = match &mut self.running {
             Some(running) => {
@@ -500,6 +504,14 @@ impl Worker {
             turn.stop.note_follow_up();
         }
         self.queue.push_front(pending);
+    }
+
+    /// Whether the stored message `id` is running or waiting here.
+    fn holds(&self, id: Option<i64>) -> bool {
+        self.running
+            .as_ref()
+            .is_some_and(|r| r.pending.store_id == id)
+            || self.queue.iter().any(|q| q.store_id == id)
     }
 
     /// Past the bound, the oldest non-follow-up is dropped, with a notice on it (SPEC C3).
