@@ -576,6 +576,70 @@ async fn a_discord_429_is_waited_out_and_no_text_is_lost() {
     e.stop().await;
 }
 
+// SPEC C4, issue 10: a 429 whose wait is junk never panics the delivery. `1e20` and an
+// infinite header (behind a body no JSON parser takes) are too long to wait for: that message is
+// given up at once, the rest of the reply goes out, and the bot answers the next mention. A NaN
+// or negative wait is no wait, and that message is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discord_429_with_a_junk_retry_after_neither_panics_nor_waits() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![
+            Reply::text(&["One.\n\nTwo.\n\nThree."]),
+            Reply::text(&["Still here."]),
+        ],
+    )
+    .await;
+    let body = |retry_after: &str| {
+        format!(
+            r#"{{"message":"You are being rate limited.","retry_after":{retry_after},"global":true}}"#
+        )
+    };
+    e.discord.answer_next_raw(
+        GENERAL,
+        429,
+        &body("1e20"),
+        &[("x-ratelimit-global", "true")],
+    );
+    e.discord.answer_next_raw(
+        GENERAL,
+        429,
+        &body("1e400"),
+        &[("x-ratelimit-reset-after", "inf"), ("retry-after", "inf")],
+    );
+    e.discord.answer_next_raw(
+        GENERAL,
+        429,
+        "not json",
+        &[("x-ratelimit-reset-after", "NaN"), ("retry-after", "-5")],
+    );
+    e.discord
+        .answer_next_raw(GENERAL, 429, &body("-1e300"), &[]);
+    let started = Instant::now();
+    e.mention(ALICE, "alice", "count").await;
+    e.until("the third message", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "Three.")
+    })
+    .await;
+    assert_eq!(
+        e.texts(GENERAL),
+        vec!["Three."],
+        "One and Two were given up"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "no junk wait was waited: {:?}",
+        started.elapsed()
+    );
+    e.mention(ALICE, "alice", "still there?").await;
+    e.until("the next answer", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "Still here.")
+    })
+    .await;
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
 // SPEC C1, T10: DMs work, and record no usage stats.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dms_work_and_record_no_stats() {

@@ -17,8 +17,24 @@ use tokio::time::Instant;
 
 /// Retries of one message after a 5xx or a lost connection.
 const SERVER_RETRIES: u32 = 3;
-/// Longest single wait a 429 may ask for before the send is given up.
-const LONGEST_RATE_LIMIT_WAIT: Duration = Duration::from_secs(120);
+/// Longest single wait a 429 may ask for before the send is given up. Discord's real waits are
+/// seconds (a route's window, or about one for a global limit); a longer one is a ban, a broken
+/// proxy or junk (`1e20`, `inf`), and a chat reply held past a minute has lost its conversation.
+const LONGEST_RATE_LIMIT_WAIT: Duration = Duration::from_secs(60);
+/// The wait a 429 gets when neither its body nor its headers give a usable number.
+const DEFAULT_RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
+
+/// A wait in seconds from outside (a 429's `retry_after`, a rate-limit header), as a `Duration`
+/// no longer than `longest`: NaN and negatives are no wait, and `1e20` or infinity is `None`
+/// (too long to wait for). Never panics, unlike `Duration::from_secs_f64`.
+pub fn bounded_wait(secs: f64, longest: Duration) -> Option<Duration> {
+    if secs.is_nan() || secs <= 0.0 {
+        return Some(Duration::ZERO);
+    }
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|wait| *wait <= longest)
+}
 
 /// Why a send did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,7 +145,12 @@ impl DiscordRest {
                     bucket.tokens -= 1.0;
                     return;
                 }
-                Duration::from_secs_f64((1.0 - bucket.tokens) * 5.0 / self.per_5s)
+                // At most 5 s / per_5s (a validated positive count); bounded all the same.
+                bounded_wait(
+                    (1.0 - bucket.tokens) * 5.0 / self.per_5s,
+                    Duration::from_secs(5),
+                )
+                .unwrap_or(Duration::from_secs(5))
             };
             tokio::time::sleep(wait).await;
         }
@@ -216,23 +237,12 @@ impl DiscordRest {
             }
             if status.as_u16() == 429 {
                 rate_limited += 1;
-                let wait = self.rate_limit_wait(response).await;
-                if rate_limited > self.max_rate_limit_waits || wait > LONGEST_RATE_LIMIT_WAIT {
-                    let message = format!("still rate limited after {rate_limited} waits");
-                    // Only an earlier server failure can have posted it; a 429 posts nothing.
-                    return Err(if server_failures == 0 {
-                        SendError::Refused {
-                            status: 429,
-                            code: 0,
-                            message,
-                        }
-                    } else {
-                        SendError::Unconfirmed(message)
-                    });
-                }
+                let wait = self
+                    .rate_limit_wait(response, rate_limited, server_failures)
+                    .await?;
                 tracing::info!(
                     channel,
-                    wait_ms = wait.as_millis() as u64,
+                    wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                     "rate limited; waiting retry_after"
                 );
                 tokio::time::sleep(wait).await;
@@ -255,15 +265,22 @@ impl DiscordRest {
         }
     }
 
-    /// How long a 429 asks to wait: the body's `retry_after`, else the headers. A global limit
-    /// holds every channel.
-    async fn rate_limit_wait(&self, response: reqwest::Response) -> Duration {
+    /// How long to wait out a 429 (its `rate_limited`-th in a row): the body's `retry_after`,
+    /// else the headers, bounded by [`LONGEST_RATE_LIMIT_WAIT`]. A global limit holds every
+    /// channel. Past the allowed waits, or asked to wait too long, the send is given up.
+    async fn rate_limit_wait(
+        &self,
+        response: reqwest::Response,
+        rate_limited: u32,
+        server_failures: u32,
+    ) -> Result<Duration, SendError> {
         let header = |name: &str| {
             response
                 .headers()
                 .get(name)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<f64>().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|secs| !secs.is_nan())
         };
         let from_headers = header("x-ratelimit-reset-after").or_else(|| header("retry-after"));
         let global_header = response
@@ -271,19 +288,40 @@ impl DiscordRest {
             .get("x-ratelimit-global")
             .is_some_and(|v| v.as_bytes() == b"true");
         let body: Value = response.json().await.unwrap_or(Value::Null);
-        let secs = body["retry_after"]
-            .as_f64()
-            .or(from_headers)
-            .unwrap_or(1.0)
-            .max(0.0);
-        let wait = Duration::from_secs_f64(secs);
-        if global_header || body["global"].as_bool() == Some(true) {
-            *self
-                .global_until
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now() + wait);
-        }
-        wait
+        let asked = body["retry_after"].as_f64().or(from_headers);
+        let wait = match asked {
+            Some(secs) => bounded_wait(secs, LONGEST_RATE_LIMIT_WAIT),
+            None => Some(DEFAULT_RATE_LIMIT_WAIT),
+        };
+        let message = match wait {
+            Some(_) if rate_limited > self.max_rate_limit_waits => {
+                format!("still rate limited after {rate_limited} waits")
+            }
+            Some(wait) => {
+                if global_header || body["global"].as_bool() == Some(true) {
+                    *self
+                        .global_until
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        Instant::now().checked_add(wait);
+                }
+                return Ok(wait);
+            }
+            None => format!(
+                "rate limited for longer than {}s",
+                LONGEST_RATE_LIMIT_WAIT.as_secs()
+            ),
+        };
+        // Only an earlier server failure can have posted it; a 429 posts nothing.
+        Err(if server_failures == 0 {
+            SendError::Refused {
+                status: 429,
+                code: 0,
+                message,
+            }
+        } else {
+            SendError::Unconfirmed(message)
+        })
     }
 
     /// Shows the typing indicator. Best effort: a failure is only logged.
@@ -316,5 +354,35 @@ impl DiscordRest {
 
 /// A fresh nonce for `enforce_nonce` (Discord accepts up to 25 characters).
 pub fn nonce() -> String {
-    uuid::Uuid::now_v7().simple().to_string()[..25].to_owned()
+    uuid::Uuid::now_v7()
+        .simple()
+        .to_string()
+        .chars()
+        .take(25)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 10: a 429's wait comes from outside; no number may panic or wait past the bound.
+    #[test]
+    fn outside_waits_are_bounded_and_never_panic() {
+        let longest = Duration::from_secs(60);
+        assert_eq!(bounded_wait(0.3, longest), Some(Duration::from_millis(300)));
+        assert_eq!(bounded_wait(60.0, longest), Some(longest));
+        for junk in [f64::NAN, -1.0, -0.0, f64::NEG_INFINITY, -1e300] {
+            assert_eq!(bounded_wait(junk, longest), Some(Duration::ZERO), "{junk}");
+        }
+        for too_long in [60.001, 1e20, 1e300, f64::INFINITY, f64::MAX] {
+            assert_eq!(bounded_wait(too_long, longest), None, "{too_long}");
+        }
+    }
+
+    #[test]
+    fn nonces_fit_discord() {
+        assert_eq!(nonce().len(), 25);
+        assert_ne!(nonce(), nonce());
+    }
 }

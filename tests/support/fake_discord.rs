@@ -1123,7 +1123,8 @@ struct Session {
 
 struct Scripted {
     status: u16,
-    body: Value,
+    /// Sent as is, so a test can send JSON no `Value` can hold (`1e400`) or no JSON at all.
+    body: String,
     headers: Vec<(&'static str, String)>,
 }
 
@@ -1482,7 +1483,8 @@ impl FakeDiscord {
                     "retry_after": retry_after_secs,
                     "global": false,
                     "code": 0,
-                }),
+                })
+                .to_string(),
                 headers: vec![
                     ("retry-after", format!("{}", retry_after_secs.ceil() as u64)),
                     ("x-ratelimit-limit", "5".into()),
@@ -1504,8 +1506,28 @@ impl FakeDiscord {
             .or_default()
             .push_back(Scripted {
                 status,
-                body,
+                body: body.to_string(),
                 headers: Vec::new(),
+            });
+    }
+
+    /// The next `POST /channels/{id}/messages` answers this status, raw body and headers, once.
+    pub fn answer_next_raw(
+        &self,
+        channel_id: u64,
+        status: u16,
+        body: &str,
+        headers: &[(&'static str, &str)],
+    ) {
+        self.shared
+            .lock()
+            .scripted
+            .entry(channel_id)
+            .or_default()
+            .push_back(Scripted {
+                status,
+                body: body.to_owned(),
+                headers: headers.iter().map(|(n, v)| (*n, (*v).to_owned())).collect(),
             });
     }
 
@@ -2414,7 +2436,9 @@ fn create_message(
         .get_mut(&channel_id)
         .and_then(VecDeque::pop_front);
     if let Some(s) = scripted {
-        let mut response = json_response(s.status, &s.body);
+        let status = StatusCode::from_u16(s.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response =
+            (status, [(header::CONTENT_TYPE, "application/json")], s.body).into_response();
         for (name, value) in s.headers {
             if let Ok(value) = value.parse() {
                 response.headers_mut().insert(name, value);
