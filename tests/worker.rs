@@ -315,6 +315,22 @@ async fn passing_failures_retry_with_backoff_then_fail() {
     assert_eq!(result.unwrap()["code"], "timeout");
 }
 
+// Issue 10: configured durations too long for the clock saturate: a retry far in the future,
+// not an arithmetic panic in the worker.
+#[tokio::test]
+async fn huge_configured_backoff_and_lease_saturate() {
+    let mut rig = Rig::new(TestDb::sqlite().await).await;
+    rig.config.retry_backoff_secs = u64::MAX;
+    rig.config.lease_secs = u64::MAX;
+    let fake = FakeComfy::start().await;
+    fake.script(vec![ComfyMode::ServerError]);
+    rig.plan("x", Visibility::Public).await;
+    let worker = rig.worker("w", comfy(&fake));
+    assert_eq!(once(&worker).await, Handled::Retrying);
+    rig.clock.set(rig.clock_now() + 86_400_000 * 365);
+    assert_eq!(once(&worker).await, Handled::Idle, "still backing off");
+}
+
 // SPEC T8: the OpenAI-compatible images endpoint: success, exhausted balance (429), safety.
 #[tokio::test]
 async fn the_images_endpoint_makes_images_and_classifies_failures() {

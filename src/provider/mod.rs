@@ -160,12 +160,34 @@ impl ChatModel for OpenAiProvider {
         // A key out of balance or refused stays out longer than a rate-limited one.
         let rest = match class {
             FailureClass::RateLimited => base,
-            _ => base * 10,
+            _ => base.saturating_mul(10),
         };
         if let Some(key) = self.keys.get(attempt.key_index) {
+            // A configured rest past a year is a year: the clock's arithmetic never overflows.
+            let year = Duration::from_secs(86_400 * 365);
+            let now = Instant::now();
+            let until = now.checked_add(rest.min(year)).unwrap_or(now);
             *key.cooldown_until
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now() + rest);
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(until);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 10: a configured cooldown too long for the clock neither panics nor frees the key.
+    #[tokio::test]
+    async fn a_huge_key_cooldown_saturates() {
+        let mut config = crate::config::Config::shipped_defaults().provider;
+        config.key_cooldown_secs = u64::MAX;
+        let keys = [SecretString::from("a"), SecretString::from("b")];
+        let provider = OpenAiProvider::new(config, &keys).expect("provider");
+        let first = provider.attempts().remove(0);
+        assert_eq!(first.key_index, 0);
+        provider.report_failure(&first, FailureClass::InsufficientBalance);
+        assert_eq!(provider.key_order(), vec![1, 0], "the failed key rests");
     }
 }
