@@ -113,6 +113,8 @@ pub struct DiscordConfig {
     pub channel_messages_per_5s: u32,
     /// Most times one message is re-sent after a 429 before it is reported lost.
     pub max_rate_limit_waits: u32,
+    /// A channel's send budget unused this long (and refilled) is forgotten.
+    pub rate_bucket_idle_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -384,6 +386,10 @@ impl Config {
             (
                 "discord.channel_messages_per_5s",
                 self.discord.channel_messages_per_5s.into(),
+            ),
+            (
+                "discord.rate_bucket_idle_secs",
+                self.discord.rate_bucket_idle_secs,
             ),
             ("review.timeout_secs", self.review.timeout_secs),
             ("image_worker.timeout_secs", w.timeout_secs),
@@ -745,6 +751,10 @@ mod tests {
             (
                 "[review]\ntimeout_secs = 0\n",
                 "`review.timeout_secs`: must be greater than 0",
+            ),
+            (
+                "[discord]\nrate_bucket_idle_secs = 0\n",
+                "`discord.rate_bucket_idle_secs`: must be greater than 0",
             ),
             (
                 "[image_worker]\ntimeout_secs = 600\nlease_secs = 600\n",

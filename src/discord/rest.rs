@@ -15,6 +15,8 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::config::DiscordConfig;
+
 /// Retries of one message after a 5xx or a lost connection.
 const SERVER_RETRIES: u32 = 3;
 /// Longest single wait a 429 may ask for before the send is given up. Discord's real waits are
@@ -69,6 +71,31 @@ struct Bucket {
     at: Instant,
 }
 
+/// Every channel's bucket, reaped of idle ones now and then so a bot that has spoken in many
+/// channels (DMs above all) does not keep one per channel forever.
+#[derive(Debug)]
+struct Buckets {
+    by_channel: HashMap<u64, Bucket>,
+    /// The last reaping; the next comes an idle time later.
+    swept_at: Instant,
+}
+
+impl Buckets {
+    /// Drops the buckets unused for `idle` whose budget has refilled (so forgetting them loses
+    /// nothing: a new bucket starts full). Runs at most once per `idle`.
+    fn reap(&mut self, now: Instant, idle: Duration, per_5s: f64) {
+        if now.duration_since(self.swept_at) < idle {
+            return;
+        }
+        self.swept_at = now;
+        self.by_channel.retain(|_, bucket| {
+            let unused = now.duration_since(bucket.at);
+            let refilled = bucket.tokens + unused.as_secs_f64() * per_5s / 5.0;
+            unused < idle || refilled < per_5s
+        });
+    }
+}
+
 pub struct DiscordRest {
     http: reqwest::Client,
     /// `{base}/api/v10`
@@ -76,24 +103,23 @@ pub struct DiscordRest {
     authorization: SecretString,
     per_5s: f64,
     max_rate_limit_waits: u32,
-    buckets: Mutex<HashMap<u64, Bucket>>,
+    /// How long a channel's bucket is kept unused before it is reaped.
+    bucket_idle: Duration,
+    /// Locked only to take a token or reap, never across an await.
+    buckets: Mutex<Buckets>,
     /// A global 429 holds every send until then.
     global_until: Mutex<Option<Instant>>,
 }
 
 impl DiscordRest {
-    /// `base` is empty for Discord itself, or a proxy such as the tests' fake Discord.
-    pub fn new(
-        base: &str,
-        token: &SecretString,
-        per_5s: u32,
-        max_rate_limit_waits: u32,
-    ) -> Result<Self, reqwest::Error> {
+    /// `config.api_base_url` is empty for Discord itself, or a proxy such as the tests' fake
+    /// Discord.
+    pub fn new(config: &DiscordConfig, token: &SecretString) -> Result<Self, reqwest::Error> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let base = if base.is_empty() {
+        let base = if config.api_base_url.is_empty() {
             "https://discord.com"
         } else {
-            base.trim_end_matches('/')
+            config.api_base_url.trim_end_matches('/')
         };
         let token = token.expose_secret().trim();
         let authorization = if token.starts_with("Bot ") {
@@ -109,9 +135,13 @@ impl DiscordRest {
                 .build()?,
             api: format!("{base}/api/v10"),
             authorization: SecretString::from(authorization),
-            per_5s: f64::from(per_5s),
-            max_rate_limit_waits,
-            buckets: Mutex::new(HashMap::new()),
+            per_5s: f64::from(config.channel_messages_per_5s),
+            max_rate_limit_waits: config.max_rate_limit_waits,
+            bucket_idle: Duration::from_secs(config.rate_bucket_idle_secs),
+            buckets: Mutex::new(Buckets {
+                by_channel: HashMap::new(),
+                swept_at: Instant::now(),
+            }),
             global_until: Mutex::new(None),
         })
     }
@@ -134,7 +164,8 @@ impl DiscordRest {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let now = Instant::now();
-                let bucket = buckets.entry(channel).or_insert(Bucket {
+                buckets.reap(now, self.bucket_idle, self.per_5s);
+                let bucket = buckets.by_channel.entry(channel).or_insert(Bucket {
                     tokens: self.per_5s,
                     at: now,
                 });
@@ -378,6 +409,51 @@ mod tests {
         for too_long in [60.001, 1e20, 1e300, f64::INFINITY, f64::MAX] {
             assert_eq!(bounded_wait(too_long, longest), None, "{too_long}");
         }
+    }
+
+    fn rest(idle_secs: u64) -> DiscordRest {
+        let mut config = crate::config::Config::shipped_defaults().discord;
+        config.api_base_url = "http://127.0.0.1:9".into();
+        config.rate_bucket_idle_secs = idle_secs;
+        DiscordRest::new(&config, &SecretString::from("t")).expect("client")
+    }
+
+    fn channels(rest: &DiscordRest) -> Vec<u64> {
+        let buckets = rest.buckets.lock().expect("lock");
+        let mut channels: Vec<u64> = buckets.by_channel.keys().copied().collect();
+        channels.sort_unstable();
+        channels
+    }
+
+    // Issue 10: a channel's bucket is forgotten once it has been idle (and full again) for the
+    // configured time, so the map holds the channels spoken in lately, not every channel ever.
+    #[tokio::test(start_paused = true)]
+    async fn idle_rate_buckets_are_reaped() {
+        let rest = rest(60);
+        rest.take_budget(1).await;
+        rest.take_budget(2).await;
+        tokio::time::advance(Duration::from_secs(30)).await;
+        rest.take_budget(2).await;
+        assert_eq!(channels(&rest), vec![1, 2], "nothing idle for 60 s yet");
+        tokio::time::advance(Duration::from_secs(31)).await;
+        rest.take_budget(3).await;
+        assert_eq!(channels(&rest), vec![2, 3], "1 was idle for 61 s");
+    }
+
+    // A drained bucket is kept until it has refilled, even past the idle time: forgetting it
+    // early would let the channel burst past its budget.
+    #[tokio::test(start_paused = true)]
+    async fn a_drained_bucket_is_kept_until_it_refills() {
+        let rest = rest(1);
+        for _ in 0..5 {
+            rest.take_budget(1).await;
+        }
+        tokio::time::advance(Duration::from_secs(2)).await;
+        rest.take_budget(2).await;
+        assert_eq!(channels(&rest), vec![1, 2], "1 has 2 of 5 tokens back");
+        tokio::time::advance(Duration::from_secs(4)).await;
+        rest.take_budget(2).await;
+        assert_eq!(channels(&rest), vec![2]);
     }
 
     #[test]
