@@ -82,6 +82,8 @@ pub struct ImageWorkerConfig {
     pub poll_ms: u64,
     /// Whether `persona-bot run` runs a worker too (`persona-bot worker` runs one alone).
     pub run_in_bot: bool,
+    /// Largest image answer read from a backend, in bytes; a larger one fails the task.
+    pub max_image_bytes: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -395,6 +397,7 @@ impl Config {
             ("image_worker.timeout_secs", w.timeout_secs),
             ("image_worker.max_attempts", w.max_attempts.into()),
             ("image_worker.poll_ms", w.poll_ms),
+            ("image_worker.max_image_bytes", w.max_image_bytes as u64),
             ("reminders.poll_ms", self.reminders.poll_ms),
             ("reminders.max_per_user", self.reminders.max_per_user.into()),
         ]
@@ -751,6 +754,10 @@ mod tests {
             (
                 "[review]\ntimeout_secs = 0\n",
                 "`review.timeout_secs`: must be greater than 0",
+            ),
+            (
+                "[image_worker]\nmax_image_bytes = 0\n",
+                "`image_worker.max_image_bytes`: must be greater than 0",
             ),
             (
                 "[discord]\nrate_bucket_idle_secs = 0\n",

@@ -350,6 +350,38 @@ async fn a_server_error_is_retried_on_the_next_attempt() {
     assert_eq!(bot.transcript(), "Recovered.");
 }
 
+// SPEC C11, issue 10: a 500 with a 50 MB body is read only as far as its message: the error is
+// classified from the message's beginning (an exhausted balance, though the status says 500),
+// the turn answers with the localized error, and the server never hands out the whole body.
+#[tokio::test]
+async fn a_huge_error_body_is_not_read_whole_and_the_turn_answers() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Huge {
+        status: 500,
+        prefix: r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota"},"padding":""#.into(),
+        size: 50_000_000,
+    });
+    let mut bot = bot(&fake, &["m"], &["k"]);
+    let started = std::time::Instant::now();
+    bot.say(message(1, ALICE, "hi")).await;
+    let finished = bot.next().await;
+    assert_eq!(
+        finished.report.end,
+        TurnEnd::ProviderFailed {
+            code: "insufficient_balance"
+        }
+    );
+    assert!(
+        bot.transcript().contains("run out of credit"),
+        "{}",
+        bot.transcript()
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let sent = fake.padding_sent();
+    assert!(sent < 10_000_000, "the server handed out {sent} bytes");
+}
+
 // SPEC C11: the first-token timeout ends a hung request.
 #[tokio::test]
 async fn first_token_timeout_ends_a_hung_request() {

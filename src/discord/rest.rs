@@ -16,6 +16,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::config::DiscordConfig;
+use crate::http_body::{ERROR_TEXT_MAX, json_bounded};
 
 /// Retries of one message after a 5xx or a lost connection.
 const SERVER_RETRIES: u32 = 3;
@@ -23,6 +24,9 @@ const SERVER_RETRIES: u32 = 3;
 /// seconds (a route's window, or about one for a global limit); a longer one is a ban, a broken
 /// proxy or junk (`1e20`, `inf`), and a chat reply held past a minute has lost its conversation.
 const LONGEST_RATE_LIMIT_WAIT: Duration = Duration::from_secs(60);
+/// Largest REST answer read: a page of 100 messages with embeds and referenced messages stays
+/// far below it.
+const ANSWER_MAX: usize = 8 << 20;
 /// The wait a 429 gets when neither its body nor its headers give a usable number.
 const DEFAULT_RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
 
@@ -261,10 +265,9 @@ impl DiscordRest {
             };
             let status = response.status();
             if status.is_success() {
-                return response
-                    .json()
+                return json_bounded(response, ANSWER_MAX)
                     .await
-                    .map_err(|e| SendError::Unconfirmed(e.without_url().to_string()));
+                    .map_err(|e| SendError::Unconfirmed(e.to_string()));
             }
             if status.as_u16() == 429 {
                 rate_limited += 1;
@@ -287,7 +290,9 @@ impl DiscordRest {
                 tokio::time::sleep(Duration::from_millis(250 * u64::from(server_failures))).await;
                 continue;
             }
-            let error: Value = response.json().await.unwrap_or(Value::Null);
+            let error: Value = json_bounded(response, ERROR_TEXT_MAX)
+                .await
+                .unwrap_or(Value::Null);
             return Err(SendError::Refused {
                 status: status.as_u16(),
                 code: error["code"].as_i64().unwrap_or(0),
@@ -318,7 +323,9 @@ impl DiscordRest {
             .headers()
             .get("x-ratelimit-global")
             .is_some_and(|v| v.as_bytes() == b"true");
-        let body: Value = response.json().await.unwrap_or(Value::Null);
+        let body: Value = json_bounded(response, ERROR_TEXT_MAX)
+            .await
+            .unwrap_or(Value::Null);
         let asked = body["retry_after"].as_f64().or(from_headers);
         let wait = match asked {
             Some(secs) => bounded_wait(secs, LONGEST_RATE_LIMIT_WAIT),
@@ -376,10 +383,9 @@ impl DiscordRest {
         if !status.is_success() {
             return Err(format!("Discord answered {status} for {path}"));
         }
-        response
-            .json()
+        json_bounded(response, ANSWER_MAX)
             .await
-            .map_err(|e| e.without_url().to_string())
+            .map_err(|e| format!("{path}: {e}"))
     }
 }
 

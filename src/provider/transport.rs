@@ -10,6 +10,8 @@ use async_openai::error::{ApiError, ApiErrorResponse, OpenAIError};
 use async_openai::middleware::HttpRequestFactory;
 use serde::Deserialize;
 
+use crate::http_body::ERROR_TEXT_MAX;
+
 /// Longest provider error text kept (for classification and operator logs).
 const MAX_ERROR_TEXT: usize = 2_000;
 
@@ -42,7 +44,7 @@ impl tower::Service<HttpRequestFactory> for NoRetryTransport {
                 return Ok(response);
             }
             let status = response.status();
-            let body = response.text().await.unwrap_or_default();
+            let body = crate::http_body::text_bounded(response, ERROR_TEXT_MAX).await;
             Err(OpenAIError::ApiError(ApiErrorResponse {
                 status_code: status,
                 api_error: parse_error_body(&body),
