@@ -246,6 +246,10 @@ pub struct ProviderConfig {
     pub send_parallel_tool_calls: bool,
     /// Most tokens per pass.
     pub max_tokens: u32,
+    /// Most bytes of one streamed answer; past it the pass fails as `reply_too_long`.
+    pub stream_max_bytes: usize,
+    /// Longest one streamed answer may go on; past it the pass fails as `reply_too_long`.
+    pub stream_max_secs: u64,
 }
 
 /// A persona shipped in configuration.
@@ -385,6 +389,11 @@ impl Config {
                 self.provider.idle_timeout_secs,
             ),
             ("provider.max_tokens", self.provider.max_tokens.into()),
+            (
+                "provider.stream_max_bytes",
+                self.provider.stream_max_bytes as u64,
+            ),
+            ("provider.stream_max_secs", self.provider.stream_max_secs),
             (
                 "discord.channel_messages_per_5s",
                 self.discord.channel_messages_per_5s.into(),
@@ -754,6 +763,14 @@ mod tests {
             (
                 "[review]\ntimeout_secs = 0\n",
                 "`review.timeout_secs`: must be greater than 0",
+            ),
+            (
+                "[provider]\nstream_max_bytes = 0\n",
+                "`provider.stream_max_bytes`: must be greater than 0",
+            ),
+            (
+                "[provider]\nstream_max_secs = 0\n",
+                "`provider.stream_max_secs`: must be greater than 0",
             ),
             (
                 "[image_worker]\nmax_image_bytes = 0\n",

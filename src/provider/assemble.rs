@@ -4,11 +4,13 @@
 //! `finish_reason`; arguments flagged truncated when the stream ended on `length` or without any
 //! finish reason (SPEC T3). First-token and idle timeouts apply here (SPEC C11).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
+use super::transport::{Cut, CutReport};
 use super::wire::{Chunk, ToolCallDelta};
 use crate::chat::model::{Finish, ModelError, ModelEvent, ModelStream, TokenUsage};
 use crate::chat::provider_failure::{FailureClass, classify};
@@ -203,6 +205,19 @@ pub fn model_error(error: async_openai::error::OpenAIError) -> ModelError {
     }
 }
 
+/// Maps an error that ended a stream: the transport's report names the bound that cut it (the
+/// error itself lost that on the way), else the error is classified as usual.
+pub fn stream_error(error: async_openai::error::OpenAIError, report: &CutReport) -> ModelError {
+    match report.get() {
+        Some(cut) => cut_error(cut),
+        None => model_error(error),
+    }
+}
+
+fn cut_error(cut: Cut) -> ModelError {
+    ModelError::new(FailureClass::ReplyTooLong, None, cut.to_string())
+}
+
 /// Wraps a chunk stream into the pass's event stream, with the idle timeout between chunks.
 /// (The first-token timeout covers the request and the first chunk; see the provider.)
 pub fn events(
@@ -210,6 +225,7 @@ pub fn events(
     first: Option<Result<Chunk, async_openai::error::OpenAIError>>,
     idle: Duration,
     call_prefix: String,
+    report: Arc<CutReport>,
 ) -> ModelStream {
     struct State {
         chunks: BoxStream<'static, Result<Chunk, async_openai::error::OpenAIError>>,
@@ -218,6 +234,9 @@ pub fn events(
         pending: std::collections::VecDeque<String>,
         idle: Duration,
         prefix: String,
+        /// Set by the transport when a bound cut the body: the pass fails at once, without
+        /// delivering chunks still queued.
+        report: Arc<CutReport>,
     }
     let state = State {
         chunks,
@@ -226,13 +245,18 @@ pub fn events(
         pending: Default::default(),
         idle,
         prefix: call_prefix,
+        report,
     };
     let stream = futures::stream::unfold(state, |mut s| async move {
         loop {
+            let assembler = s.assembler.as_mut()?;
+            if let Some(cut) = s.report.get() {
+                s.assembler = None;
+                return Some((Err(cut_error(cut)), s));
+            }
             if let Some(text) = s.pending.pop_front() {
                 return Some((Ok(ModelEvent::Text(text)), s));
             }
-            let assembler = s.assembler.as_mut()?;
             let next = match s.first.take() {
                 Some(first) => Some(first),
                 None => match tokio::time::timeout(s.idle, s.chunks.next()).await {
@@ -264,7 +288,7 @@ pub fn events(
                 }
                 Some(Err(error)) => {
                     s.assembler = None;
-                    return Some((Err(model_error(error)), s));
+                    return Some((Err(stream_error(error, &s.report)), s));
                 }
                 None => {
                     let assembler = s.assembler.take()?;
@@ -390,6 +414,7 @@ mod tests {
             Some(unreadable()),
             Duration::from_secs(5),
             "x".into(),
+            Arc::default(),
         );
         let events: Vec<_> = stream.collect().await;
         let last = events
@@ -400,6 +425,30 @@ mod tests {
         let (calls, _) = calls(last);
         assert_eq!(calls[0].arguments, r#"{"prompt":"a red "}"#, "valid JSON");
         assert_eq!(calls[0].truncated, Some(Truncation::UnreadableChunk));
+    }
+
+    // Issue 10: once the transport reports a cut, the pass fails at once: chunks still queued
+    // behind the cut are not delivered.
+    #[tokio::test]
+    async fn a_cut_stream_fails_before_its_queued_chunks() {
+        let report = Arc::new(CutReport::default());
+        let queued = vec![Ok(chunk(r#"{"choices":[{"delta":{"content":"late"}}]}"#))];
+        let mut stream = events(
+            futures::stream::iter(queued).boxed(),
+            Some(Ok(chunk(r#"{"choices":[{"delta":{"content":"early"}}]}"#))),
+            Duration::from_secs(5),
+            "x".into(),
+            report.clone(),
+        );
+        assert_eq!(
+            stream.next().await,
+            Some(Ok(ModelEvent::Text("early".into())))
+        );
+        report.set(Cut::Bytes(10));
+        let error = stream.next().await.expect("an event").unwrap_err();
+        assert_eq!(error.class, FailureClass::ReplyTooLong);
+        assert!(error.detail.contains("10 bytes"), "{}", error.detail);
+        assert_eq!(stream.next().await, None);
     }
 
     #[test]
