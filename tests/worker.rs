@@ -147,7 +147,12 @@ impl Rig {
     }
 
     async fn result_of(&self, plan: &PlanId) -> (String, Option<Value>) {
-        let results = self.storage.plans.results_since(CHANNEL, 0).await.unwrap();
+        let results = self
+            .storage
+            .plans
+            .results_since(CHANNEL, 0, 100)
+            .await
+            .unwrap();
         let r = results
             .into_iter()
             .find(|r| &r.plan == plan)
