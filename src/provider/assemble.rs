@@ -4,6 +4,7 @@
 //! `finish_reason`; arguments flagged truncated when the stream ended on `length` or without any
 //! finish reason (SPEC T3). First-token and idle timeouts apply here (SPEC C11).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,6 +16,10 @@ use super::wire::{Chunk, ToolCallDelta};
 use crate::chat::model::{Finish, ModelError, ModelEvent, ModelStream, TokenUsage};
 use crate::chat::provider_failure::{FailureClass, classify};
 use crate::tool_loop::{ToolCallRequest, Truncation};
+
+/// Most calls one pass keeps. One call runs per pass (the rest are refused, SPEC C9), so a
+/// few are plenty; past them a server cannot make the assembler keep, and search, thousands.
+pub const MAX_CALLS_PER_PASS: usize = 16;
 
 /// One call being assembled.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -35,6 +40,8 @@ pub struct Assembler {
     usage: Option<TokenUsage>,
     /// Chunks that could not be read and were skipped.
     unreadable_chunks: u32,
+    /// Fragments of calls past [`MAX_CALLS_PER_PASS`], dropped.
+    dropped_fragments: u32,
 }
 
 impl Assembler {
@@ -74,8 +81,13 @@ impl Assembler {
     }
 
     fn fragment(&mut self, fragment: ToolCallDelta) {
-        let at = self.slot_for(&fragment);
-        let call = &mut self.calls[at];
+        let Some(at) = self.slot_for(&fragment) else {
+            self.dropped_fragments = self.dropped_fragments.saturating_add(1);
+            return;
+        };
+        let Some(call) = self.calls.get_mut(at) else {
+            return;
+        };
         if call.id.is_none() {
             call.id = fragment.id.filter(|id| !id.is_empty());
         }
@@ -93,42 +105,48 @@ impl Assembler {
         self.last = Some(at);
     }
 
-    /// Which call a fragment belongs to.
-    fn slot_for(&mut self, fragment: &ToolCallDelta) -> usize {
+    /// Which call a fragment belongs to; `None` when it would open one past the bound.
+    fn slot_for(&mut self, fragment: &ToolCallDelta) -> Option<usize> {
         if let Some(index) = fragment.index {
             if let Some(at) = self.calls.iter().position(|c| c.index == index) {
-                return at;
+                return Some(at);
             }
             return self.open(index);
         }
         // No index: an id names its call; a new id opens a new call; no id continues the last.
         if let Some(id) = fragment.id.as_deref().filter(|id| !id.is_empty()) {
             if let Some(at) = self.calls.iter().position(|c| c.id.as_deref() == Some(id)) {
-                return at;
+                return Some(at);
             }
             let last_has_other_id = self.last.is_none_or(|at| {
-                self.calls[at]
-                    .id
-                    .as_deref()
+                self.calls
+                    .get(at)
+                    .and_then(|c| c.id.as_deref())
                     .is_some_and(|other| other != id)
             });
             if last_has_other_id {
-                let next = self.calls.iter().map(|c| c.index + 1).max().unwrap_or(0);
-                return self.open(next);
+                // Saturating: a server may have used index usize::MAX already.
+                let next = self.calls.iter().map(|c| c.index.saturating_add(1)).max();
+                return self.open(next.unwrap_or(0));
             }
         }
         match self.last {
-            Some(at) => at,
+            Some(at) => Some(at),
             None => self.open(0),
         }
     }
 
-    fn open(&mut self, index: usize) -> usize {
+    /// A new call at `index`, unless the pass already has [`MAX_CALLS_PER_PASS`]. Only the
+    /// index is kept, so an index of 4 000 000 000 costs what an index of 1 does.
+    fn open(&mut self, index: usize) -> Option<usize> {
+        if self.calls.len() >= MAX_CALLS_PER_PASS {
+            return None;
+        }
         self.calls.push(Partial {
             index,
             ..Partial::default()
         });
-        self.calls.len() - 1
+        Some(self.calls.len().saturating_sub(1))
     }
 
     /// The end of the pass.
@@ -146,13 +164,20 @@ impl Assembler {
             _ if self.unreadable_chunks > 0 => Some(Truncation::UnreadableChunk),
             _ => None,
         };
+        if self.dropped_fragments > 0 {
+            tracing::warn!(
+                dropped = self.dropped_fragments,
+                "fragments of calls past {MAX_CALLS_PER_PASS} in one pass were dropped"
+            );
+        }
         self.calls.sort_by_key(|c| c.index);
+        let mut used = HashSet::new();
         let tool_calls = self
             .calls
             .into_iter()
             .enumerate()
             .map(|(n, c)| ToolCallRequest {
-                id: c.id.unwrap_or_else(|| format!("{call_prefix}_{n}")),
+                id: unique_id(&mut used, c.id, call_prefix, n),
                 name: c.name,
                 arguments: c.arguments,
                 truncated,
@@ -164,6 +189,20 @@ impl Assembler {
             usage: self.usage,
         }
     }
+}
+
+/// A call id not yet used in this pass: the server's, else one made from the prefix. Two calls
+/// of one answer must not share an id, or their results could not be told apart.
+fn unique_id(used: &mut HashSet<String>, given: Option<String>, prefix: &str, n: usize) -> String {
+    let mut id = given
+        .filter(|id| !used.contains(id))
+        .unwrap_or_else(|| format!("{prefix}_{n}"));
+    // Ends: `used` holds at most MAX_CALLS_PER_PASS ids, and each turn makes the id longer.
+    while used.contains(&id) {
+        id.push('_');
+    }
+    used.insert(id.clone());
+    id
 }
 
 /// Maps an async-openai error to a classified model error.
@@ -284,7 +323,7 @@ pub fn events(
                     // A chunk we cannot read at all: skipped, the stream goes on, and any tool
                     // call of the pass is flagged (its arguments may miss a piece, SPEC T3).
                     tracing::warn!(%e, content = %content.chars().take(200).collect::<String>(), "unreadable stream chunk skipped");
-                    assembler.unreadable_chunks += 1;
+                    assembler.unreadable_chunks = assembler.unreadable_chunks.saturating_add(1);
                 }
                 Some(Err(error)) => {
                     s.assembler = None;
