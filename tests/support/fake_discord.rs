@@ -1105,6 +1105,8 @@ pub struct Upload {
 
 enum Outgoing {
     Frame(Value),
+    /// A frame's JSON text, sent as is (it may hold what no `Value` can, such as `\ud800`).
+    Raw(String),
     Close(u16),
 }
 
@@ -1326,6 +1328,30 @@ impl FakeDiscord {
             .or_default()
             .push(message.clone());
         dispatch_locked(&mut inner, "MESSAGE_CREATE", message);
+        id
+    }
+
+    /// [`Self::send_message`], with every `marker` in the frame's JSON text replaced by `raw`
+    /// as sent: JSON no `Value` can hold, such as a lone surrogate escape `\ud800`. The history
+    /// (and a resumed session's replay) keeps the markers.
+    pub async fn send_message_raw(&self, m: Incoming, marker: &str, raw: &str) -> u64 {
+        self.wait_ready().await;
+        let id = self.shared.snowflake();
+        let mut inner = self.shared.lock();
+        let message = self.shared.world.incoming_json(&m, id, None);
+        inner
+            .history
+            .entry(m.channel_id)
+            .or_default()
+            .push(message.clone());
+        inner.session.seq += 1;
+        let seq = inner.session.seq;
+        let frame = dispatch_frame(seq, "MESSAGE_CREATE", message);
+        if let Some(conn) = &inner.live {
+            let text = frame.to_string().replace(marker, raw);
+            let _ = conn.tx.send(Outgoing::Raw(text));
+        }
+        inner.session.frames.push((seq, frame));
         id
     }
 
@@ -1678,6 +1704,11 @@ async fn run_gateway(shared: Arc<Shared>, socket: WebSocket) {
                         .await
                         .is_err()
                     {
+                        break;
+                    }
+                }
+                Outgoing::Raw(text) => {
+                    if sink.send(WsMessage::Text(text.into())).await.is_err() {
                         break;
                     }
                 }
