@@ -150,6 +150,13 @@ impl ImageBackend for ComfyUi {
                 () = tokio::time::sleep(POLL) => {}
             }
         };
+        self.fetch_image(&image).await
+    }
+}
+
+impl ComfyUi {
+    /// `GET /view` for a finished image, read up to the image bound.
+    async fn fetch_image(&self, image: &Value) -> Result<GeneratedImage, ProviderFailure> {
         let filename = image["filename"].as_str().unwrap_or_default().to_owned();
         let response = self
             .http

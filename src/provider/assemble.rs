@@ -257,67 +257,55 @@ fn cut_error(cut: Cut) -> ModelError {
     ModelError::new(FailureClass::ReplyTooLong, None, cut.to_string())
 }
 
-/// Wraps a chunk stream into the pass's event stream, with the idle timeout between chunks.
-/// (The first-token timeout covers the request and the first chunk; see the provider.)
-pub fn events(
-    chunks: BoxStream<'static, Result<Chunk, async_openai::error::OpenAIError>>,
-    first: Option<Result<Chunk, async_openai::error::OpenAIError>>,
+type ChunkResult = Result<Chunk, async_openai::error::OpenAIError>;
+
+/// One pass's event stream, while it runs.
+struct Events {
+    chunks: BoxStream<'static, ChunkResult>,
+    first: Option<ChunkResult>,
+    /// `None` once the pass has ended (its end or an error was yielded).
+    assembler: Option<Assembler>,
+    /// Text of the last chunk not yielded yet.
+    pending: std::collections::VecDeque<String>,
     idle: Duration,
-    call_prefix: String,
+    prefix: String,
+    /// Set by the transport when a bound cut the body: the pass fails at once, without
+    /// delivering chunks still queued.
     report: Arc<CutReport>,
-) -> ModelStream {
-    struct State {
-        chunks: BoxStream<'static, Result<Chunk, async_openai::error::OpenAIError>>,
-        first: Option<Result<Chunk, async_openai::error::OpenAIError>>,
-        assembler: Option<Assembler>,
-        pending: std::collections::VecDeque<String>,
-        idle: Duration,
-        prefix: String,
-        /// Set by the transport when a bound cut the body: the pass fails at once, without
-        /// delivering chunks still queued.
-        report: Arc<CutReport>,
+}
+
+impl Events {
+    /// Ends the pass with `error`.
+    fn fail(&mut self, error: ModelError) -> Option<Result<ModelEvent, ModelError>> {
+        self.assembler = None;
+        Some(Err(error))
     }
-    let state = State {
-        chunks,
-        first,
-        assembler: Some(Assembler::default()),
-        pending: Default::default(),
-        idle,
-        prefix: call_prefix,
-        report,
-    };
-    let stream = futures::stream::unfold(state, |mut s| async move {
+
+    /// The next event; `None` after the end.
+    async fn next_event(&mut self) -> Option<Result<ModelEvent, ModelError>> {
         loop {
-            let assembler = s.assembler.as_mut()?;
-            if let Some(cut) = s.report.get() {
-                s.assembler = None;
-                return Some((Err(cut_error(cut)), s));
+            self.assembler.as_ref()?;
+            if let Some(cut) = self.report.get() {
+                return self.fail(cut_error(cut));
             }
-            if let Some(text) = s.pending.pop_front() {
-                return Some((Ok(ModelEvent::Text(text)), s));
+            if let Some(text) = self.pending.pop_front() {
+                return Some(Ok(ModelEvent::Text(text)));
             }
-            let next = match s.first.take() {
+            let next = match self.first.take() {
                 Some(first) => Some(first),
-                None => match tokio::time::timeout(s.idle, s.chunks.next()).await {
+                None => match tokio::time::timeout(self.idle, self.chunks.next()).await {
                     Ok(next) => next,
                     Err(_) => {
-                        s.assembler = None;
-                        let error = ModelError::new(
-                            FailureClass::Timeout,
-                            None,
-                            format!("no chunk for {:?}", s.idle),
-                        );
-                        return Some((Err(error), s));
+                        let detail = format!("no chunk for {:?}", self.idle);
+                        return self.fail(ModelError::new(FailureClass::Timeout, None, detail));
                     }
                 },
             };
+            let assembler = self.assembler.as_mut()?;
             match next {
                 Some(Ok(chunk)) => match assembler.take(chunk) {
-                    Ok(texts) => s.pending.extend(texts),
-                    Err(error) => {
-                        s.assembler = None;
-                        return Some((Err(error), s));
-                    }
+                    Ok(texts) => self.pending.extend(texts),
+                    Err(error) => return self.fail(error),
                 },
                 Some(Err(async_openai::error::OpenAIError::JSONDeserialize(e, content))) => {
                     // A chunk we cannot read at all: skipped, the stream goes on, and any tool
@@ -326,18 +314,37 @@ pub fn events(
                     assembler.unreadable_chunks = assembler.unreadable_chunks.saturating_add(1);
                 }
                 Some(Err(error)) => {
-                    s.assembler = None;
-                    return Some((Err(stream_error(error, &s.report)), s));
+                    let error = stream_error(error, &self.report);
+                    return self.fail(error);
                 }
-                None => {
-                    let assembler = s.assembler.take()?;
-                    let end = assembler.end(&s.prefix);
-                    return Some((Ok(end), s));
-                }
+                None => return Some(Ok(self.assembler.take()?.end(&self.prefix))),
             }
         }
-    });
-    Box::pin(stream)
+    }
+}
+
+/// Wraps a chunk stream into the pass's event stream, with the idle timeout between chunks.
+/// (The first-token timeout covers the request and the first chunk; see the provider.)
+pub fn events(
+    chunks: BoxStream<'static, ChunkResult>,
+    first: Option<ChunkResult>,
+    idle: Duration,
+    call_prefix: String,
+    report: Arc<CutReport>,
+) -> ModelStream {
+    let state = Events {
+        chunks,
+        first,
+        assembler: Some(Assembler::default()),
+        pending: Default::default(),
+        idle,
+        prefix: call_prefix,
+        report,
+    };
+    Box::pin(futures::stream::unfold(state, |mut s| async move {
+        let event = s.next_event().await?;
+        Some((event, s))
+    }))
 }
 
 #[cfg(test)]
