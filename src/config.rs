@@ -82,6 +82,8 @@ pub struct ImageWorkerConfig {
     pub poll_ms: u64,
     /// Whether `persona-bot run` runs a worker too (`persona-bot worker` runs one alone).
     pub run_in_bot: bool,
+    /// Largest image answer read from a backend, in bytes; a larger one fails the task.
+    pub max_image_bytes: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -113,6 +115,8 @@ pub struct DiscordConfig {
     pub channel_messages_per_5s: u32,
     /// Most times one message is re-sent after a 429 before it is reported lost.
     pub max_rate_limit_waits: u32,
+    /// A channel's send budget unused this long (and refilled) is forgotten.
+    pub rate_bucket_idle_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -245,6 +249,10 @@ pub struct ProviderConfig {
     pub send_parallel_tool_calls: bool,
     /// Most tokens per pass.
     pub max_tokens: u32,
+    /// Most bytes of one streamed answer; past it the pass fails as `reply_too_long`.
+    pub stream_max_bytes: usize,
+    /// Longest one streamed answer may go on; past it the pass fails as `reply_too_long`.
+    pub stream_max_secs: u64,
 }
 
 /// A persona shipped in configuration.
@@ -389,13 +397,23 @@ impl Config {
             ),
             ("provider.max_tokens", self.provider.max_tokens.into()),
             (
+                "provider.stream_max_bytes",
+                self.provider.stream_max_bytes as u64,
+            ),
+            ("provider.stream_max_secs", self.provider.stream_max_secs),
+            (
                 "discord.channel_messages_per_5s",
                 self.discord.channel_messages_per_5s.into(),
+            ),
+            (
+                "discord.rate_bucket_idle_secs",
+                self.discord.rate_bucket_idle_secs,
             ),
             ("review.timeout_secs", self.review.timeout_secs),
             ("image_worker.timeout_secs", w.timeout_secs),
             ("image_worker.max_attempts", w.max_attempts.into()),
             ("image_worker.poll_ms", w.poll_ms),
+            ("image_worker.max_image_bytes", w.max_image_bytes as u64),
             ("reminders.poll_ms", self.reminders.poll_ms),
             ("reminders.max_per_user", self.reminders.max_per_user.into()),
         ]
@@ -752,6 +770,22 @@ mod tests {
             (
                 "[review]\ntimeout_secs = 0\n",
                 "`review.timeout_secs`: must be greater than 0",
+            ),
+            (
+                "[provider]\nstream_max_bytes = 0\n",
+                "`provider.stream_max_bytes`: must be greater than 0",
+            ),
+            (
+                "[provider]\nstream_max_secs = 0\n",
+                "`provider.stream_max_secs`: must be greater than 0",
+            ),
+            (
+                "[image_worker]\nmax_image_bytes = 0\n",
+                "`image_worker.max_image_bytes`: must be greater than 0",
+            ),
+            (
+                "[discord]\nrate_bucket_idle_secs = 0\n",
+                "`discord.rate_bucket_idle_secs`: must be greater than 0",
             ),
             (
                 "[image_worker]\ntimeout_secs = 600\nlease_secs = 600\n",

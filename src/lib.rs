@@ -9,6 +9,8 @@ pub mod chat;
 pub mod config;
 /// The Discord adapter (serenity and poise live only here): events, delivery, commands.
 pub mod discord;
+/// Reading HTTP answer bodies with a size bound, chunk by chunk.
+pub mod http_body;
 /// Localized strings (Fluent): English, Japanese, Simplified and Traditional Chinese.
 pub mod locale;
 /// Image backends: ComfyUI and OpenAI-compatible images endpoints.

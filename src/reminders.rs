@@ -20,8 +20,9 @@ use crate::locale;
 /// hour later when it falls in a daylight-saving gap).
 pub fn local_to_utc_ms(tz: Tz, local: chrono::NaiveDateTime) -> Option<i64> {
     let resolved = tz.from_local_datetime(&local).earliest().or_else(|| {
-        tz.from_local_datetime(&(local + chrono::Duration::hours(1)))
-            .earliest()
+        // Checked: a model may name the last representable day.
+        let later = local.checked_add_signed(chrono::Duration::hours(1))?;
+        tz.from_local_datetime(&later).earliest()
     })?;
     Some(resolved.timestamp_millis())
 }

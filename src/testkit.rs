@@ -143,6 +143,7 @@ impl PlanStore for Unexpected {
         &self,
         _: ChannelId,
         _: i64,
+        _: u32,
     ) -> Result<Vec<crate::chat::ports::PlanResult>, PortError> {
         unexpected("PlanStore::results_since")
     }
@@ -573,6 +574,7 @@ impl PlanStore for InMemoryPlans {
         &self,
         _: ChannelId,
         _: i64,
+        _: u32,
     ) -> Result<Vec<crate::chat::ports::PlanResult>, PortError> {
         Ok(Vec::new())
     }

@@ -100,7 +100,7 @@ impl ImageWorker {
 
     /// Claims and handles at most one task.
     pub async fn run_once(&self, cancel: &CancellationToken) -> Handled {
-        let lease = i64::try_from(self.config.lease_secs * 1000).unwrap_or(i64::MAX);
+        let lease = i64::try_from(self.config.lease_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
         let task = match self
             .ports
             .tasks
@@ -222,10 +222,17 @@ impl ImageWorker {
     }
 
     async fn retry(&self, task: &ClaimedTask, why: &str) {
-        let backoff = self.config.retry_backoff_secs
-            * 1000
-            * 2u64.pow(task.attempts.saturating_sub(1).min(10));
-        let next = self.ports.clock.now_ms() + i64::try_from(backoff).unwrap_or(i64::MAX / 2);
+        // Configured numbers saturate rather than overflow (a panic in debug builds).
+        let backoff = self
+            .config
+            .retry_backoff_secs
+            .saturating_mul(1000)
+            .saturating_mul(2u64.pow(task.attempts.saturating_sub(1).min(10)));
+        let next = self
+            .ports
+            .clock
+            .now_ms()
+            .saturating_add(i64::try_from(backoff).unwrap_or(i64::MAX / 2));
         if let Err(error) = self
             .ports
             .tasks

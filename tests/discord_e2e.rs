@@ -576,6 +576,141 @@ async fn a_discord_429_is_waited_out_and_no_text_is_lost() {
     e.stop().await;
 }
 
+// SPEC C4, issue 10: a 429 whose wait is junk never panics the delivery. `1e20` and an
+// infinite header (behind a body no JSON parser takes) are too long to wait for: that message is
+// given up at once, the rest of the reply goes out, and the bot answers the next mention. A NaN
+// or negative wait is no wait, and that message is delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discord_429_with_a_junk_retry_after_neither_panics_nor_waits() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![
+            Reply::text(&["One.\n\nTwo.\n\nThree."]),
+            Reply::text(&["Still here."]),
+        ],
+    )
+    .await;
+    let body = |retry_after: &str| {
+        format!(
+            r#"{{"message":"You are being rate limited.","retry_after":{retry_after},"global":true}}"#
+        )
+    };
+    e.discord.answer_next_raw(
+        GENERAL,
+        429,
+        &body("1e20"),
+        &[("x-ratelimit-global", "true")],
+    );
+    e.discord.answer_next_raw(
+        GENERAL,
+        429,
+        &body("1e400"),
+        &[("x-ratelimit-reset-after", "inf"), ("retry-after", "inf")],
+    );
+    e.discord.answer_next_raw(
+        GENERAL,
+        429,
+        "not json",
+        &[("x-ratelimit-reset-after", "NaN"), ("retry-after", "-5")],
+    );
+    e.discord
+        .answer_next_raw(GENERAL, 429, &body("-1e300"), &[]);
+    let started = Instant::now();
+    e.mention(ALICE, "alice", "count").await;
+    e.until("the third message", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "Three.")
+    })
+    .await;
+    assert_eq!(
+        e.texts(GENERAL),
+        vec!["Three."],
+        "One and Two were given up"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "no junk wait was waited: {:?}",
+        started.elapsed()
+    );
+    e.mention(ALICE, "alice", "still there?").await;
+    e.until("the next answer", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "Still here.")
+    })
+    .await;
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// Issue 10: a hostile message through the real gateway: 4000 characters with 100 mentions,
+// zero-width and direction characters and U+FFFD is answered, all of it reaching the model. A
+// message whose JSON holds a lone surrogate (`\ud800`, which serde_json refuses) is dropped by
+// serenity, and the bot keeps answering: the next message, with a real surrogate pair, is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_gateway_messages_do_not_stop_the_bot() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![
+            Reply::text(&["That was a lot."]),
+            Reply::text(&["Still answering."]),
+        ],
+    )
+    .await;
+    let odd = "\u{200b}\u{200d}\u{2060}\u{feff}\u{202e}\u{fffd}e\u{301}";
+    let mut content = format!("<@{BOT}> ");
+    let mut mentions = vec![(BOT, "Aria".to_owned())];
+    for n in 0..100u64 {
+        content.push_str(&format!("<@{}> ", 5_000 + n));
+        mentions.push((5_000 + n, format!("user{n}")));
+    }
+    content.push_str(odd);
+    while content.chars().count() < 4000 {
+        content.push('w');
+    }
+    let mut hostile = Incoming::new(GENERAL, Some(GUILD), ALICE, "alice", &content);
+    hostile.mentions = mentions;
+    e.discord.send_message(hostile).await;
+    e.until("the long message's answer", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "That was a lot.")
+    })
+    .await;
+    let asked = e.openai.requests()[0].body["messages"].to_string();
+    assert!(
+        asked.contains("@Aria <@5000>") && asked.contains("<@5099>"),
+        "{asked:.300}"
+    );
+    assert!(asked.contains(odd), "{asked:.300}");
+
+    let mut broken = Incoming::new(
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        "alice",
+        &format!("<@{BOT}> broken LONE here"),
+    );
+    broken.mentions = vec![(BOT, "Aria".into())];
+    e.discord.send_message_raw(broken, "LONE", "\\ud800").await;
+    let mut paired = Incoming::new(
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        "alice",
+        &format!("<@{BOT}> a face PAIR"),
+    );
+    paired.mentions = vec![(BOT, "Aria".into())];
+    e.discord
+        .send_message_raw(paired, "PAIR", "\\ud83d\\ude00")
+        .await;
+    e.until("the next answer", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "Still answering.")
+    })
+    .await;
+    let requests = e.openai.requests();
+    assert_eq!(requests.len(), 2, "the broken message made no model call");
+    let last = requests[1].body["messages"].to_string();
+    assert!(last.contains("a face \u{1f600}"), "{last:.400}");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
 // SPEC C1, T10: DMs work, and record no usage stats.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dms_work_and_record_no_stats() {

@@ -21,6 +21,15 @@ use support::fake_openai::{FakeOpenAi, Reply, Sse};
 use support::{Behaviour, Harness};
 
 fn provider(fake: &FakeOpenAi, models: &[&str], keys: &[&str]) -> OpenAiProvider {
+    provider_with(fake, models, keys, |_| {})
+}
+
+fn provider_with(
+    fake: &FakeOpenAi,
+    models: &[&str],
+    keys: &[&str],
+    edit: impl FnOnce(&mut ProviderConfig),
+) -> OpenAiProvider {
     let mut config: ProviderConfig = Config::shipped_defaults().provider;
     config.base_url = fake.base_url.clone();
     config.models = models.iter().map(|m| (*m).to_owned()).collect();
@@ -30,6 +39,7 @@ fn provider(fake: &FakeOpenAi, models: &[&str], keys: &[&str]) -> OpenAiProvider
         .iter()
         .map(|k| SecretString::from(k.to_string()))
         .collect();
+    edit(&mut config);
     OpenAiProvider::new(config, &keys).expect("provider")
 }
 
@@ -348,6 +358,124 @@ async fn a_server_error_is_retried_on_the_next_attempt() {
     bot.say(message(1, ALICE, "hi")).await;
     assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
     assert_eq!(bot.transcript(), "Recovered.");
+}
+
+// SPEC C11, issue 10: a 500 with a 50 MB body is read only as far as its message: the error is
+// classified from the message's beginning (an exhausted balance, though the status says 500),
+// the turn answers with the localized error, and the server never hands out the whole body.
+#[tokio::test]
+async fn a_huge_error_body_is_not_read_whole_and_the_turn_answers() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Huge {
+        status: 500,
+        prefix: r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota"},"padding":""#.into(),
+        size: 50_000_000,
+    });
+    let mut bot = bot(&fake, &["m"], &["k"]);
+    let started = std::time::Instant::now();
+    bot.say(message(1, ALICE, "hi")).await;
+    let finished = bot.next().await;
+    assert_eq!(
+        finished.report.end,
+        TurnEnd::ProviderFailed {
+            code: "insufficient_balance"
+        }
+    );
+    assert!(
+        bot.transcript().contains("run out of credit"),
+        "{}",
+        bot.transcript()
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let sent = fake.padding_sent();
+    assert!(sent < 10_000_000, "the server handed out {sent} bytes");
+}
+
+/// Runs one turn against a provider whose streams are bounded to 64 KiB and 2 s, and checks it
+/// ends quickly as `reply_too_long` with the localized reason, the stream dropped.
+async fn assert_cut_as_too_long(fake: &FakeOpenAi) -> String {
+    let provider = provider_with(fake, &["m"], &["k"], |c| {
+        c.stream_max_bytes = 64 * 1024;
+        c.stream_max_secs = 2;
+    });
+    let mut bot = Bot::new(provider);
+    let started = std::time::Instant::now();
+    bot.say(message(1, ALICE, "talk")).await;
+    let finished = bot.next().await;
+    assert_eq!(
+        finished.report.end,
+        TurnEnd::ProviderFailed {
+            code: "reply_too_long"
+        }
+    );
+    assert!(started.elapsed() < Duration::from_secs(5), "not hung");
+    let transcript = bot.transcript();
+    assert!(
+        transcript.ends_with(
+            "I couldn't reply just now. The AI service's answer ran far too long, so I stopped it.\n\
+             - Try again, or ask for a shorter answer."
+        ),
+        "{transcript}"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while fake.dropped_streams() == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the stream was not dropped"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    transcript
+}
+
+// SPEC C11, issue 10: an answer past provider.stream_max_bytes is cut: the pass fails as
+// reply_too_long (another model would be tried), the user is told why, and what came before
+// the cut stays sent.
+#[tokio::test]
+async fn a_stream_past_the_byte_bound_is_cut_with_a_visible_reason() {
+    let fake = FakeOpenAi::start().await;
+    let mut steps: Vec<Sse> = (0..2000)
+        .map(|n| Sse::text(&format!("Sentence number {n} goes on and on. ")))
+        .collect();
+    // Never finished: without the bound the pass would end as an idle timeout instead.
+    steps.push(Sse::Hang);
+    fake.push(Reply::Stream(steps));
+    let transcript = assert_cut_as_too_long(&fake).await;
+    assert!(transcript.starts_with("Sentence number 0"), "{transcript}");
+    assert!(!transcript.contains("number 1999"), "{transcript}");
+}
+
+// Issue 10: one endless SSE line (no newline, so no chunk ever completes) is cut at the byte
+// bound too, rather than buffered whole while the idle timeout waits for a chunk.
+#[tokio::test]
+async fn one_endless_line_is_cut_at_the_byte_bound() {
+    let fake = FakeOpenAi::start().await;
+    let line = format!(
+        "data: {{\"choices\":[{{\"delta\":{{\"content\":\"{}",
+        "a".repeat(1 << 20)
+    );
+    fake.push(Reply::Stream(vec![Sse::Raw(line), Sse::Hang]));
+    let transcript = assert_cut_as_too_long(&fake).await;
+    assert!(!transcript.contains("aaaa"), "{transcript}");
+}
+
+// Issue 10: an answer still going after provider.stream_max_secs is cut, although every chunk
+// comes well within the idle timeout.
+#[tokio::test]
+async fn a_stream_past_the_time_bound_is_cut_with_a_visible_reason() {
+    let fake = FakeOpenAi::start().await;
+    let mut steps = Vec::new();
+    for n in 0..40 {
+        steps.push(Sse::text(&format!("Part {n}.\n\n")));
+        steps.push(Sse::Delay(Duration::from_millis(200)));
+    }
+    steps.push(Sse::finish("stop"));
+    steps.push(Sse::Done);
+    fake.push(Reply::Stream(steps));
+    let transcript = assert_cut_as_too_long(&fake).await;
+    assert!(transcript.starts_with("Part 0."), "{transcript}");
+    assert!(!transcript.contains("Part 39."), "{transcript}");
 }
 
 // SPEC C11: the first-token timeout ends a hung request.

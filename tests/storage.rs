@@ -65,6 +65,7 @@ storage_suite!(
     usage_counters_add_up_per_key,
     queue_keeps_order_deduplicates_and_clears,
     plans_create_tasks_claimed_once_with_lease_expiry,
+    plan_results_for_a_prompt_are_the_newest_few,
     outcomes_round_trip,
     everything_survives_a_restart,
     two_processes_do_not_double_count_double_claim_or_lose_messages,
@@ -503,13 +504,56 @@ async fn plans_create_tasks_claimed_once_with_lease_expiry(db: TestDb) {
     );
     // The plan reads back whole, and both results are there for the channel's next turn.
     assert_eq!(s.plans.plan(&q.id).await.unwrap(), Some(q.clone()));
-    let results = s.plans.results_since(CHANNEL, 0).await.unwrap();
+    let results = s.plans.results_since(CHANNEL, 0, 10).await.unwrap();
     let summary: Vec<(&str, &str)> = results
         .iter()
         .map(|r| (r.prompt.as_str(), r.status.as_str()))
         .collect();
     assert_eq!(summary, vec![("an owl", "failed"), ("a fox", "done")]);
     assert_eq!(results[0].result, Some(failure));
+    s.close().await;
+}
+
+// Issue 10: finished plans go into the next turn's system prompt, so the query has a limit:
+// more results than the limit give the newest ones, oldest first, as the prompt lists them.
+async fn plan_results_for_a_prompt_are_the_newest_few(db: TestDb) {
+    let s = db.open().await;
+    let turn = TurnId::new();
+    for n in 0..6 {
+        s.plans
+            .record_plan(plan(turn, &format!("plan {n}")))
+            .await
+            .unwrap();
+        let task = s
+            .plans
+            .claim("w", 2_000 + n, 60_000)
+            .await
+            .unwrap()
+            .unwrap();
+        let result = json!({"posted": n});
+        assert!(
+            s.plans
+                .complete(task.id, "w", &result, 3_000 + n)
+                .await
+                .unwrap()
+        );
+    }
+    let prompts = |results: Vec<persona_bot::chat::ports::PlanResult>| -> Vec<String> {
+        results.into_iter().map(|r| r.prompt).collect()
+    };
+    assert_eq!(
+        prompts(s.plans.results_since(CHANNEL, 0, 3).await.unwrap()),
+        vec!["plan 3", "plan 4", "plan 5"]
+    );
+    assert_eq!(
+        prompts(s.plans.results_since(CHANNEL, 3_004, 3).await.unwrap()),
+        vec!["plan 4", "plan 5"],
+        "the window still applies"
+    );
+    assert_eq!(
+        s.plans.results_since(CHANNEL, 0, 100).await.unwrap().len(),
+        6
+    );
     s.close().await;
 }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use persona_bot::chat::media::{GeneratedImage, ImageBackend, ImagePoster, Posted};
+use persona_bot::chat::media::{GeneratedImage, ImageBackend, ImagePoster, ImageRequest, Posted};
 use persona_bot::chat::ports::{NewImagePlan, PlanId, PlanStore};
 use persona_bot::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use persona_bot::chat::stores::TaskStore;
@@ -147,7 +147,12 @@ impl Rig {
     }
 
     async fn result_of(&self, plan: &PlanId) -> (String, Option<Value>) {
-        let results = self.storage.plans.results_since(CHANNEL, 0).await.unwrap();
+        let results = self
+            .storage
+            .plans
+            .results_since(CHANNEL, 0, 100)
+            .await
+            .unwrap();
         let r = results
             .into_iter()
             .find(|r| &r.plan == plan)
@@ -156,10 +161,13 @@ impl Rig {
     }
 }
 
+/// The shipped image bound.
+const IMAGE_MAX: usize = 16 << 20;
+
 fn comfy(fake: &FakeComfy) -> Arc<dyn ImageBackend> {
     let workflow: Value =
         serde_json::from_str(include_str!("../config/comfyui_workflow.json")).unwrap();
-    Arc::new(ComfyUi::new(&fake.base_url, workflow).unwrap())
+    Arc::new(ComfyUi::new(&fake.base_url, workflow, IMAGE_MAX).unwrap())
 }
 
 fn images(fake: &FakeImages) -> Arc<dyn ImageBackend> {
@@ -168,6 +176,7 @@ fn images(fake: &FakeImages) -> Arc<dyn ImageBackend> {
             &fake.base_url,
             "gpt-image-1",
             Some(SecretString::from("img-key".to_owned())),
+            IMAGE_MAX,
         )
         .unwrap(),
     )
@@ -313,6 +322,67 @@ async fn passing_failures_retry_with_backoff_then_fail() {
     assert!(started.elapsed() < Duration::from_secs(3));
     let (_, result) = rig.result_of(&plan).await;
     assert_eq!(result.unwrap()["code"], "timeout");
+}
+
+// Issue 10: configured durations too long for the clock saturate: a retry far in the future,
+// not an arithmetic panic in the worker.
+#[tokio::test]
+async fn huge_configured_backoff_and_lease_saturate() {
+    let mut rig = Rig::new(TestDb::sqlite().await).await;
+    rig.config.retry_backoff_secs = u64::MAX;
+    rig.config.lease_secs = u64::MAX;
+    let fake = FakeComfy::start().await;
+    fake.script(vec![ComfyMode::ServerError]);
+    rig.plan("x", Visibility::Public).await;
+    let worker = rig.worker("w", comfy(&fake));
+    assert_eq!(once(&worker).await, Handled::Retrying);
+    rig.clock.set(rig.clock_now() + 86_400_000 * 365);
+    assert_eq!(once(&worker).await, Handled::Idle, "still backing off");
+}
+
+// Issue 10: an image answer larger than image_worker.max_image_bytes fails the task with a
+// reason that says so, from either backend, instead of being read whole.
+#[tokio::test]
+async fn an_image_past_the_size_bound_fails_and_says_so() {
+    let comfy_fake = FakeComfy::start().await;
+    comfy_fake.script(vec![ComfyMode::Success]);
+    let workflow: Value =
+        serde_json::from_str(include_str!("../config/comfyui_workflow.json")).unwrap();
+    let small = FakeComfy::png().len() - 1;
+    let comfy = ComfyUi::new(&comfy_fake.base_url, workflow, small).unwrap();
+    let images_fake = FakeImages::start().await;
+    images_fake.script(vec![ImagesMode::Success]);
+    let images = OpenAiImages::new(&images_fake.base_url, "gpt-image-1", None, 64).unwrap();
+    let request = ImageRequest {
+        prompt: "an owl".into(),
+        aspect: "square".into(),
+        seed: 1,
+    };
+    let cancel = CancellationToken::new();
+    let comfy_failure = comfy.generate(&request, &cancel).await.unwrap_err();
+    assert!(
+        comfy_failure
+            .message
+            .contains(&format!("larger than {small} bytes")),
+        "{comfy_failure:?}"
+    );
+    let images_failure = images.generate(&request, &cancel).await.unwrap_err();
+    assert!(
+        images_failure.message.contains("larger than 64 bytes"),
+        "{images_failure:?}"
+    );
+    let whole = ComfyUi::new(
+        &comfy_fake.base_url,
+        serde_json::from_str(include_str!("../config/comfyui_workflow.json")).unwrap(),
+        small + 1,
+    )
+    .unwrap();
+    comfy_fake.script(vec![ComfyMode::Success]);
+    assert_eq!(
+        whole.generate(&request, &cancel).await.unwrap().bytes,
+        FakeComfy::png(),
+        "an image of exactly the bound is read whole"
+    );
 }
 
 // SPEC T8: the OpenAI-compatible images endpoint: success, exhausted balance (429), safety.

@@ -39,6 +39,7 @@ tip-missing-model-install = A bot admin needs to install the model file the imag
 tip-timeout-retry-later = The provider did not answer in time. Try again later.
 tip-server-error-retry-later = The provider had an internal error. Try again later.
 tip-network-check-endpoint = The provider could not be reached. A bot admin should check the endpoint.
+tip-reply-too-long-shorter = Try again, or ask for a shorter answer.
 
 # Turn notices in the conversation
 turn-pass-limit = I had to stop here: this reply took too many steps.
@@ -61,6 +62,7 @@ error-missing-model-file = The image service is missing a model file.
 error-timeout = The AI service did not answer in time.
 error-server-error = The AI service had an internal error.
 error-network-error = The AI service could not be reached.
+error-reply-too-long = The AI service's answer ran far too long, so I stopped it.
 
 # Slash commands: names are lowercase without spaces
 cmd-kill-name = kill

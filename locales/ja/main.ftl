@@ -39,6 +39,7 @@ tip-missing-model-install = ボット管理者は画像ワークフローが使�
 tip-timeout-retry-later = プロバイダーが時間内に応答しませんでした。後でもう一度お試しください。
 tip-server-error-retry-later = プロバイダーで内部エラーが発生しました。後でもう一度お試しください。
 tip-network-check-endpoint = プロバイダーに接続できませんでした。ボット管理者はエンドポイントを確認してください。
+tip-reply-too-long-shorter = もう一度お試しいただくか、短めの回答をお願いしてください。
 
 # 会話内のターン通知
 turn-pass-limit = ここで止めました：この返信は手順が多すぎました。
@@ -61,6 +62,7 @@ error-missing-model-file = 画像サービスにモデルファイルがあり�
 error-timeout = AIサービスが時間内に応答しませんでした。
 error-server-error = AIサービスで内部エラーが発生しました。
 error-network-error = AIサービスに接続できませんでした。
+error-reply-too-long = AIサービスの回答が長すぎたため、途中で止めました。
 
 # スラッシュコマンド：名前は小文字・空白なし
 cmd-kill-name = 停止

@@ -39,6 +39,7 @@ tip-missing-model-install = 机器人管理员需要安装图像工作流所用�
 tip-timeout-retry-later = 服务商未及时响应，请稍后再试。
 tip-server-error-retry-later = 服务商发生内部错误，请稍后再试。
 tip-network-check-endpoint = 无法连接服务商，机器人管理员应检查接口地址。
+tip-reply-too-long-shorter = 请重试，或要求更简短的回答。
 
 # 对话中的回合通知
 turn-pass-limit = 我只能停在这里：这次回复的步骤太多了。
@@ -61,6 +62,7 @@ error-missing-model-file = 图像服务缺少模型文件。
 error-timeout = AI 服务未及时响应。
 error-server-error = AI 服务发生内部错误。
 error-network-error = 无法连接 AI 服务。
+error-reply-too-long = AI 服务的回答过长，我已将其中止。
 
 # 斜杠命令：名称为小写且无空格
 cmd-kill-name = 停止

@@ -39,6 +39,7 @@ tip-missing-model-install = 機器人管理員需要安裝圖像工作流程所�
 tip-timeout-retry-later = 服務商未及時回應，請稍後再試。
 tip-server-error-retry-later = 服務商發生內部錯誤，請稍後再試。
 tip-network-check-endpoint = 無法連線到服務商，機器人管理員應檢查端點位址。
+tip-reply-too-long-shorter = 請重試，或要求更簡短的回答。
 
 # 對話中的回合通知
 turn-pass-limit = 我只能停在這裡：這次回覆的步驟太多了。
@@ -61,6 +62,7 @@ error-missing-model-file = 圖像服務缺少模型檔案。
 error-timeout = AI 服務未及時回應。
 error-server-error = AI 服務發生內部錯誤。
 error-network-error = 無法連線到 AI 服務。
+error-reply-too-long = AI 服務的回答過長，我已將其中止。
 
 # 斜線指令：名稱為小寫且無空格
 cmd-kill-name = 停止

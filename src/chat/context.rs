@@ -24,6 +24,9 @@ pub struct Trigger {
 const FACTS_IN_PROMPT: u32 = 20;
 /// How far back finished image plans are reported to the model.
 const PLAN_RESULTS_WINDOW_MS: i64 = 30 * 60 * 1000;
+/// Most finished image plans reported (the newest): a few turns' worth at four plans a turn,
+/// so a busy channel's half hour cannot flood the system prompt.
+const PLAN_RESULTS_IN_PROMPT: u32 = 12;
 
 /// What stays the same for every pass of a turn.
 #[derive(Debug, Clone)]
@@ -113,7 +116,11 @@ pub async fn load(
     }
     // What became of images planned here lately: posted, or why not (SPEC S5, T8).
     let since = ports.clock.now_ms() - PLAN_RESULTS_WINDOW_MS;
-    match ports.plans.results_since(scope.channel, since).await {
+    let results = ports
+        .plans
+        .results_since(scope.channel, since, PLAN_RESULTS_IN_PROMPT)
+        .await;
+    match results {
         Ok(results) if !results.is_empty() => {
             system.push_str("\n\nImages you planned here recently:");
             for r in results {

@@ -295,11 +295,13 @@ pub trait PlanStore: Send + Sync {
     async fn record_plan(&self, plan: NewImagePlan) -> Result<(), PortError>;
     /// A stored plan.
     async fn plan(&self, id: &PlanId) -> Result<Option<NewImagePlan>, PortError>;
-    /// Plans of the channel finished (done or failed) since `since_ms`, oldest first.
+    /// The `limit` most recently finished (done or failed) plans of the channel since
+    /// `since_ms`, oldest first.
     async fn results_since(
         &self,
         channel: ChannelId,
         since_ms: i64,
+        limit: u32,
     ) -> Result<Vec<PlanResult>, PortError>;
 }
 

@@ -20,6 +20,8 @@ pub enum FailureClass {
     Timeout,
     ServerError,
     Network,
+    /// The streamed answer went past the size or time bound of one reply (a runaway server).
+    ReplyTooLong,
 }
 
 /// Where a failed pass may go next.
@@ -207,6 +209,7 @@ impl FailureClass {
             Self::Timeout => "timeout",
             Self::ServerError => "server_error",
             Self::Network => "network_error",
+            Self::ReplyTooLong => "reply_too_long",
         }
     }
 
@@ -224,6 +227,9 @@ impl FailureClass {
             Self::Timeout => "The provider did not answer in time.",
             Self::ServerError => "The provider had an internal error.",
             Self::Network => "The provider could not be reached.",
+            Self::ReplyTooLong => {
+                "The provider's answer went past the size or time bound of one reply."
+            }
         }
     }
 
@@ -240,7 +246,8 @@ impl FailureClass {
         match self {
             Self::RateLimited | Self::InsufficientBalance | Self::Unauthorized => Retry::NextKey,
             Self::Timeout | Self::ServerError | Self::Network => Retry::NextAttempt,
-            Self::ModelUnknown | Self::ContextTooLong => Retry::NextModel,
+            // A model that runs away once is likely to again, whichever key asks.
+            Self::ModelUnknown | Self::ContextTooLong | Self::ReplyTooLong => Retry::NextModel,
             Self::SafetyRefusal | Self::InvalidRequest | Self::MissingModelFile => Retry::No,
         }
     }
@@ -258,6 +265,7 @@ impl FailureClass {
             Self::Timeout => &["tip-timeout-retry-later"],
             Self::ServerError => &["tip-server-error-retry-later"],
             Self::Network => &["tip-network-check-endpoint"],
+            Self::ReplyTooLong => &["tip-reply-too-long-shorter"],
         }
     }
 }
@@ -420,6 +428,7 @@ mod tests {
             FailureClass::Timeout,
             FailureClass::ServerError,
             FailureClass::Network,
+            FailureClass::ReplyTooLong,
         ];
         for class in all {
             for locale in Locale::ALL {

@@ -277,13 +277,7 @@ pub async fn start(
 
 /// Delivery's REST client (its own rate limits and retries, see `rest`).
 fn discord_rest(config: &Config, token: &SecretString) -> anyhow::Result<Arc<rest::DiscordRest>> {
-    let rest = rest::DiscordRest::new(
-        &config.discord.api_base_url,
-        token,
-        config.discord.channel_messages_per_5s,
-        config.discord.max_rate_limit_waits,
-    )
-    .context("Discord HTTP client")?;
+    let rest = rest::DiscordRest::new(&config.discord, token).context("Discord HTTP client")?;
     Ok(Arc::new(rest))
 }
 

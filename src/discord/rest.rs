@@ -15,10 +15,32 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::Value;
 use tokio::time::Instant;
 
+use crate::config::DiscordConfig;
+use crate::http_body::{ERROR_TEXT_MAX, json_bounded};
+
 /// Retries of one message after a 5xx or a lost connection.
 const SERVER_RETRIES: u32 = 3;
-/// Longest single wait a 429 may ask for before the send is given up.
-const LONGEST_RATE_LIMIT_WAIT: Duration = Duration::from_secs(120);
+/// Longest single wait a 429 may ask for before the send is given up. Discord's real waits are
+/// seconds (a route's window, or about one for a global limit); a longer one is a ban, a broken
+/// proxy or junk (`1e20`, `inf`), and a chat reply held past a minute has lost its conversation.
+const LONGEST_RATE_LIMIT_WAIT: Duration = Duration::from_secs(60);
+/// Largest REST answer read: a page of 100 messages with embeds and referenced messages stays
+/// far below it.
+const ANSWER_MAX: usize = 8 << 20;
+/// The wait a 429 gets when neither its body nor its headers give a usable number.
+const DEFAULT_RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
+
+/// A wait in seconds from outside (a 429's `retry_after`, a rate-limit header), as a `Duration`
+/// no longer than `longest`: NaN and negatives are no wait, and `1e20` or infinity is `None`
+/// (too long to wait for). Never panics, unlike `Duration::from_secs_f64`.
+pub fn bounded_wait(secs: f64, longest: Duration) -> Option<Duration> {
+    if secs.is_nan() || secs <= 0.0 {
+        return Some(Duration::ZERO);
+    }
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|wait| *wait <= longest)
+}
 
 /// Why a send did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,6 +75,31 @@ struct Bucket {
     at: Instant,
 }
 
+/// Every channel's bucket, reaped of idle ones now and then so a bot that has spoken in many
+/// channels (DMs above all) does not keep one per channel forever.
+#[derive(Debug)]
+struct Buckets {
+    by_channel: HashMap<u64, Bucket>,
+    /// The last reaping; the next comes an idle time later.
+    swept_at: Instant,
+}
+
+impl Buckets {
+    /// Drops the buckets unused for `idle` whose budget has refilled (so forgetting them loses
+    /// nothing: a new bucket starts full). Runs at most once per `idle`.
+    fn reap(&mut self, now: Instant, idle: Duration, per_5s: f64) {
+        if now.duration_since(self.swept_at) < idle {
+            return;
+        }
+        self.swept_at = now;
+        self.by_channel.retain(|_, bucket| {
+            let unused = now.duration_since(bucket.at);
+            let refilled = bucket.tokens + unused.as_secs_f64() * per_5s / 5.0;
+            unused < idle || refilled < per_5s
+        });
+    }
+}
+
 pub struct DiscordRest {
     http: reqwest::Client,
     /// `{base}/api/v10`
@@ -60,24 +107,23 @@ pub struct DiscordRest {
     authorization: SecretString,
     per_5s: f64,
     max_rate_limit_waits: u32,
-    buckets: Mutex<HashMap<u64, Bucket>>,
+    /// How long a channel's bucket is kept unused before it is reaped.
+    bucket_idle: Duration,
+    /// Locked only to take a token or reap, never across an await.
+    buckets: Mutex<Buckets>,
     /// A global 429 holds every send until then.
     global_until: Mutex<Option<Instant>>,
 }
 
 impl DiscordRest {
-    /// `base` is empty for Discord itself, or a proxy such as the tests' fake Discord.
-    pub fn new(
-        base: &str,
-        token: &SecretString,
-        per_5s: u32,
-        max_rate_limit_waits: u32,
-    ) -> Result<Self, reqwest::Error> {
+    /// `config.api_base_url` is empty for Discord itself, or a proxy such as the tests' fake
+    /// Discord.
+    pub fn new(config: &DiscordConfig, token: &SecretString) -> Result<Self, reqwest::Error> {
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let base = if base.is_empty() {
+        let base = if config.api_base_url.is_empty() {
             "https://discord.com"
         } else {
-            base.trim_end_matches('/')
+            config.api_base_url.trim_end_matches('/')
         };
         let token = token.expose_secret().trim();
         let authorization = if token.starts_with("Bot ") {
@@ -93,9 +139,13 @@ impl DiscordRest {
                 .build()?,
             api: format!("{base}/api/v10"),
             authorization: SecretString::from(authorization),
-            per_5s: f64::from(per_5s),
-            max_rate_limit_waits,
-            buckets: Mutex::new(HashMap::new()),
+            per_5s: f64::from(config.channel_messages_per_5s),
+            max_rate_limit_waits: config.max_rate_limit_waits,
+            bucket_idle: Duration::from_secs(config.rate_bucket_idle_secs),
+            buckets: Mutex::new(Buckets {
+                by_channel: HashMap::new(),
+                swept_at: Instant::now(),
+            }),
             global_until: Mutex::new(None),
         })
     }
@@ -118,7 +168,8 @@ impl DiscordRest {
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let now = Instant::now();
-                let bucket = buckets.entry(channel).or_insert(Bucket {
+                buckets.reap(now, self.bucket_idle, self.per_5s);
+                let bucket = buckets.by_channel.entry(channel).or_insert(Bucket {
                     tokens: self.per_5s,
                     at: now,
                 });
@@ -129,7 +180,12 @@ impl DiscordRest {
                     bucket.tokens -= 1.0;
                     return;
                 }
-                Duration::from_secs_f64((1.0 - bucket.tokens) * 5.0 / self.per_5s)
+                // At most 5 s / per_5s (a validated positive count); bounded all the same.
+                bounded_wait(
+                    (1.0 - bucket.tokens) * 5.0 / self.per_5s,
+                    Duration::from_secs(5),
+                )
+                .unwrap_or(Duration::from_secs(5))
             };
             tokio::time::sleep(wait).await;
         }
@@ -209,30 +265,18 @@ impl DiscordRest {
             };
             let status = response.status();
             if status.is_success() {
-                return response
-                    .json()
+                return json_bounded(response, ANSWER_MAX)
                     .await
-                    .map_err(|e| SendError::Unconfirmed(e.without_url().to_string()));
+                    .map_err(|e| SendError::Unconfirmed(e.to_string()));
             }
             if status.as_u16() == 429 {
                 rate_limited += 1;
-                let wait = self.rate_limit_wait(response).await;
-                if rate_limited > self.max_rate_limit_waits || wait > LONGEST_RATE_LIMIT_WAIT {
-                    let message = format!("still rate limited after {rate_limited} waits");
-                    // Only an earlier server failure can have posted it; a 429 posts nothing.
-                    return Err(if server_failures == 0 {
-                        SendError::Refused {
-                            status: 429,
-                            code: 0,
-                            message,
-                        }
-                    } else {
-                        SendError::Unconfirmed(message)
-                    });
-                }
+                let wait = self
+                    .rate_limit_wait(response, rate_limited, server_failures)
+                    .await?;
                 tracing::info!(
                     channel,
-                    wait_ms = wait.as_millis() as u64,
+                    wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                     "rate limited; waiting retry_after"
                 );
                 tokio::time::sleep(wait).await;
@@ -246,7 +290,9 @@ impl DiscordRest {
                 tokio::time::sleep(Duration::from_millis(250 * u64::from(server_failures))).await;
                 continue;
             }
-            let error: Value = response.json().await.unwrap_or(Value::Null);
+            let error: Value = json_bounded(response, ERROR_TEXT_MAX)
+                .await
+                .unwrap_or(Value::Null);
             return Err(SendError::Refused {
                 status: status.as_u16(),
                 code: error["code"].as_i64().unwrap_or(0),
@@ -255,35 +301,65 @@ impl DiscordRest {
         }
     }
 
-    /// How long a 429 asks to wait: the body's `retry_after`, else the headers. A global limit
-    /// holds every channel.
-    async fn rate_limit_wait(&self, response: reqwest::Response) -> Duration {
+    /// How long to wait out a 429 (its `rate_limited`-th in a row): the body's `retry_after`,
+    /// else the headers, bounded by [`LONGEST_RATE_LIMIT_WAIT`]. A global limit holds every
+    /// channel. Past the allowed waits, or asked to wait too long, the send is given up.
+    async fn rate_limit_wait(
+        &self,
+        response: reqwest::Response,
+        rate_limited: u32,
+        server_failures: u32,
+    ) -> Result<Duration, SendError> {
         let header = |name: &str| {
             response
                 .headers()
                 .get(name)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse::<f64>().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|secs| !secs.is_nan())
         };
         let from_headers = header("x-ratelimit-reset-after").or_else(|| header("retry-after"));
         let global_header = response
             .headers()
             .get("x-ratelimit-global")
             .is_some_and(|v| v.as_bytes() == b"true");
-        let body: Value = response.json().await.unwrap_or(Value::Null);
-        let secs = body["retry_after"]
-            .as_f64()
-            .or(from_headers)
-            .unwrap_or(1.0)
-            .max(0.0);
-        let wait = Duration::from_secs_f64(secs);
-        if global_header || body["global"].as_bool() == Some(true) {
-            *self
-                .global_until
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now() + wait);
-        }
-        wait
+        let body: Value = json_bounded(response, ERROR_TEXT_MAX)
+            .await
+            .unwrap_or(Value::Null);
+        let asked = body["retry_after"].as_f64().or(from_headers);
+        let wait = match asked {
+            Some(secs) => bounded_wait(secs, LONGEST_RATE_LIMIT_WAIT),
+            None => Some(DEFAULT_RATE_LIMIT_WAIT),
+        };
+        let message = match wait {
+            Some(_) if rate_limited > self.max_rate_limit_waits => {
+                format!("still rate limited after {rate_limited} waits")
+            }
+            Some(wait) => {
+                if global_header || body["global"].as_bool() == Some(true) {
+                    *self
+                        .global_until
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                        Instant::now().checked_add(wait);
+                }
+                return Ok(wait);
+            }
+            None => format!(
+                "rate limited for longer than {}s",
+                LONGEST_RATE_LIMIT_WAIT.as_secs()
+            ),
+        };
+        // Only an earlier server failure can have posted it; a 429 posts nothing.
+        Err(if server_failures == 0 {
+            SendError::Refused {
+                status: 429,
+                code: 0,
+                message,
+            }
+        } else {
+            SendError::Unconfirmed(message)
+        })
     }
 
     /// Shows the typing indicator. Best effort: a failure is only logged.
@@ -307,14 +383,88 @@ impl DiscordRest {
         if !status.is_success() {
             return Err(format!("Discord answered {status} for {path}"));
         }
-        response
-            .json()
+        json_bounded(response, ANSWER_MAX)
             .await
-            .map_err(|e| e.without_url().to_string())
+            .map_err(|e| format!("{path}: {e}"))
     }
 }
 
 /// A fresh nonce for `enforce_nonce` (Discord accepts up to 25 characters).
 pub fn nonce() -> String {
-    uuid::Uuid::now_v7().simple().to_string()[..25].to_owned()
+    uuid::Uuid::now_v7()
+        .simple()
+        .to_string()
+        .chars()
+        .take(25)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 10: a 429's wait comes from outside; no number may panic or wait past the bound.
+    #[test]
+    fn outside_waits_are_bounded_and_never_panic() {
+        let longest = Duration::from_secs(60);
+        assert_eq!(bounded_wait(0.3, longest), Some(Duration::from_millis(300)));
+        assert_eq!(bounded_wait(60.0, longest), Some(longest));
+        for junk in [f64::NAN, -1.0, -0.0, f64::NEG_INFINITY, -1e300] {
+            assert_eq!(bounded_wait(junk, longest), Some(Duration::ZERO), "{junk}");
+        }
+        for too_long in [60.001, 1e20, 1e300, f64::INFINITY, f64::MAX] {
+            assert_eq!(bounded_wait(too_long, longest), None, "{too_long}");
+        }
+    }
+
+    fn rest(idle_secs: u64) -> DiscordRest {
+        let mut config = crate::config::Config::shipped_defaults().discord;
+        config.api_base_url = "http://127.0.0.1:9".into();
+        config.rate_bucket_idle_secs = idle_secs;
+        DiscordRest::new(&config, &SecretString::from("t")).expect("client")
+    }
+
+    fn channels(rest: &DiscordRest) -> Vec<u64> {
+        let buckets = rest.buckets.lock().expect("lock");
+        let mut channels: Vec<u64> = buckets.by_channel.keys().copied().collect();
+        channels.sort_unstable();
+        channels
+    }
+
+    // Issue 10: a channel's bucket is forgotten once it has been idle (and full again) for the
+    // configured time, so the map holds the channels spoken in lately, not every channel ever.
+    #[tokio::test(start_paused = true)]
+    async fn idle_rate_buckets_are_reaped() {
+        let rest = rest(60);
+        rest.take_budget(1).await;
+        rest.take_budget(2).await;
+        tokio::time::advance(Duration::from_secs(30)).await;
+        rest.take_budget(2).await;
+        assert_eq!(channels(&rest), vec![1, 2], "nothing idle for 60 s yet");
+        tokio::time::advance(Duration::from_secs(31)).await;
+        rest.take_budget(3).await;
+        assert_eq!(channels(&rest), vec![2, 3], "1 was idle for 61 s");
+    }
+
+    // A drained bucket is kept until it has refilled, even past the idle time: forgetting it
+    // early would let the channel burst past its budget.
+    #[tokio::test(start_paused = true)]
+    async fn a_drained_bucket_is_kept_until_it_refills() {
+        let rest = rest(1);
+        for _ in 0..5 {
+            rest.take_budget(1).await;
+        }
+        tokio::time::advance(Duration::from_secs(2)).await;
+        rest.take_budget(2).await;
+        assert_eq!(channels(&rest), vec![1, 2], "1 has 2 of 5 tokens back");
+        tokio::time::advance(Duration::from_secs(4)).await;
+        rest.take_budget(2).await;
+        assert_eq!(channels(&rest), vec![2]);
+    }
+
+    #[test]
+    fn nonces_fit_discord() {
+        assert_eq!(nonce().len(), 25);
+        assert_ne!(nonce(), nonce());
+    }
 }

@@ -166,28 +166,34 @@ impl ChannelHistory for DiscordSink {
                 what: "discord",
                 detail,
             })?;
-        let bot = self.bot.get();
-        Ok(messages
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|m| {
-                let id = snowflake(m.get("id")?)?;
-                let author = m.pointer("/author/id").and_then(snowflake);
-                Some(HistoryMessage {
-                    id: MessageId(id),
-                    author: author_name(m),
-                    from_bot: author.is_some() && author == bot,
-                    content: m
-                        .get("content")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    at_ms: m.get("timestamp").map_or(0, timestamp_ms),
-                })
-            })
-            .collect())
+        Ok(history_page(&messages, self.bot.get(), limit))
     }
+}
+
+/// A page of channel messages (Discord's JSON, newest first) as history: at most `limit`, so a
+/// proxy that ignores `limit` cannot flood the model's context.
+fn history_page(messages: &Value, bot: Option<u64>, limit: u8) -> Vec<HistoryMessage> {
+    messages
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| {
+            let id = snowflake(m.get("id")?)?;
+            let author = m.pointer("/author/id").and_then(snowflake);
+            Some(HistoryMessage {
+                id: MessageId(id),
+                author: author_name(m),
+                from_bot: author.is_some() && author == bot,
+                content: m
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                at_ms: m.get("timestamp").map_or(0, timestamp_ms),
+            })
+        })
+        .take(usize::from(limit))
+        .collect()
 }
 
 #[async_trait]
@@ -248,5 +254,33 @@ impl crate::chat::media::ImagePoster for DiscordSink {
             }) => Posted::Refused(format!("{status} ({code}): {message}")),
             Err(SendError::Unconfirmed(why)) => Posted::Unconfirmed(why),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 10: history feeds the prompt, so a page is cut at the limit asked for, whatever the
+    // server sent; the bot's own messages are told apart.
+    #[test]
+    fn a_history_page_is_cut_at_the_limit() {
+        let page: Vec<Value> = (0..300)
+            .map(|n| {
+                json!({
+                    "id": (1000 - n).to_string(),
+                    "author": { "id": if n % 2 == 0 { "7" } else { "8" }, "username": "u" },
+                    "content": format!("m{n}"),
+                })
+            })
+            .collect();
+        let history = history_page(&Value::Array(page), Some(7), 30);
+        assert_eq!(history.len(), 30);
+        assert_eq!(
+            history[0].content, "m0",
+            "newest first, as Discord sends it"
+        );
+        assert!(history[0].from_bot && !history[1].from_bot);
+        assert!(history_page(&json!({"message": "no"}), None, 30).is_empty());
     }
 }

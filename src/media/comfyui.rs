@@ -8,12 +8,16 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{failure, http};
+use super::{body_failure, failure, http};
 use crate::chat::media::{GeneratedImage, ImageBackend, ImageRequest};
 use crate::chat::provider_failure::ProviderFailure;
+use crate::http_body::{ERROR_TEXT_MAX, json_bounded, read_bounded, text_bounded};
 
 /// How often the history is polled.
 const POLL: Duration = Duration::from_millis(250);
+/// Largest JSON answer read (`/prompt`, `/history`): a history entry repeats the whole workflow,
+/// which stays well under this.
+const ANSWER_MAX: usize = 4 << 20;
 
 pub struct ComfyUi {
     http: reqwest::Client,
@@ -21,16 +25,23 @@ pub struct ComfyUi {
     workflow: Value,
     /// The checkpoint (or UNet) file the workflow loads.
     model_file: Option<String>,
+    /// Largest image file fetched; a larger one fails the task.
+    max_image_bytes: usize,
 }
 
 impl ComfyUi {
-    pub fn new(base: &str, workflow: Value) -> Result<Self, reqwest::Error> {
+    pub fn new(
+        base: &str,
+        workflow: Value,
+        max_image_bytes: usize,
+    ) -> Result<Self, reqwest::Error> {
         let model_file = model_file(&workflow);
         Ok(Self {
             http: http()?,
             base: base.trim_end_matches('/').to_owned(),
             workflow,
             model_file,
+            max_image_bytes,
         })
     }
 
@@ -47,13 +58,12 @@ impl ComfyUi {
             .map_err(|e| self.fail(None, e.without_url().to_string()))?;
         let status = response.status();
         if !status.is_success() {
-            let text = response.text().await.unwrap_or_default();
+            let text = text_bounded(response, ERROR_TEXT_MAX).await;
             return Err(self.fail(Some(status.as_u16()), text));
         }
-        response
-            .json()
+        json_bounded(response, ANSWER_MAX)
             .await
-            .map_err(|e| self.fail(None, e.without_url().to_string()))
+            .map_err(|e| body_failure(path, &e, self.model_file.clone()))
     }
 }
 
@@ -107,13 +117,15 @@ impl ImageBackend for ComfyUi {
             .await
             .map_err(|e| self.fail(None, e.without_url().to_string()))?;
         let status = response.status();
-        let text = response.text().await.unwrap_or_default();
         if !status.is_success() {
+            let text = text_bounded(response, ERROR_TEXT_MAX).await;
             return Err(self.fail(Some(status.as_u16()), text));
         }
-        let queued: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        let queued: Value = json_bounded(response, ANSWER_MAX)
+            .await
+            .map_err(|e| body_failure("/prompt", &e, self.model_file.clone()))?;
         let Some(id) = queued["prompt_id"].as_str().map(str::to_owned) else {
-            return Err(self.fail(Some(502), format!("no prompt_id in {text}")));
+            return Err(self.fail(Some(502), format!("no prompt_id in {queued}")));
         };
         let image = loop {
             let history = self.get_json(&format!("/history/{id}")).await?;
@@ -138,6 +150,13 @@ impl ImageBackend for ComfyUi {
                 () = tokio::time::sleep(POLL) => {}
             }
         };
+        self.fetch_image(&image).await
+    }
+}
+
+impl ComfyUi {
+    /// `GET /view` for a finished image, read up to the image bound.
+    async fn fetch_image(&self, image: &Value) -> Result<GeneratedImage, ProviderFailure> {
         let filename = image["filename"].as_str().unwrap_or_default().to_owned();
         let response = self
             .http
@@ -160,12 +179,13 @@ impl ImageBackend for ComfyUi {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("image/png")
             .to_owned();
-        let bytes = response
-            .bytes()
+        let bytes = read_bounded(response, self.max_image_bytes)
             .await
-            .map_err(|e| self.fail(None, e.without_url().to_string()))?;
+            .map_err(|e| self.fail(None, e.without_url().to_string()))?
+            .complete(self.max_image_bytes)
+            .map_err(|e| body_failure("image", &e, self.model_file.clone()))?;
         Ok(GeneratedImage {
-            bytes: bytes.to_vec(),
+            bytes,
             mime,
             filename: if filename.is_empty() {
                 "image.png".into()

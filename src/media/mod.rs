@@ -29,6 +29,20 @@ pub(crate) fn failure(
     }
 }
 
+/// A backend failure from a body that could not be used: a broken connection is a network
+/// failure, an answer too large or not the expected JSON a bad answer from the server.
+pub(crate) fn body_failure(
+    what: &str,
+    error: &crate::http_body::BodyError,
+    workflow_model_file: Option<String>,
+) -> crate::chat::provider_failure::ProviderFailure {
+    let status = match error {
+        crate::http_body::BodyError::Read(_) => None,
+        _ => Some(502),
+    };
+    failure(status, format!("{what}: {error}"), workflow_model_file)
+}
+
 /// The configured image backend.
 pub fn backend(
     config: &crate::config::ImageWorkerConfig,
@@ -51,7 +65,11 @@ pub fn backend(
                     config.comfyui_workflow
                 )
             })?;
-            std::sync::Arc::new(comfyui::ComfyUi::new(&config.comfyui_url, workflow)?)
+            std::sync::Arc::new(comfyui::ComfyUi::new(
+                &config.comfyui_url,
+                workflow,
+                config.max_image_bytes,
+            )?)
         }
         ImageBackendKind::Openai => {
             let key = secrets
@@ -62,6 +80,7 @@ pub fn backend(
                 &config.openai_url,
                 &config.openai_model,
                 key,
+                config.max_image_bytes,
             )?)
         }
     })

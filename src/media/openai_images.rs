@@ -7,24 +7,33 @@ use secrecy::{ExposeSecret, SecretString};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{failure, http};
+use super::{body_failure, failure, http};
 use crate::chat::media::{GeneratedImage, ImageBackend, ImageRequest};
 use crate::chat::provider_failure::ProviderFailure;
+use crate::http_body::{ERROR_TEXT_MAX, json_bounded, text_bounded};
 
 pub struct OpenAiImages {
     http: reqwest::Client,
     base: String,
     model: String,
     key: Option<SecretString>,
+    /// Largest answer read: the JSON carrying the base64 image.
+    max_image_bytes: usize,
 }
 
 impl OpenAiImages {
-    pub fn new(base: &str, model: &str, key: Option<SecretString>) -> Result<Self, reqwest::Error> {
+    pub fn new(
+        base: &str,
+        model: &str,
+        key: Option<SecretString>,
+        max_image_bytes: usize,
+    ) -> Result<Self, reqwest::Error> {
         Ok(Self {
             http: http()?,
             base: base.trim_end_matches('/').to_owned(),
             model: model.to_owned(),
             key,
+            max_image_bytes,
         })
     }
 }
@@ -58,8 +67,8 @@ impl ImageBackend for OpenAiImages {
             response = call.send() => response.map_err(|e| failure(None, e.without_url().to_string(), None))?,
         };
         let status = response.status();
-        let text = response.text().await.unwrap_or_default();
         if !status.is_success() {
+            let text = text_bounded(response, ERROR_TEXT_MAX).await;
             let parsed: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
             let message = parsed["error"]["message"]
                 .as_str()
@@ -71,8 +80,11 @@ impl ImageBackend for OpenAiImages {
                 });
             return Err(failure(Some(status.as_u16()), message, None));
         }
-        let parsed: Value = serde_json::from_str(&text)
-            .map_err(|e| failure(Some(502), format!("unreadable answer: {e}"), None))?;
+        let read = tokio::select! {
+            () = cancel.cancelled() => return Err(failure(None, "cancelled: timed out".into(), None)),
+            read = json_bounded::<Value>(response, self.max_image_bytes) => read,
+        };
+        let parsed = read.map_err(|e| body_failure("answer", &e, None))?;
         let encoded = parsed["data"][0]["b64_json"]
             .as_str()
             .ok_or_else(|| failure(Some(502), "no image data in the answer".into(), None))?;

@@ -4,15 +4,22 @@
 //! `finish_reason`; arguments flagged truncated when the stream ended on `length` or without any
 //! finish reason (SPEC T3). First-token and idle timeouts apply here (SPEC C11).
 
+use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 
+use super::transport::{Cut, CutReport};
 use super::wire::{Chunk, ToolCallDelta};
 use crate::chat::model::{Finish, ModelError, ModelEvent, ModelStream, TokenUsage};
 use crate::chat::provider_failure::{FailureClass, classify};
 use crate::tool_loop::{ToolCallRequest, Truncation};
+
+/// Most calls one pass keeps. One call runs per pass (the rest are refused, SPEC C9), so a
+/// few are plenty; past them a server cannot make the assembler keep, and search, thousands.
+pub const MAX_CALLS_PER_PASS: usize = 16;
 
 /// One call being assembled.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -33,6 +40,8 @@ pub struct Assembler {
     usage: Option<TokenUsage>,
     /// Chunks that could not be read and were skipped.
     unreadable_chunks: u32,
+    /// Fragments of calls past [`MAX_CALLS_PER_PASS`], dropped.
+    dropped_fragments: u32,
 }
 
 impl Assembler {
@@ -72,8 +81,13 @@ impl Assembler {
     }
 
     fn fragment(&mut self, fragment: ToolCallDelta) {
-        let at = self.slot_for(&fragment);
-        let call = &mut self.calls[at];
+        let Some(at) = self.slot_for(&fragment) else {
+            self.dropped_fragments = self.dropped_fragments.saturating_add(1);
+            return;
+        };
+        let Some(call) = self.calls.get_mut(at) else {
+            return;
+        };
         if call.id.is_none() {
             call.id = fragment.id.filter(|id| !id.is_empty());
         }
@@ -91,42 +105,48 @@ impl Assembler {
         self.last = Some(at);
     }
 
-    /// Which call a fragment belongs to.
-    fn slot_for(&mut self, fragment: &ToolCallDelta) -> usize {
+    /// Which call a fragment belongs to; `None` when it would open one past the bound.
+    fn slot_for(&mut self, fragment: &ToolCallDelta) -> Option<usize> {
         if let Some(index) = fragment.index {
             if let Some(at) = self.calls.iter().position(|c| c.index == index) {
-                return at;
+                return Some(at);
             }
             return self.open(index);
         }
         // No index: an id names its call; a new id opens a new call; no id continues the last.
         if let Some(id) = fragment.id.as_deref().filter(|id| !id.is_empty()) {
             if let Some(at) = self.calls.iter().position(|c| c.id.as_deref() == Some(id)) {
-                return at;
+                return Some(at);
             }
             let last_has_other_id = self.last.is_none_or(|at| {
-                self.calls[at]
-                    .id
-                    .as_deref()
+                self.calls
+                    .get(at)
+                    .and_then(|c| c.id.as_deref())
                     .is_some_and(|other| other != id)
             });
             if last_has_other_id {
-                let next = self.calls.iter().map(|c| c.index + 1).max().unwrap_or(0);
-                return self.open(next);
+                // Saturating: a server may have used index usize::MAX already.
+                let next = self.calls.iter().map(|c| c.index.saturating_add(1)).max();
+                return self.open(next.unwrap_or(0));
             }
         }
         match self.last {
-            Some(at) => at,
+            Some(at) => Some(at),
             None => self.open(0),
         }
     }
 
-    fn open(&mut self, index: usize) -> usize {
+    /// A new call at `index`, unless the pass already has [`MAX_CALLS_PER_PASS`]. Only the
+    /// index is kept, so an index of 4 000 000 000 costs what an index of 1 does.
+    fn open(&mut self, index: usize) -> Option<usize> {
+        if self.calls.len() >= MAX_CALLS_PER_PASS {
+            return None;
+        }
         self.calls.push(Partial {
             index,
             ..Partial::default()
         });
-        self.calls.len() - 1
+        Some(self.calls.len().saturating_sub(1))
     }
 
     /// The end of the pass.
@@ -144,13 +164,20 @@ impl Assembler {
             _ if self.unreadable_chunks > 0 => Some(Truncation::UnreadableChunk),
             _ => None,
         };
+        if self.dropped_fragments > 0 {
+            tracing::warn!(
+                dropped = self.dropped_fragments,
+                "fragments of calls past {MAX_CALLS_PER_PASS} in one pass were dropped"
+            );
+        }
         self.calls.sort_by_key(|c| c.index);
+        let mut used = HashSet::new();
         let tool_calls = self
             .calls
             .into_iter()
             .enumerate()
             .map(|(n, c)| ToolCallRequest {
-                id: c.id.unwrap_or_else(|| format!("{call_prefix}_{n}")),
+                id: unique_id(&mut used, c.id, call_prefix, n),
                 name: c.name,
                 arguments: c.arguments,
                 truncated,
@@ -162,6 +189,20 @@ impl Assembler {
             usage: self.usage,
         }
     }
+}
+
+/// A call id not yet used in this pass: the server's, else one made from the prefix. Two calls
+/// of one answer must not share an id, or their results could not be told apart.
+fn unique_id(used: &mut HashSet<String>, given: Option<String>, prefix: &str, n: usize) -> String {
+    let mut id = given
+        .filter(|id| !used.contains(id))
+        .unwrap_or_else(|| format!("{prefix}_{n}"));
+    // Ends: `used` holds at most MAX_CALLS_PER_PASS ids, and each turn makes the id longer.
+    while used.contains(&id) {
+        id.push('_');
+    }
+    used.insert(id.clone());
+    id
 }
 
 /// Maps an async-openai error to a classified model error.
@@ -203,78 +244,107 @@ pub fn model_error(error: async_openai::error::OpenAIError) -> ModelError {
     }
 }
 
+/// Maps an error that ended a stream: the transport's report names the bound that cut it (the
+/// error itself lost that on the way), else the error is classified as usual.
+pub fn stream_error(error: async_openai::error::OpenAIError, report: &CutReport) -> ModelError {
+    match report.get() {
+        Some(cut) => cut_error(cut),
+        None => model_error(error),
+    }
+}
+
+fn cut_error(cut: Cut) -> ModelError {
+    ModelError::new(FailureClass::ReplyTooLong, None, cut.to_string())
+}
+
+type ChunkResult = Result<Chunk, async_openai::error::OpenAIError>;
+
+/// One pass's event stream, while it runs.
+struct Events {
+    chunks: BoxStream<'static, ChunkResult>,
+    first: Option<ChunkResult>,
+    /// `None` once the pass has ended (its end or an error was yielded).
+    assembler: Option<Assembler>,
+    /// Text of the last chunk not yielded yet.
+    pending: std::collections::VecDeque<String>,
+    idle: Duration,
+    prefix: String,
+    /// Set by the transport when a bound cut the body: the pass fails at once, without
+    /// delivering chunks still queued.
+    report: Arc<CutReport>,
+}
+
+impl Events {
+    /// Ends the pass with `error`.
+    fn fail(&mut self, error: ModelError) -> Option<Result<ModelEvent, ModelError>> {
+        self.assembler = None;
+        Some(Err(error))
+    }
+
+    /// The next event; `None` after the end.
+    async fn next_event(&mut self) -> Option<Result<ModelEvent, ModelError>> {
+        loop {
+            self.assembler.as_ref()?;
+            if let Some(cut) = self.report.get() {
+                return self.fail(cut_error(cut));
+            }
+            if let Some(text) = self.pending.pop_front() {
+                return Some(Ok(ModelEvent::Text(text)));
+            }
+            let next = match self.first.take() {
+                Some(first) => Some(first),
+                None => match tokio::time::timeout(self.idle, self.chunks.next()).await {
+                    Ok(next) => next,
+                    Err(_) => {
+                        let detail = format!("no chunk for {:?}", self.idle);
+                        return self.fail(ModelError::new(FailureClass::Timeout, None, detail));
+                    }
+                },
+            };
+            let assembler = self.assembler.as_mut()?;
+            match next {
+                Some(Ok(chunk)) => match assembler.take(chunk) {
+                    Ok(texts) => self.pending.extend(texts),
+                    Err(error) => return self.fail(error),
+                },
+                Some(Err(async_openai::error::OpenAIError::JSONDeserialize(e, content))) => {
+                    // A chunk we cannot read at all: skipped, the stream goes on, and any tool
+                    // call of the pass is flagged (its arguments may miss a piece, SPEC T3).
+                    tracing::warn!(%e, content = %content.chars().take(200).collect::<String>(), "unreadable stream chunk skipped");
+                    assembler.unreadable_chunks = assembler.unreadable_chunks.saturating_add(1);
+                }
+                Some(Err(error)) => {
+                    let error = stream_error(error, &self.report);
+                    return self.fail(error);
+                }
+                None => return Some(Ok(self.assembler.take()?.end(&self.prefix))),
+            }
+        }
+    }
+}
+
 /// Wraps a chunk stream into the pass's event stream, with the idle timeout between chunks.
 /// (The first-token timeout covers the request and the first chunk; see the provider.)
 pub fn events(
-    chunks: BoxStream<'static, Result<Chunk, async_openai::error::OpenAIError>>,
-    first: Option<Result<Chunk, async_openai::error::OpenAIError>>,
+    chunks: BoxStream<'static, ChunkResult>,
+    first: Option<ChunkResult>,
     idle: Duration,
     call_prefix: String,
+    report: Arc<CutReport>,
 ) -> ModelStream {
-    struct State {
-        chunks: BoxStream<'static, Result<Chunk, async_openai::error::OpenAIError>>,
-        first: Option<Result<Chunk, async_openai::error::OpenAIError>>,
-        assembler: Option<Assembler>,
-        pending: std::collections::VecDeque<String>,
-        idle: Duration,
-        prefix: String,
-    }
-    let state = State {
+    let state = Events {
         chunks,
         first,
         assembler: Some(Assembler::default()),
         pending: Default::default(),
         idle,
         prefix: call_prefix,
+        report,
     };
-    let stream = futures::stream::unfold(state, |mut s| async move {
-        loop {
-            if let Some(text) = s.pending.pop_front() {
-                return Some((Ok(ModelEvent::Text(text)), s));
-            }
-            let assembler = s.assembler.as_mut()?;
-            let next = match s.first.take() {
-                Some(first) => Some(first),
-                None => match tokio::time::timeout(s.idle, s.chunks.next()).await {
-                    Ok(next) => next,
-                    Err(_) => {
-                        s.assembler = None;
-                        let error = ModelError::new(
-                            FailureClass::Timeout,
-                            None,
-                            format!("no chunk for {:?}", s.idle),
-                        );
-                        return Some((Err(error), s));
-                    }
-                },
-            };
-            match next {
-                Some(Ok(chunk)) => match assembler.take(chunk) {
-                    Ok(texts) => s.pending.extend(texts),
-                    Err(error) => {
-                        s.assembler = None;
-                        return Some((Err(error), s));
-                    }
-                },
-                Some(Err(async_openai::error::OpenAIError::JSONDeserialize(e, content))) => {
-                    // A chunk we cannot read at all: skipped, the stream goes on, and any tool
-                    // call of the pass is flagged (its arguments may miss a piece, SPEC T3).
-                    tracing::warn!(%e, content = %content.chars().take(200).collect::<String>(), "unreadable stream chunk skipped");
-                    assembler.unreadable_chunks += 1;
-                }
-                Some(Err(error)) => {
-                    s.assembler = None;
-                    return Some((Err(model_error(error)), s));
-                }
-                None => {
-                    let assembler = s.assembler.take()?;
-                    let end = assembler.end(&s.prefix);
-                    return Some((Ok(end), s));
-                }
-            }
-        }
-    });
-    Box::pin(stream)
+    Box::pin(futures::stream::unfold(state, |mut s| async move {
+        let event = s.next_event().await?;
+        Some((event, s))
+    }))
 }
 
 #[cfg(test)]
@@ -390,6 +460,7 @@ mod tests {
             Some(unreadable()),
             Duration::from_secs(5),
             "x".into(),
+            Arc::default(),
         );
         let events: Vec<_> = stream.collect().await;
         let last = events
@@ -400,6 +471,30 @@ mod tests {
         let (calls, _) = calls(last);
         assert_eq!(calls[0].arguments, r#"{"prompt":"a red "}"#, "valid JSON");
         assert_eq!(calls[0].truncated, Some(Truncation::UnreadableChunk));
+    }
+
+    // Issue 10: once the transport reports a cut, the pass fails at once: chunks still queued
+    // behind the cut are not delivered.
+    #[tokio::test]
+    async fn a_cut_stream_fails_before_its_queued_chunks() {
+        let report = Arc::new(CutReport::default());
+        let queued = vec![Ok(chunk(r#"{"choices":[{"delta":{"content":"late"}}]}"#))];
+        let mut stream = events(
+            futures::stream::iter(queued).boxed(),
+            Some(Ok(chunk(r#"{"choices":[{"delta":{"content":"early"}}]}"#))),
+            Duration::from_secs(5),
+            "x".into(),
+            report.clone(),
+        );
+        assert_eq!(
+            stream.next().await,
+            Some(Ok(ModelEvent::Text("early".into())))
+        );
+        report.set(Cut::Bytes(10));
+        let error = stream.next().await.expect("an event").unwrap_err();
+        assert_eq!(error.class, FailureClass::ReplyTooLong);
+        assert!(error.detail.contains("10 bytes"), "{}", error.detail);
+        assert_eq!(stream.next().await, None);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! transport ([`transport`]): retries belong to the pass loop, which rotates keys and falls back
 //! across models (SPEC C11). Keys cool down after a rate limit or a key failure.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_openai::Client;
@@ -16,20 +16,24 @@ use tokio::time::Instant;
 use crate::chat::model::{Attempt, ChatModel, ModelError, ModelRequest, ModelStream};
 use crate::chat::provider_failure::FailureClass;
 use crate::config::ProviderConfig;
+use transport::{CutReport, NoRetryTransport, StreamLimits};
 
 pub mod assemble;
 pub mod transport;
 pub mod wire;
 
-/// One API key and its client.
+/// One API key and its endpoint settings.
 struct Key {
-    client: Client<OpenAIConfig>,
+    api: OpenAIConfig,
     /// Until when the key rests after a failure.
     cooldown_until: Mutex<Option<Instant>>,
 }
 
 /// The provider: models in fallback order, keys in rotation.
 pub struct OpenAiProvider {
+    /// Shared by every request (one connection pool); each request gets its own async-openai
+    /// client around it, with its own transport and cut report.
+    http: reqwest::Client,
     keys: Vec<Key>,
     config: ProviderConfig,
 }
@@ -59,20 +63,30 @@ impl OpenAiProvider {
                     .with_api_base(config.base_url.trim_end_matches('/'))
                     .with_api_key(secret);
                 Key {
-                    client: Client::build(http.clone(), api)
-                        .with_http_service(transport::NoRetryTransport::new(http.clone())),
+                    api,
                     cooldown_until: Mutex::new(None),
                 }
             })
             .collect();
-        Ok(Self { keys, config })
+        Ok(Self { http, keys, config })
     }
 
     fn cooldown(&self, key: usize) -> Option<Instant> {
-        *self.keys[key]
-            .cooldown_until
+        let key = self.keys.get(key)?;
+        *key.cooldown_until
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A client for one streamed request, its body under the configured bounds; the bounds say
+    /// in `report` when they cut it.
+    fn client(&self, key: &Key, report: &Arc<CutReport>) -> Client<OpenAIConfig> {
+        let limits = StreamLimits {
+            max_bytes: self.config.stream_max_bytes,
+            max_duration: Duration::from_secs(self.config.stream_max_secs),
+        };
+        let transport = NoRetryTransport::new(self.http.clone(), limits, report.clone());
+        Client::build(self.http.clone(), key.api.clone()).with_http_service(transport)
     }
 
     /// Key order for the next pass: ready keys in their configured order (a key is used until
@@ -116,7 +130,15 @@ impl ChatModel for OpenAiProvider {
             self.config.max_tokens,
             self.config.send_parallel_tool_calls,
         );
-        let client = &self.keys[attempt.key_index].client;
+        let Some(key) = self.keys.get(attempt.key_index) else {
+            return Err(ModelError::new(
+                FailureClass::Unauthorized,
+                None,
+                format!("no provider key number {}", attempt.key_index),
+            ));
+        };
+        let report = Arc::new(CutReport::default());
+        let client = self.client(key, &report);
         let first_token = Duration::from_secs(self.config.first_token_timeout_secs);
         let idle = Duration::from_secs(self.config.idle_timeout_secs);
         // The first-token timeout covers the request and the first chunk.
@@ -125,7 +147,7 @@ impl ChatModel for OpenAiProvider {
                 .chat()
                 .create_stream_byot::<serde_json::Value, wire::Chunk>(body)
                 .await
-                .map_err(assemble::model_error)?;
+                .map_err(|e| assemble::stream_error(e, &report))?;
             let first = chunks.next().await;
             Ok::<_, ModelError>((chunks, first))
         })
@@ -144,12 +166,18 @@ impl ChatModel for OpenAiProvider {
             Some(Err(error))
                 if !matches!(error, async_openai::error::OpenAIError::JSONDeserialize(..)) =>
             {
-                return Err(assemble::model_error(error));
+                return Err(assemble::stream_error(error, &report));
             }
             first => first,
         };
         let prefix = format!("call_{}", uuid::Uuid::now_v7().simple());
-        Ok(assemble::events(chunks.boxed(), first, idle, prefix))
+        Ok(assemble::events(
+            chunks.boxed(),
+            first,
+            idle,
+            prefix,
+            report,
+        ))
     }
 
     fn report_failure(&self, attempt: &Attempt, class: FailureClass) {
@@ -160,12 +188,34 @@ impl ChatModel for OpenAiProvider {
         // A key out of balance or refused stays out longer than a rate-limited one.
         let rest = match class {
             FailureClass::RateLimited => base,
-            _ => base * 10,
+            _ => base.saturating_mul(10),
         };
         if let Some(key) = self.keys.get(attempt.key_index) {
+            // A configured rest past a year is a year: the clock's arithmetic never overflows.
+            let year = Duration::from_secs(86_400 * 365);
+            let now = Instant::now();
+            let until = now.checked_add(rest.min(year)).unwrap_or(now);
             *key.cooldown_until
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Instant::now() + rest);
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(until);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Issue 10: a configured cooldown too long for the clock neither panics nor frees the key.
+    #[tokio::test]
+    async fn a_huge_key_cooldown_saturates() {
+        let mut config = crate::config::Config::shipped_defaults().provider;
+        config.key_cooldown_secs = u64::MAX;
+        let keys = [SecretString::from("a"), SecretString::from("b")];
+        let provider = OpenAiProvider::new(config, &keys).expect("provider");
+        let first = provider.attempts().remove(0);
+        assert_eq!(first.key_index, 0);
+        provider.report_failure(&first, FailureClass::InsufficientBalance);
+        assert_eq!(provider.key_order(), vec![1, 0], "the failed key rests");
     }
 }

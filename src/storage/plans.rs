@@ -124,19 +124,24 @@ impl PlanStore for PlanRepo {
         &self,
         channel: ChannelId,
         since_ms: i64,
+        limit: u32,
     ) -> Result<Vec<PlanResult>, PortError> {
+        // The newest `limit`, then turned oldest first for the caller.
         let rows: Vec<(String, String, String, Option<String>, i64)> = sqlx::query_as(
             "SELECT p.id, p.prompt, t.status, t.result, t.updated_at FROM image_plans p \
              JOIN worker_tasks t ON t.plan_id = p.id WHERE p.channel_id = $1 \
-             AND t.status IN ('done', 'failed') AND t.updated_at >= $2 ORDER BY t.updated_at",
+             AND t.status IN ('done', 'failed') AND t.updated_at >= $2 \
+             ORDER BY t.updated_at DESC, t.id DESC LIMIT $3",
         )
         .bind(sql_id(channel.0))
         .bind(since_ms)
+        .bind(i64::from(limit))
         .fetch_all(self.db.pool())
         .await
         .map_err(port_error)?;
         Ok(rows
             .into_iter()
+            .rev()
             .map(|(id, prompt, status, result, at_ms)| PlanResult {
                 plan: PlanId(id),
                 prompt,

@@ -1105,6 +1105,8 @@ pub struct Upload {
 
 enum Outgoing {
     Frame(Value),
+    /// A frame's JSON text, sent as is (it may hold what no `Value` can, such as `\ud800`).
+    Raw(String),
     Close(u16),
 }
 
@@ -1123,7 +1125,8 @@ struct Session {
 
 struct Scripted {
     status: u16,
-    body: Value,
+    /// Sent as is, so a test can send JSON no `Value` can hold (`1e400`) or no JSON at all.
+    body: String,
     headers: Vec<(&'static str, String)>,
 }
 
@@ -1328,6 +1331,30 @@ impl FakeDiscord {
         id
     }
 
+    /// [`Self::send_message`], with every `marker` in the frame's JSON text replaced by `raw`
+    /// as sent: JSON no `Value` can hold, such as a lone surrogate escape `\ud800`. The history
+    /// (and a resumed session's replay) keeps the markers.
+    pub async fn send_message_raw(&self, m: Incoming, marker: &str, raw: &str) -> u64 {
+        self.wait_ready().await;
+        let id = self.shared.snowflake();
+        let mut inner = self.shared.lock();
+        let message = self.shared.world.incoming_json(&m, id, None);
+        inner
+            .history
+            .entry(m.channel_id)
+            .or_default()
+            .push(message.clone());
+        inner.session.seq += 1;
+        let seq = inner.session.seq;
+        let frame = dispatch_frame(seq, "MESSAGE_CREATE", message);
+        if let Some(conn) = &inner.live {
+            let text = frame.to_string().replace(marker, raw);
+            let _ = conn.tx.send(Outgoing::Raw(text));
+        }
+        inner.session.frames.push((seq, frame));
+        id
+    }
+
     /// Dispatches a DM from this user (MESSAGE_CREATE without guild_id); returns the DM channel
     /// id (stable per user) and the message id.
     pub async fn send_dm(&self, user_id: u64, content: &str) -> (u64, u64) {
@@ -1482,7 +1509,8 @@ impl FakeDiscord {
                     "retry_after": retry_after_secs,
                     "global": false,
                     "code": 0,
-                }),
+                })
+                .to_string(),
                 headers: vec![
                     ("retry-after", format!("{}", retry_after_secs.ceil() as u64)),
                     ("x-ratelimit-limit", "5".into()),
@@ -1504,8 +1532,28 @@ impl FakeDiscord {
             .or_default()
             .push_back(Scripted {
                 status,
-                body,
+                body: body.to_string(),
                 headers: Vec::new(),
+            });
+    }
+
+    /// The next `POST /channels/{id}/messages` answers this status, raw body and headers, once.
+    pub fn answer_next_raw(
+        &self,
+        channel_id: u64,
+        status: u16,
+        body: &str,
+        headers: &[(&'static str, &str)],
+    ) {
+        self.shared
+            .lock()
+            .scripted
+            .entry(channel_id)
+            .or_default()
+            .push_back(Scripted {
+                status,
+                body: body.to_owned(),
+                headers: headers.iter().map(|(n, v)| (*n, (*v).to_owned())).collect(),
             });
     }
 
@@ -1656,6 +1704,11 @@ async fn run_gateway(shared: Arc<Shared>, socket: WebSocket) {
                         .await
                         .is_err()
                     {
+                        break;
+                    }
+                }
+                Outgoing::Raw(text) => {
+                    if sink.send(WsMessage::Text(text.into())).await.is_err() {
                         break;
                     }
                 }
@@ -2414,7 +2467,9 @@ fn create_message(
         .get_mut(&channel_id)
         .and_then(VecDeque::pop_front);
     if let Some(s) = scripted {
-        let mut response = json_response(s.status, &s.body);
+        let status = StatusCode::from_u16(s.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response =
+            (status, [(header::CONTENT_TYPE, "application/json")], s.body).into_response();
         for (name, value) in s.headers {
             if let Ok(value) = value.parse() {
                 response.headers_mut().insert(name, value);

@@ -78,6 +78,13 @@ pub enum Reply {
     Stream(Vec<Sse>),
     /// An error status with a body.
     Status(u16, String),
+    /// An error status with `prefix` then `size` bytes of padding, made lazily in 64 KiB
+    /// chunks as the client reads them (see [`FakeOpenAi::padding_sent`]).
+    Huge {
+        status: u16,
+        prefix: String,
+        size: usize,
+    },
     /// Never answer.
     Hang,
 }
@@ -138,6 +145,8 @@ struct Shared {
     requests: Mutex<Vec<Recorded>>,
     dropped: AtomicUsize,
     unexpected: AtomicUsize,
+    /// Padding bytes of [`Reply::Huge`] answers handed to the connection so far.
+    padding_sent: AtomicUsize,
 }
 
 pub struct FakeOpenAi {
@@ -198,6 +207,11 @@ impl FakeOpenAi {
         self.shared.unexpected.load(Ordering::SeqCst)
     }
 
+    /// Padding bytes of [`Reply::Huge`] answers the server has handed out so far.
+    pub fn padding_sent(&self) -> usize {
+        self.shared.padding_sent.load(Ordering::SeqCst)
+    }
+
     pub fn remaining(&self) -> usize {
         self.shared.script.lock().unwrap().len()
     }
@@ -238,12 +252,32 @@ async fn completions(
             let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
         }
+        Reply::Huge {
+            status,
+            prefix,
+            size,
+        } => huge(shared, status, prefix, size),
         Reply::Hang => {
             std::future::pending::<()>().await;
             unreachable!()
         }
         Reply::Stream(steps) => sse(shared, steps),
     }
+}
+
+fn huge(shared: Arc<Shared>, status: u16, prefix: String, size: usize) -> Response {
+    const CHUNK: usize = 64 * 1024;
+    let padding = (0..size.div_ceil(CHUNK)).map(move |n| {
+        let len = CHUNK.min(size - n * CHUNK);
+        shared.padding_sent.fetch_add(len, Ordering::SeqCst);
+        Ok::<_, std::io::Error>(Bytes::from(vec![b'x'; len]))
+    });
+    let stream = futures::stream::iter(std::iter::once(Ok(Bytes::from(prefix))).chain(padding));
+    Response::builder()
+        .status(StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR))
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(stream))
+        .expect("response")
 }
 
 /// Counts the stream as dropped unless every step was sent.
