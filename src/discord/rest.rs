@@ -222,7 +222,12 @@ impl DiscordRest {
     ) -> Result<Value, SendError> {
         let path = format!("/channels/{channel}/messages");
         let mut payload = body.clone();
-        payload["attachments"] = serde_json::json!([{ "id": 0, "filename": filename }]);
+        if let Some(map) = payload.as_object_mut() {
+            map.insert(
+                "attachments".to_owned(),
+                serde_json::json!([{ "id": 0, "filename": filename }]),
+            );
+        }
         let payload = payload.to_string();
         self.post_message(channel, || {
             let part = reqwest::multipart::Part::bytes(file.to_vec())
@@ -295,8 +300,12 @@ impl DiscordRest {
                 .unwrap_or(Value::Null);
             return Err(SendError::Refused {
                 status: status.as_u16(),
-                code: error["code"].as_i64().unwrap_or(0),
-                message: error["message"].as_str().unwrap_or_default().to_owned(),
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
             });
         }
     }
@@ -326,7 +335,10 @@ impl DiscordRest {
         let body: Value = json_bounded(response, ERROR_TEXT_MAX)
             .await
             .unwrap_or(Value::Null);
-        let asked = body["retry_after"].as_f64().or(from_headers);
+        let asked = body
+            .get("retry_after")
+            .and_then(Value::as_f64)
+            .or(from_headers);
         let wait = match asked {
             Some(secs) => bounded_wait(secs, LONGEST_RATE_LIMIT_WAIT),
             None => Some(DEFAULT_RATE_LIMIT_WAIT),
@@ -336,7 +348,7 @@ impl DiscordRest {
                 format!("still rate limited after {rate_limited} waits")
             }
             Some(wait) => {
-                if global_header || body["global"].as_bool() == Some(true) {
+                if global_header || body.get("global").and_then(Value::as_bool) == Some(true) {
                     *self
                         .global_until
                         .lock()

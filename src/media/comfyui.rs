@@ -124,24 +124,29 @@ impl ImageBackend for ComfyUi {
         let queued: Value = json_bounded(response, ANSWER_MAX)
             .await
             .map_err(|e| body_failure("/prompt", &e, self.model_file.clone()))?;
-        let Some(id) = queued["prompt_id"].as_str().map(str::to_owned) else {
+        let Some(id) = queued
+            .get("prompt_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        else {
             return Err(self.fail(Some(502), format!("no prompt_id in {queued}")));
         };
         let image = loop {
             let history = self.get_json(&format!("/history/{id}")).await?;
             if let Some(entry) = history.get(&id) {
-                if entry["status"]["status_str"] == "error" {
-                    return Err(self.fail(Some(500), entry["status"]["messages"].to_string()));
+                let at = |pointer: &str| entry.pointer(pointer).unwrap_or(&Value::Null);
+                if at("/status/status_str") == "error" {
+                    return Err(self.fail(Some(500), at("/status/messages").to_string()));
                 }
-                let first = entry["outputs"].as_object().and_then(|outputs| {
+                let first = at("/outputs").as_object().and_then(|outputs| {
                     outputs
                         .values()
-                        .find_map(|o| o["images"].as_array()?.first().cloned())
+                        .find_map(|o| o.get("images")?.as_array()?.first().cloned())
                 });
                 if let Some(image) = first {
                     break image;
                 }
-                if entry["status"]["completed"] == true {
+                if at("/status/completed") == true {
                     return Err(self.fail(Some(500), "finished without an image".into()));
                 }
             }

@@ -50,11 +50,12 @@ impl ImageBackend for OpenAiImages {
             "landscape" => "1536x1024",
             _ => "1024x1024",
         };
-        let mut body =
-            json!({ "model": self.model, "prompt": request.prompt, "size": size, "n": 1 });
-        if self.model.starts_with("dall-e") {
-            body["response_format"] = json!("b64_json");
-        }
+        let body = if self.model.starts_with("dall-e") {
+            json!({ "model": self.model, "prompt": request.prompt, "size": size, "n": 1,
+                    "response_format": "b64_json" })
+        } else {
+            json!({ "model": self.model, "prompt": request.prompt, "size": size, "n": 1 })
+        };
         let mut call = self
             .http
             .post(format!("{}/images/generations", self.base))
@@ -70,14 +71,10 @@ impl ImageBackend for OpenAiImages {
         if !status.is_success() {
             let text = text_bounded(response, ERROR_TEXT_MAX).await;
             let parsed: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            let message = parsed["error"]["message"]
-                .as_str()
-                .map_or(text.clone(), |m| {
-                    format!(
-                        "{m} {}",
-                        parsed["error"]["code"].as_str().unwrap_or_default()
-                    )
-                });
+            let field = |pointer: &str| parsed.pointer(pointer).and_then(Value::as_str);
+            let message = field("/error/message").map_or(text.clone(), |m| {
+                format!("{m} {}", field("/error/code").unwrap_or_default())
+            });
             return Err(failure(Some(status.as_u16()), message, None));
         }
         let read = tokio::select! {
@@ -85,8 +82,9 @@ impl ImageBackend for OpenAiImages {
             read = json_bounded::<Value>(response, self.max_image_bytes) => read,
         };
         let parsed = read.map_err(|e| body_failure("answer", &e, None))?;
-        let encoded = parsed["data"][0]["b64_json"]
-            .as_str()
+        let encoded = parsed
+            .pointer("/data/0/b64_json")
+            .and_then(Value::as_str)
             .ok_or_else(|| failure(Some(502), "no image data in the answer".into(), None))?;
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(encoded)

@@ -3,7 +3,7 @@
 //! missing tool-call `index`, `tool_calls: null`) do not make a chunk fail to parse.
 
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::chat::model::{ChatMessage, ModelRequest};
 
@@ -15,22 +15,21 @@ pub fn request_body(
     send_parallel_tool_calls: bool,
 ) -> Value {
     let messages: Vec<Value> = request.messages.iter().map(message).collect();
-    let mut body = json!({
-        "model": model,
-        "messages": messages,
-        "stream": true,
-        "stream_options": { "include_usage": true },
-        "max_tokens": max_tokens,
-    });
+    let mut body = Map::new();
+    body.insert("model".into(), json!(model));
+    body.insert("messages".into(), Value::Array(messages));
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({ "include_usage": true }));
+    body.insert("max_tokens".into(), json!(max_tokens));
     if !request.tools.is_empty() {
-        body["tools"] = Value::Array(request.tools.clone());
-        body["tool_choice"] = json!("auto");
+        body.insert("tools".into(), Value::Array(request.tools.clone()));
+        body.insert("tool_choice".into(), json!("auto"));
         if send_parallel_tool_calls {
             // One tool call per pass (SPEC C9).
-            body["parallel_tool_calls"] = json!(false);
+            body.insert("parallel_tool_calls".into(), json!(false));
         }
     }
-    body
+    Value::Object(body)
 }
 
 fn message(m: &ChatMessage) -> Value {
@@ -44,20 +43,20 @@ fn message(m: &ChatMessage) -> Value {
             content,
             tool_calls,
         } => {
-            let mut m = json!({ "role": "assistant", "content": content });
-            if !tool_calls.is_empty() {
-                m["tool_calls"] = tool_calls
-                    .iter()
-                    .map(|c| {
-                        json!({
-                            "id": c.id,
-                            "type": "function",
-                            "function": { "name": c.name, "arguments": c.arguments },
-                        })
-                    })
-                    .collect();
+            if tool_calls.is_empty() {
+                return json!({ "role": "assistant", "content": content });
             }
-            m
+            let calls: Vec<Value> = tool_calls
+                .iter()
+                .map(|c| {
+                    json!({
+                        "id": c.id,
+                        "type": "function",
+                        "function": { "name": c.name, "arguments": c.arguments },
+                    })
+                })
+                .collect();
+            json!({ "role": "assistant", "content": content, "tool_calls": calls })
         }
         ChatMessage::Tool { call_id, content } => {
             json!({ "role": "tool", "tool_call_id": call_id, "content": content })
