@@ -11,6 +11,8 @@
     clippy::indexing_slicing
 )]
 
+/// Start-up and wiring for `run` and `worker`.
+pub mod app;
 /// The chat core: turn context, scope, ports and the provider-failure classifier.
 pub mod chat;
 /// Typed settings, layered loading (file defaults, local file, environment) and secrets.
@@ -29,6 +31,8 @@ pub mod provider;
 pub mod redact;
 /// Reminders coming due become quiet turns.
 pub mod reminders;
+/// How the process stops: the root token, signals, one task tracker.
+pub mod shutdown;
 /// sqlx repositories (SQLite file or PostgreSQL) implementing the storage ports.
 pub mod storage;
 /// Tracing set-up, done once per process.

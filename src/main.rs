@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use persona_bot::app;
 use persona_bot::config::{Config, Secrets};
 use persona_bot::storage::Database;
 
@@ -34,7 +35,7 @@ struct Cli {
 enum Command {
     /// Run the bot: reads DISCORD_TOKEN and PROVIDER_API_KEYS from the environment, config from
     /// the config directory, and stores data in the configured database (a SQLite file under
-    /// data/ by default, created and migrated at start). Stops cleanly on Ctrl-C.
+    /// data/ by default, created and migrated at start). Stops cleanly on Ctrl-C or SIGTERM.
     Run,
     /// Run an image worker alone (for scaling out): claims planned images from the shared
     /// database, makes them, and posts them through Discord's REST API.
@@ -49,6 +50,7 @@ enum Command {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    app::install_crypto_provider();
     let config = match Config::load(&cli.config_dir) {
         Ok(config) => config,
         Err(error) => {
@@ -95,44 +97,22 @@ async fn main() -> ExitCode {
 
 async fn run(config: Config) -> ExitCode {
     let secrets = Secrets::from_env();
-    let mut running =
-        match persona_bot::discord::start(std::sync::Arc::new(config), &secrets, |r| r).await {
-            Ok(running) => running,
-            Err(error) => {
-                // One line: the outermost context and its cause.
-                eprintln!("{error:#}");
-                return ExitCode::from(2);
-            }
-        };
-    let stopped = tokio::select! {
-        result = running.wait() => result,
-        signal = tokio::signal::ctrl_c() => {
-            if let Err(error) = signal {
-                tracing::warn!(%error, "cannot listen for Ctrl-C");
-            }
-            tracing::info!("shutting down");
-            Ok(())
-        }
-    };
-    running.shutdown().await;
-    match stopped {
+    match app::run(config, &secrets).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("{error:#}");
-            ExitCode::FAILURE
+            // One line: the outermost context and its cause.
+            eprintln!("{error}");
+            match error {
+                app::RunError::Start(_) => ExitCode::from(2),
+                app::RunError::Stopped(_) => ExitCode::FAILURE,
+            }
         }
     }
 }
 
 async fn worker(config: Config) -> ExitCode {
-    let shutdown = tokio_util::sync::CancellationToken::new();
-    let stop = shutdown.clone();
-    tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
-        stop.cancel();
-    });
     let secrets = Secrets::from_env();
-    match persona_bot::discord::run_worker(std::sync::Arc::new(config), &secrets, shutdown).await {
+    match app::run_worker(config, &secrets).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("{error:#}");

@@ -1,4 +1,4 @@
-//! End to end: the real `persona-bot` start-up (`discord::start`), the real serenity client and
+//! End to end: the real `persona-bot` start-up (`app::start`), the real serenity client and
 //! poise against the fake Discord on 127.0.0.1, the real provider client against the fake
 //! OpenAI-compatible server, and a real SQLite file. Every test checks the fakes were used.
 
@@ -7,12 +7,12 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use persona_bot::app::RunningBot as Running;
 use persona_bot::chat::scope::{ChannelId, PersonaId, ServerId, UserId, Visibility};
 use persona_bot::chat::stores::{
     AccessLists, NewReminder, ReminderStore, Repeat, ServerSettings, SettingsStore,
 };
 use persona_bot::config::{Config, ImageBackendKind, Secrets};
-use persona_bot::discord::Running;
 use persona_bot::locale::Locale;
 use persona_bot::tools::ToolError;
 use secrecy::SecretString;
@@ -83,7 +83,7 @@ impl E2e {
             probe: probe_state.clone(),
             behaviour: probe,
         };
-        let running = persona_bot::discord::start(Arc::new(config), &secrets, |r| r.with(tool))
+        let running = persona_bot::app::start(Arc::new(config), &secrets, |r| r.with(tool))
             .await
             .expect("bot starts");
         discord.wait_ready().await;

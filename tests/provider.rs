@@ -40,6 +40,7 @@ fn provider_with(
         .map(|k| SecretString::from(k.to_string()))
         .collect();
     edit(&mut config);
+    persona_bot::app::install_crypto_provider();
     OpenAiProvider::new(config, &keys).expect("provider")
 }
 

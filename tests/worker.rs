@@ -76,6 +76,7 @@ struct Rig {
 }
 
 fn worker_config() -> ImageWorkerConfig {
+    persona_bot::app::install_crypto_provider();
     let mut config = Config::shipped_defaults().image_worker;
     config.timeout_secs = 1;
     config.lease_secs = 60;
@@ -165,12 +166,14 @@ impl Rig {
 const IMAGE_MAX: usize = 16 << 20;
 
 fn comfy(fake: &FakeComfy) -> Arc<dyn ImageBackend> {
+    persona_bot::app::install_crypto_provider();
     let workflow: Value =
         serde_json::from_str(include_str!("../config/comfyui_workflow.json")).unwrap();
     Arc::new(ComfyUi::new(&fake.base_url, workflow, IMAGE_MAX).unwrap())
 }
 
 fn images(fake: &FakeImages) -> Arc<dyn ImageBackend> {
+    persona_bot::app::install_crypto_provider();
     Arc::new(
         OpenAiImages::new(
             &fake.base_url,
@@ -328,6 +331,7 @@ async fn passing_failures_retry_with_backoff_then_fail() {
 // not an arithmetic panic in the worker.
 #[tokio::test]
 async fn huge_configured_backoff_and_lease_saturate() {
+    persona_bot::app::install_crypto_provider();
     let mut rig = Rig::new(TestDb::sqlite().await).await;
     rig.config.retry_backoff_secs = u64::MAX;
     rig.config.lease_secs = u64::MAX;
@@ -344,6 +348,7 @@ async fn huge_configured_backoff_and_lease_saturate() {
 // reason that says so, from either backend, instead of being read whole.
 #[tokio::test]
 async fn an_image_past_the_size_bound_fails_and_says_so() {
+    persona_bot::app::install_crypto_provider();
     let comfy_fake = FakeComfy::start().await;
     comfy_fake.script(vec![ComfyMode::Success]);
     let workflow: Value =

@@ -271,6 +271,7 @@ impl Orchestrator {
             rx,
             deps: self.inner.deps.clone(),
             slots: self.inner.channels.clone(),
+            tasks: self.inner.tracker.clone(),
             token: self.inner.root.child_token(),
             activity: Arc::new(ChannelActivity::default()),
             queue: VecDeque::new(),
@@ -360,6 +361,8 @@ struct Worker {
     rx: mpsc::UnboundedReceiver<Command>,
     deps: Arc<OrchestratorDeps>,
     slots: Arc<Slots>,
+    /// The orchestrator's tracker: the worker's own small tasks join it too.
+    tasks: TaskTracker,
     /// The channel's token: a child of the process's, parent of each turn's.
     token: CancellationToken,
     activity: Arc<ChannelActivity>,
@@ -689,7 +692,7 @@ impl Worker {
         // Its message is not retried: it already had its chance.
         let queue = self.deps.queue.clone();
         let channel = self.channel;
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             if let Some(id) = pending.store_id
                 && let Err(error) = queue.remove(id).await
             {

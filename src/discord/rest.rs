@@ -119,7 +119,6 @@ impl DiscordRest {
     /// `config.api_base_url` is empty for Discord itself, or a proxy such as the tests' fake
     /// Discord.
     pub fn new(config: &DiscordConfig, token: &SecretString) -> Result<Self, reqwest::Error> {
-        let _ = rustls::crypto::ring::default_provider().install_default();
         let base = if config.api_base_url.is_empty() {
             "https://discord.com"
         } else {
@@ -433,6 +432,7 @@ mod tests {
         let mut config = crate::config::Config::shipped_defaults().discord;
         config.api_base_url = "http://127.0.0.1:9".into();
         config.rate_bucket_idle_secs = idle_secs;
+        crate::app::install_crypto_provider();
         DiscordRest::new(&config, &SecretString::from("t")).expect("client")
     }
 

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 /// The HTTP client image backends share.
 pub(crate) fn http() -> Result<reqwest::Client, reqwest::Error> {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .build()

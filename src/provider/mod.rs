@@ -39,9 +39,7 @@ pub struct OpenAiProvider {
 }
 
 /// Installs rustls's ring provider once (reqwest is built without a default provider).
-fn install_crypto() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+fn install_crypto() {}
 
 impl OpenAiProvider {
     /// A provider on `config.base_url` with `keys` (none: a keyless local server).

@@ -299,6 +299,7 @@ impl Storage {
                 "database writes still pending at shutdown after {CLOSE_FLUSH_LIMIT:?}; they are lost"
             );
         }
+        self.writes.stop().await;
         self.db.close().await;
     }
 }

@@ -80,6 +80,8 @@ pub struct WriterStats {
 pub struct WriteQueue {
     tx: mpsc::Sender<Message>,
     stats: Arc<WriterStats>,
+    /// The writer task, joined by [`WriteQueue::stop`].
+    task: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 impl WriteQueue {
@@ -113,6 +115,20 @@ impl WriteQueue {
         }
     }
 
+    /// Ends the writer task and waits for it (shutdown, after [`WriteQueue::flush`]): what was
+    /// not flushed by then is not written.
+    pub(crate) async fn stop(&self) {
+        let task = self
+            .task
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(task) = task {
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
     pub fn stats(&self) -> &WriterStats {
         &self.stats
     }
@@ -129,8 +145,12 @@ pub(crate) fn spawn(db: Database, config: &DatabaseConfig) -> WriteQueue {
         batch_max: config.batch_max,
         interval: Duration::from_millis(config.flush_interval_ms),
     };
-    tokio::spawn(writer.run());
-    WriteQueue { tx, stats }
+    let task = tokio::spawn(writer.run());
+    WriteQueue {
+        tx,
+        stats,
+        task: Arc::new(std::sync::Mutex::new(Some(task))),
+    }
 }
 
 struct Writer {

@@ -1,0 +1,361 @@
+//! The app: start-up and wiring for `persona-bot run` and `persona-bot worker`, and nothing
+//! else. It opens storage, builds the provider and the reviewer, the orchestrator (recovering
+//! queued messages), the background work (reminders, the image worker) and the turn summaries,
+//! connects Discord, and stops it all through one [`Shutdown`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use crate::chat::admission::Cooldowns;
+use crate::chat::orchestrator::{Orchestrator, OrchestratorDeps};
+use crate::chat::ports::{ChatPorts, ChatSink, SystemClock, ThoughtLog};
+use crate::chat::review::Reviewer;
+use crate::chat::scope::PersonaId;
+use crate::chat::stores::{Persona, PersonaStore};
+use crate::config::{Config, Secrets};
+use crate::discord::{self, BotData, Connection, DiscordClient, guild, sink};
+use crate::provider::OpenAiProvider;
+use crate::reminders::ReminderScheduler;
+use crate::shutdown::Shutdown;
+use crate::storage::Storage;
+use crate::thought_log::Notice;
+use crate::tool_loop::deliberate::KeywordPacks;
+use crate::tool_loop::passes::TurnDeps;
+use crate::tool_loop::review::ModelReviewer;
+use crate::tools::{Registry, ToolEnv};
+use crate::worker::{ImageWorker, WorkerPorts};
+
+/// How long a stop waits for background tasks (the image worker, reminders, summaries).
+const STOP_WITHIN: Duration = Duration::from_secs(10);
+
+/// Installs the TLS crypto provider every HTTPS client here uses (rustls with ring). Called
+/// once by `main`; calling it again does nothing, so embedding callers (tests) may too.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// A running bot.
+pub struct RunningBot {
+    pub orchestrator: Orchestrator,
+    pub storage: Storage,
+    discord: DiscordClient,
+    shutdown: Shutdown,
+}
+
+impl RunningBot {
+    /// Waits until the gateway client stops (an error or a shutdown).
+    pub async fn wait(&mut self) -> anyhow::Result<()> {
+        self.discord.wait().await
+    }
+
+    /// Stops background work and turns (keeping queued messages for the next start), the
+    /// gateway, and storage.
+    pub async fn shutdown(self) {
+        // Background work and summaries first (reminders feed the orchestrator), then turns,
+        // then the gateway; then every tracked task has its end.
+        self.shutdown.token().cancel();
+        self.orchestrator.shutdown().await;
+        self.discord.stop().await;
+        if !self.shutdown.stop(STOP_WITHIN).await {
+            tracing::warn!(
+                "background work did not stop within {} s",
+                STOP_WITHIN.as_secs()
+            );
+        }
+        self.storage.close().await;
+    }
+}
+
+/// Why `run` ended badly: it could not start (a setting or the environment), or the gateway
+/// client stopped with an error after start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0:#}")]
+    Start(anyhow::Error),
+    #[error("{0:#}")]
+    Stopped(anyhow::Error),
+}
+
+/// `persona-bot run` until a signal or the gateway client stops.
+pub async fn run(config: Config, secrets: &Secrets) -> Result<(), RunError> {
+    let mut running = start(Arc::new(config), secrets, |r| r)
+        .await
+        .map_err(RunError::Start)?;
+    let stopped = tokio::select! {
+        result = running.wait() => result,
+        () = crate::shutdown::signalled() => Ok(()),
+    };
+    running.shutdown().await;
+    stopped.map_err(RunError::Stopped)
+}
+
+/// Starts the bot: storage (migrated), provider, orchestrator (recovering queued messages), the
+/// background work, the Discord client. `extend` may add tools (tests use it for slow or failing
+/// tools).
+pub async fn start(
+    config: Arc<Config>,
+    secrets: &Secrets,
+    extend: impl FnOnce(Registry) -> Registry,
+) -> anyhow::Result<RunningBot> {
+    install_crypto_provider();
+    let token = secrets
+        .discord_token
+        .clone()
+        .context("DISCORD_TOKEN is not set: the bot needs its Discord token in the environment")?;
+    let storage = Storage::open(&secrets.database_url_or(&config.database), &config.database)
+        .await
+        .context("database")?;
+    let persona = default_persona(&config, &storage).await?;
+    let shutdown = Shutdown::new();
+    let rest = discord::discord_rest(&config, &token)?;
+    let bot = sink::BotId::default();
+    let cache = guild::CacheCell::default();
+    let sink = Arc::new(sink::DiscordSink::new(rest.clone(), bot.clone()));
+    let thought_log: Arc<dyn ThoughtLog> = Arc::new(discord::thought_log::DiscordThoughtLog::new(
+        rest,
+        storage.settings.clone(),
+        cache.clone(),
+        config.general.default_locale,
+    ));
+    let orchestrator = orchestrator(&config, secrets, &storage, &sink, &thought_log, extend)?;
+    let recovered = orchestrator.recover().await?;
+    if recovered > 0 {
+        tracing::info!(
+            recovered,
+            "queued messages from before the restart are back in line"
+        );
+    }
+    shutdown.spawn(post_summaries(
+        orchestrator.clone(),
+        thought_log.clone(),
+        shutdown.token().clone(),
+    ));
+    shutdown.spawn(
+        ReminderScheduler::new(
+            storage.reminders.clone(),
+            orchestrator.clone(),
+            Arc::new(SystemClock),
+            Duration::from_millis(config.reminders.poll_ms),
+        )
+        .run(shutdown.token().clone()),
+    );
+    if config.image_worker.run_in_bot {
+        let worker = image_worker(&config, secrets, &storage, sink, thought_log)?;
+        shutdown.spawn(worker.run(shutdown.token().clone()));
+    }
+    let data = Arc::new(BotData {
+        orchestrator: orchestrator.clone(),
+        settings: storage.settings.clone(),
+        persona,
+        cooldowns: Cooldowns::new(Duration::from_millis(config.turn.user_cooldown_ms)),
+        random: Default::default(),
+        reminders: storage.reminders.clone(),
+        cache: cache.clone(),
+        bot: bot.clone(),
+        default_locale: config.general.default_locale,
+    });
+    let connection = Connection { data, bot, cache };
+    let discord = discord::connect(&config, &token, connection, &shutdown).await?;
+    Ok(RunningBot {
+        orchestrator,
+        storage,
+        discord,
+        shutdown,
+    })
+}
+
+/// The orchestrator with its turn dependencies: the provider, the reviewer, the tools.
+fn orchestrator(
+    config: &Arc<Config>,
+    secrets: &Secrets,
+    storage: &Storage,
+    sink: &Arc<sink::DiscordSink>,
+    thought_log: &Arc<dyn ThoughtLog>,
+    extend: impl FnOnce(Registry) -> Registry,
+) -> anyhow::Result<Orchestrator> {
+    let provider = OpenAiProvider::new(config.provider.clone(), &secrets.provider_keys)
+        .context("provider HTTP client")?;
+    let mut review_provider = config.provider.clone();
+    review_provider.models = config.review.models.clone();
+    let reviewer: Arc<dyn Reviewer> = Arc::new(ModelReviewer::new(
+        Arc::new(
+            OpenAiProvider::new(review_provider, &secrets.provider_keys)
+                .context("reviewer HTTP client")?,
+        ),
+        config.review.prompt.clone(),
+        Duration::from_secs(config.review.timeout_secs),
+    ));
+    let chat_sink: Arc<dyn ChatSink> = sink.clone();
+    let ports = storage.ports(ChatPorts {
+        sink: chat_sink,
+        thought_log: thought_log.clone(),
+        stickers: sink.clone(),
+        history: sink.clone(),
+        clock: Arc::new(SystemClock),
+    });
+    Ok(Orchestrator::new(OrchestratorDeps {
+        turn: TurnDeps {
+            model: Arc::new(provider),
+            registry: Arc::new(extend(Registry::builtin(config))),
+            env: Arc::new(ToolEnv {
+                ports,
+                config: config.clone(),
+                reviewer: Some(reviewer),
+            }),
+        },
+        queue: storage.queue.clone(),
+        settings: storage.settings.clone(),
+        personas: storage.personas.clone(),
+        packs: KeywordPacks::from_config(&config.deliberate),
+        config: config.clone(),
+    }))
+}
+
+/// The persona configured as the default, from the store (config personas are saved there at
+/// start).
+async fn default_persona(config: &Config, storage: &Storage) -> anyhow::Result<Persona> {
+    for p in &config.personas {
+        storage
+            .personas
+            .save_persona(&Persona {
+                id: PersonaId(p.id.clone()),
+                display_name: p.display_name.clone(),
+                system_prompt: p.system_prompt.clone(),
+                trigger_words: p.trigger_words.clone(),
+                avatar_url: p.avatar_url.clone(),
+            })
+            .await?;
+    }
+    let id = PersonaId(config.turn.default_persona.clone());
+    storage
+        .personas
+        .persona(&id)
+        .await?
+        .with_context(|| format!("persona {id} is not configured"))
+}
+
+/// An image worker posting through Discord's REST API.
+fn image_worker(
+    config: &Config,
+    secrets: &Secrets,
+    storage: &Storage,
+    sink: Arc<sink::DiscordSink>,
+    thought_log: Arc<dyn ThoughtLog>,
+) -> anyhow::Result<ImageWorker> {
+    let backend = crate::media::backend(&config.image_worker, secrets)?;
+    Ok(ImageWorker::new(
+        format!("{}-{}", std::process::id(), uuid::Uuid::now_v7().simple()),
+        WorkerPorts {
+            tasks: storage.plans.clone(),
+            plans: storage.plans.clone(),
+            backend,
+            poster: sink.clone(),
+            sink,
+            thought_log,
+            clock: Arc::new(SystemClock),
+        },
+        config.image_worker.clone(),
+    ))
+}
+
+/// `persona-bot worker`: an image worker alone (scaling out), posting through Discord's REST
+/// API (no gateway connection), until a signal.
+pub async fn run_worker(config: Config, secrets: &Secrets) -> anyhow::Result<()> {
+    let shutdown = Shutdown::new();
+    let stop = shutdown.clone();
+    shutdown.spawn(async move {
+        tokio::select! {
+            () = crate::shutdown::signalled() => stop.token().cancel(),
+            () = stop.token().cancelled() => {}
+        }
+    });
+    let result = worker_until(Arc::new(config), secrets, shutdown.token().clone()).await;
+    shutdown.stop(STOP_WITHIN).await;
+    result
+}
+
+/// An image worker alone until `stop` is cancelled.
+pub async fn worker_until(
+    config: Arc<Config>,
+    secrets: &Secrets,
+    stop: tokio_util::sync::CancellationToken,
+) -> anyhow::Result<()> {
+    install_crypto_provider();
+    let token = secrets
+        .discord_token
+        .clone()
+        .context("DISCORD_TOKEN is not set: the worker posts images as the bot")?;
+    let storage = Storage::open(&secrets.database_url_or(&config.database), &config.database)
+        .await
+        .context("database")?;
+    let rest = discord::discord_rest(&config, &token)?;
+    // Without a gateway cache the thought log cannot tell a channel is private: it stays
+    // silent (it never posts where it cannot check).
+    let thought_log: Arc<dyn ThoughtLog> = Arc::new(discord::thought_log::DiscordThoughtLog::new(
+        rest.clone(),
+        storage.settings.clone(),
+        guild::CacheCell::default(),
+        config.general.default_locale,
+    ));
+    let sink = Arc::new(sink::DiscordSink::new(rest, sink::BotId::default()));
+    let worker = image_worker(&config, secrets, &storage, sink, thought_log)?;
+    tracing::info!(worker = %worker.id, "image worker started");
+    worker.run(stop).await;
+    storage.close().await;
+    Ok(())
+}
+
+/// Posts each finished turn's summary to its server's thought log (public channels only), until
+/// `stop`.
+async fn post_summaries(
+    orchestrator: Orchestrator,
+    thought_log: Arc<dyn ThoughtLog>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    let mut finished = orchestrator.subscribe();
+    drop(orchestrator);
+    loop {
+        let turn = tokio::select! {
+            () = stop.cancelled() => return,
+            turn = finished.recv() => match turn {
+                Ok(turn) => turn,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::warn!(missed, "turn summaries skipped (too many at once)");
+                    continue;
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+        };
+        let Some(server) = turn.scope.thought_log_server() else {
+            continue;
+        };
+        thought_log.post(server, summary(&turn)).await;
+    }
+}
+
+/// A finished turn as the thought log's summary card.
+fn summary(turn: &crate::chat::orchestrator::TurnFinished) -> Notice {
+    let report = &turn.report;
+    Notice::TurnSummary {
+        channel: turn.channel,
+        status: report.status.as_str().to_owned(),
+        passes: report.passes,
+        tool_calls: report.tool_calls,
+        duration_ms: u64::try_from(turn.elapsed.as_millis()).unwrap_or(u64::MAX),
+        prompt_tokens: report.usage.prompt,
+        completion_tokens: report.usage.completion,
+        reviews: report
+            .reviews
+            .iter()
+            .map(|r| {
+                if r.findings.is_empty() {
+                    format!("{}: {}", r.subject, r.verdict)
+                } else {
+                    format!("{}: {} ({})", r.subject, r.verdict, r.findings.join("; "))
+                }
+            })
+            .collect(),
+    }
+}
