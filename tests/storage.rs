@@ -16,7 +16,7 @@ use persona_bot::chat::role::Role;
 use persona_bot::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 use persona_bot::chat::stores::{
     AccessLists, DeliberateSettings, NewQueuedMessage, OutcomeStore, Persona, PersonaStore, Pushed,
-    QueueStore, ServerSettings, SettingsStore, StoredOutcome, TaskStore,
+    QueueStore, ServerSettings, SettingsChange, SettingsStore, StoredOutcome, TaskStore,
 };
 use persona_bot::chat::turn::TurnId;
 use persona_bot::config::Config;
@@ -76,6 +76,7 @@ storage_suite!(
     nul_characters_in_background_writes_are_stored_escaped,
     nul_characters_in_user_text_are_stored_escaped,
     a_row_the_database_refuses_is_dropped_alone,
+    two_processes_changing_two_settings_both_win,
 );
 
 const SERVER: ServerId = ServerId(111);
@@ -1120,4 +1121,61 @@ async fn a_row_the_database_refuses_is_dropped_alone(db: TestDb) {
     assert_eq!(s.events.for_turn(turn).await.unwrap().len(), 41);
     assert_eq!(s.writes.stats().dropped.load(Ordering::Relaxed), 1);
     s.close().await;
+}
+
+// SPEC A (settings commands): two processes changing two settings of one server at once both
+// win. Each command once read the whole row (from a 5 s cache), changed one field and wrote the
+// whole row back, so the second write undid the first.
+async fn two_processes_changing_two_settings_both_win(db: TestDb) {
+    let a = db.open().await;
+    let b = db.open().await;
+    // Process A has the server's settings cached from a message it handled.
+    assert!(!a.settings.settings(SERVER).await.unwrap().drafting);
+    b.settings
+        .update(SERVER, SettingsChange::ThoughtLog(Some(CHANNEL)))
+        .await
+        .unwrap();
+    let after = a
+        .settings
+        .update(SERVER, SettingsChange::Drafting(true))
+        .await
+        .unwrap();
+    assert_eq!(
+        after.thought_log_channel,
+        Some(CHANNEL),
+        "A's change undid B's"
+    );
+    assert!(after.drafting);
+    // Many at once, from both processes: every change lands.
+    let mut changes = Vec::new();
+    for i in 0..10u8 {
+        let (a, b) = (a.settings.clone(), b.settings.clone());
+        changes.push(tokio::spawn(async move {
+            a.update(SERVER, SettingsChange::Drafting(i % 2 == 0))
+                .await
+                .unwrap();
+        }));
+        changes.push(tokio::spawn(async move {
+            b.update(
+                SERVER,
+                SettingsChange::Random {
+                    enabled: true,
+                    percent: Some(i + 1),
+                    per_hour: None,
+                },
+            )
+            .await
+            .unwrap();
+        }));
+    }
+    for change in changes {
+        change.await.unwrap();
+    }
+    let fresh = db.open().await;
+    let stored = fresh.settings.settings(SERVER).await.unwrap();
+    assert_eq!(stored.thought_log_channel, Some(CHANNEL));
+    assert!(stored.random.enabled);
+    fresh.close().await;
+    a.close().await;
+    b.close().await;
 }

@@ -55,6 +55,42 @@ pub struct ServerSettings {
     pub random: RandomTriggers,
 }
 
+/// One change a moderator makes to a server's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsChange {
+    Drafting(bool),
+    ThoughtLog(Option<ChannelId>),
+    /// Random quiet turns on or off; a chance or hourly bound given is clamped to its range.
+    Random {
+        enabled: bool,
+        percent: Option<u8>,
+        per_hour: Option<u32>,
+    },
+}
+
+impl SettingsChange {
+    pub fn apply(self, settings: &mut ServerSettings) {
+        match self {
+            Self::Drafting(on) => settings.drafting = on,
+            Self::ThoughtLog(channel) => settings.thought_log_channel = channel,
+            Self::Random {
+                enabled,
+                percent,
+                per_hour,
+            } => {
+                let random = &mut settings.random;
+                random.enabled = enabled;
+                if let Some(percent) = percent {
+                    random.percent = percent.clamp(1, 100);
+                }
+                if let Some(per_hour) = per_hour {
+                    random.per_hour = per_hour.clamp(1, 60);
+                }
+            }
+        }
+    }
+}
+
 /// Random triggers: a small chance per message, in channels the server allows, to start a quiet
 /// turn; bounded per server per hour.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -96,6 +132,21 @@ pub trait SettingsStore: Send + Sync {
         server: ServerId,
         settings: &ServerSettings,
     ) -> Result<(), PortError>;
+
+    /// Applies one change to the stored settings and returns the result. A store shared by
+    /// several processes does it atomically, on the stored row (not a cached copy), so two
+    /// moderators changing two settings at once both win. This default (read, change, save)
+    /// suits a store only one process uses.
+    async fn update(
+        &self,
+        server: ServerId,
+        change: SettingsChange,
+    ) -> Result<ServerSettings, PortError> {
+        let mut settings = self.settings(server).await?;
+        change.apply(&mut settings);
+        self.save_settings(server, &settings).await?;
+        Ok(settings)
+    }
 
     /// The settings a message is handled with: the defaults in a DM, and (with a warning) when
     /// the store cannot be read, so a database hiccup never silences the bot.

@@ -9,6 +9,7 @@ use serenity::all::{ChannelId as SerenityChannelId, Permissions};
 use super::{BotData, Context, Error};
 use crate::chat::orchestrator::KillReport;
 use crate::chat::scope::{ChannelId, ServerId, UserId};
+use crate::chat::stores::SettingsChange;
 use crate::locale::{self, Locale};
 
 /// Every command, localized.
@@ -163,10 +164,11 @@ pub async fn drafting(ctx: Context<'_>, state: State) -> Result<(), Error> {
     let Some(server) = managed_server(ctx).await? else {
         return Ok(());
     };
-    let store = &ctx.data().settings;
-    let mut settings = store.settings(server).await?;
-    settings.drafting = state == State::On;
-    store.save_settings(server, &settings).await?;
+    let settings = ctx
+        .data()
+        .settings
+        .update(server, SettingsChange::Drafting(state == State::On))
+        .await?;
     let key = if settings.drafting {
         "drafting-on"
     } else {
@@ -190,17 +192,14 @@ pub async fn random(
     let Some(server) = managed_server(ctx).await? else {
         return Ok(());
     };
-    let store = &ctx.data().settings;
-    let mut settings = store.settings(server).await?;
-    let random = &mut settings.random;
-    random.enabled = state == State::On;
     // Discord enforces the bounds; a hand-made request is clamped to them.
-    if let Some(percent) = percent {
-        random.percent = percent.clamp(1, 100);
-    }
-    if let Some(per_hour) = per_hour {
-        random.per_hour = per_hour.clamp(1, 60);
-    }
+    let change = SettingsChange::Random {
+        enabled: state == State::On,
+        percent,
+        per_hour,
+    };
+    let settings = ctx.data().settings.update(server, change).await?;
+    let random = &settings.random;
     let text = if random.enabled {
         locale::text_with(
             locale_of(ctx),
@@ -213,7 +212,6 @@ pub async fn random(
     } else {
         locale::text(locale_of(ctx), "random-off")
     };
-    store.save_settings(server, &settings).await?;
     reply(ctx, text).await
 }
 
@@ -245,10 +243,10 @@ pub async fn set(ctx: Context<'_>, channel: SerenityChannelId) -> Result<(), Err
         )
         .await;
     }
-    let store = &ctx.data().settings;
-    let mut settings = store.settings(server).await?;
-    settings.thought_log_channel = Some(target);
-    store.save_settings(server, &settings).await?;
+    ctx.data()
+        .settings
+        .update(server, SettingsChange::ThoughtLog(Some(target)))
+        .await?;
     reply(
         ctx,
         locale::text_with(locale, "thoughtlog-set", &[("channel", mention)]),
@@ -262,10 +260,10 @@ pub async fn off(ctx: Context<'_>) -> Result<(), Error> {
     let Some(server) = managed_server(ctx).await? else {
         return Ok(());
     };
-    let store = &ctx.data().settings;
-    let mut settings = store.settings(server).await?;
-    settings.thought_log_channel = None;
-    store.save_settings(server, &settings).await?;
+    ctx.data()
+        .settings
+        .update(server, SettingsChange::ThoughtLog(None))
+        .await?;
     reply(ctx, locale::text(locale_of(ctx), "thoughtlog-off")).await
 }
 

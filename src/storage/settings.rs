@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use super::{Database, from_sql_id, port_error, sql_id, storable};
 use crate::chat::ports::{Clock, PortError, SystemClock};
 use crate::chat::scope::{ChannelId, ServerId};
-use crate::chat::stores::{ServerSettings, SettingsStore};
+use crate::chat::stores::{ServerSettings, SettingsChange, SettingsStore};
 
 fn json_error(e: serde_json::Error) -> PortError {
     PortError::Unavailable {
@@ -44,26 +44,35 @@ impl SettingsRepo {
     }
 
     async fn read(&self, server: ServerId) -> Result<ServerSettings, PortError> {
-        let row: Option<(i64, Option<i64>, String, String, String, String)> = sqlx::query_as(
-            "SELECT drafting, thought_log_channel, deliberate, access, review, random FROM \
-             server_settings WHERE server_id = $1",
-        )
-        .bind(sql_id(server.0))
-        .fetch_optional(self.db.pool())
-        .await
-        .map_err(port_error)?;
-        let Some((drafting, thought_log, deliberate, access, review, random)) = row else {
-            return Ok(ServerSettings::default());
-        };
-        Ok(ServerSettings {
-            drafting: drafting != 0,
-            thought_log_channel: thought_log.map(|c| ChannelId(from_sql_id(c))),
-            deliberate: serde_json::from_str(&deliberate).map_err(json_error)?,
-            access: serde_json::from_str(&access).map_err(json_error)?,
-            review: serde_json::from_str(&review).map_err(json_error)?,
-            random: serde_json::from_str(&random).map_err(json_error)?,
-        })
+        let mut conn = self.db.pool().acquire().await.map_err(port_error)?;
+        read_row(&mut conn, server).await
     }
+}
+
+/// The stored row, on `conn` (a pooled connection or a transaction).
+async fn read_row(
+    conn: &mut sqlx::AnyConnection,
+    server: ServerId,
+) -> Result<ServerSettings, PortError> {
+    let row: Option<(i64, Option<i64>, String, String, String, String)> = sqlx::query_as(
+        "SELECT drafting, thought_log_channel, deliberate, access, review, random FROM \
+             server_settings WHERE server_id = $1",
+    )
+    .bind(sql_id(server.0))
+    .fetch_optional(&mut *conn)
+    .await
+    .map_err(port_error)?;
+    let Some((drafting, thought_log, deliberate, access, review, random)) = row else {
+        return Ok(ServerSettings::default());
+    };
+    Ok(ServerSettings {
+        drafting: drafting != 0,
+        thought_log_channel: thought_log.map(|c| ChannelId(from_sql_id(c))),
+        deliberate: serde_json::from_str(&deliberate).map_err(json_error)?,
+        access: serde_json::from_str(&access).map_err(json_error)?,
+        review: serde_json::from_str(&review).map_err(json_error)?,
+        random: serde_json::from_str(&random).map_err(json_error)?,
+    })
 }
 
 #[async_trait]
@@ -85,19 +94,74 @@ impl SettingsStore for SettingsRepo {
         server: ServerId,
         settings: &ServerSettings,
     ) -> Result<(), PortError> {
-        let deliberate = serde_json::to_string(&settings.deliberate).map_err(json_error)?;
-        let access = serde_json::to_string(&settings.access).map_err(json_error)?;
-        let review = serde_json::to_string(&settings.review).map_err(json_error)?;
-        let random = serde_json::to_string(&settings.random).map_err(json_error)?;
-        let now = SystemClock.now_ms();
-        sqlx::query(
-            "INSERT INTO server_settings (server_id, drafting, thought_log_channel, deliberate, \
-             access, review, random, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON \
-             CONFLICT (server_id) DO UPDATE SET drafting = excluded.drafting, \
-             thought_log_channel = excluded.thought_log_channel, deliberate = \
-             excluded.deliberate, access = excluded.access, review = excluded.review, random = \
-             excluded.random, updated_at = excluded.updated_at",
-        )
+        let mut conn = self.db.pool().acquire().await.map_err(port_error)?;
+        write_row(&mut conn, server, settings, Existing::Replace).await?;
+        self.cache()
+            .insert(server, (Instant::now(), settings.clone()));
+        Ok(())
+    }
+
+    /// One transaction on the stored row: the row is locked first (an UPDATE that changes
+    /// nothing: a row lock on PostgreSQL, the write lock on SQLite), then read, changed and
+    /// written, so a concurrent change from another process is never overwritten.
+    async fn update(
+        &self,
+        server: ServerId,
+        change: SettingsChange,
+    ) -> Result<ServerSettings, PortError> {
+        let mut tx = self.db.pool().begin().await.map_err(port_error)?;
+        // A server without a row gets the defaults first, so there is a row to lock.
+        write_row(&mut tx, server, &ServerSettings::default(), Existing::Keep).await?;
+        sqlx::query("UPDATE server_settings SET updated_at = updated_at WHERE server_id = $1")
+            .bind(sql_id(server.0))
+            .execute(&mut *tx)
+            .await
+            .map_err(port_error)?;
+        let mut settings = read_row(&mut tx, server).await?;
+        change.apply(&mut settings);
+        write_row(&mut tx, server, &settings, Existing::Replace).await?;
+        tx.commit().await.map_err(port_error)?;
+        self.cache()
+            .insert(server, (Instant::now(), settings.clone()));
+        Ok(settings)
+    }
+}
+
+/// How a write meets a row already there.
+#[derive(Clone, Copy)]
+enum Existing {
+    Replace,
+    Keep,
+}
+
+/// Inserts the row, replacing or keeping one already there, on `conn`.
+async fn write_row(
+    conn: &mut sqlx::AnyConnection,
+    server: ServerId,
+    settings: &ServerSettings,
+    existing: Existing,
+) -> Result<(), PortError> {
+    let deliberate = serde_json::to_string(&settings.deliberate).map_err(json_error)?;
+    let access = serde_json::to_string(&settings.access).map_err(json_error)?;
+    let review = serde_json::to_string(&settings.review).map_err(json_error)?;
+    let random = serde_json::to_string(&settings.random).map_err(json_error)?;
+    let now = SystemClock.now_ms();
+    let sql = match existing {
+        Existing::Replace => {
+            "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
+                 deliberate, access, review, random, updated_at) VALUES ($1, $2, $3, $4, $5, $6, \
+                 $7, $8) ON CONFLICT (server_id) DO UPDATE SET drafting = excluded.drafting, \
+                 thought_log_channel = excluded.thought_log_channel, deliberate = \
+                 excluded.deliberate, access = excluded.access, review = excluded.review, \
+                 random = excluded.random, updated_at = excluded.updated_at"
+        }
+        Existing::Keep => {
+            "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
+                 deliberate, access, review, random, updated_at) VALUES ($1, $2, $3, $4, $5, $6, \
+                 $7, $8) ON CONFLICT (server_id) DO NOTHING"
+        }
+    };
+    sqlx::query(sql)
         .bind(sql_id(server.0))
         .bind(i64::from(settings.drafting))
         .bind(settings.thought_log_channel.map(|c| sql_id(c.0)))
@@ -106,11 +170,8 @@ impl SettingsStore for SettingsRepo {
         .bind(storable(&review))
         .bind(storable(&random))
         .bind(now)
-        .execute(self.db.pool())
+        .execute(&mut *conn)
         .await
         .map_err(port_error)?;
-        self.cache()
-            .insert(server, (Instant::now(), settings.clone()));
-        Ok(())
-    }
+    Ok(())
 }
