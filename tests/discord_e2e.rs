@@ -12,7 +12,7 @@ use persona_bot::chat::stores::{
     AccessLists, NewReminder, ReminderStore, Repeat, ServerSettings, SettingsStore,
 };
 use persona_bot::config::{Config, ImageBackendKind, Secrets};
-use persona_bot::discord::Running;
+use persona_bot::discord::RunningBot;
 use persona_bot::locale::Locale;
 use persona_bot::tools::ToolError;
 use secrecy::SecretString;
@@ -40,7 +40,7 @@ const PROGRESS: &str = "🎨 Planning an image…";
 struct E2e {
     discord: FakeDiscord,
     openai: FakeOpenAi,
-    running: Option<Running>,
+    running: Option<RunningBot>,
     probe: Arc<Probe>,
     _dir: tempfile::TempDir,
 }
@@ -105,7 +105,7 @@ impl E2e {
         e2e
     }
 
-    fn running(&self) -> &Running {
+    fn running(&self) -> &RunningBot {
         self.running.as_ref().expect("running")
     }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use persona_bot::chat::history::EntryStatus;
 use persona_bot::chat::ports::{EventOutcome, Sticker};
-use persona_bot::chat::review::{ReviewOutcome, ReviewPolicy, Verdict};
+use persona_bot::chat::review::{ReviewOutcome, ReviewPolicy, ReviewVerdict};
 use persona_bot::chat::role::Role;
 use persona_bot::chat::scope::ServerId;
 use persona_bot::chat::stores::{OutcomeStore, ServerSettings, SettingsStore, StoredOutcome};
@@ -26,11 +26,11 @@ use support::bot::{ALICE, Bot, CHANNEL, SERVER, message};
 use support::{Behaviour, Harness, entry};
 
 fn pass() -> ReviewOutcome {
-    ReviewOutcome::Verdict(Verdict::Pass)
+    ReviewOutcome::Verdict(ReviewVerdict::Pass)
 }
 
 fn reject(finding: &str, correction_allowed: bool) -> ReviewOutcome {
-    ReviewOutcome::Verdict(Verdict::Reject {
+    ReviewOutcome::Verdict(ReviewVerdict::Reject {
         findings: vec![finding.into()],
         correction_allowed,
     })

@@ -11,7 +11,7 @@ use crate::tools::{PreparedCall, ToolSession};
 
 /// A reviewer's decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum ReviewVerdict {
     Pass,
     Reject {
         findings: Vec<String>,
@@ -22,7 +22,7 @@ pub enum Verdict {
 /// What asking the reviewer gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReviewOutcome {
-    Verdict(Verdict),
+    Verdict(ReviewVerdict),
     /// The reviewer could not answer (provider failure, timeout, no verdict): review ends for
     /// the turn (SPEC R5).
     Unavailable(String),

@@ -50,7 +50,7 @@ pub struct BotData {
 }
 
 /// A running bot.
-pub struct Running {
+pub struct RunningBot {
     pub orchestrator: Orchestrator,
     pub storage: Storage,
     shard_manager: Arc<ShardManager>,
@@ -61,7 +61,7 @@ pub struct Running {
     tasks: tokio_util::task::TaskTracker,
 }
 
-impl Running {
+impl RunningBot {
     /// Waits until the gateway client stops (an error or a shutdown).
     pub async fn wait(&mut self) -> anyhow::Result<()> {
         match (&mut self.client).await {
@@ -118,7 +118,7 @@ pub async fn start(
     config: Arc<Config>,
     secrets: &Secrets,
     extend: impl FnOnce(Registry) -> Registry,
-) -> anyhow::Result<Running> {
+) -> anyhow::Result<RunningBot> {
     let token = secrets
         .discord_token
         .clone()
@@ -264,7 +264,7 @@ pub async fn start(
         .context("Discord client")?;
     let shard_manager = client.shard_manager.clone();
     let client = tokio::spawn(async move { client.start().await });
-    Ok(Running {
+    Ok(RunningBot {
         orchestrator,
         storage,
         shard_manager,

@@ -6,13 +6,13 @@ use std::time::Instant;
 
 use serde_json::{Value, json};
 
-use super::expression::{self, Delivery};
+use super::expression::{self, StickerDelivery};
 use super::payload::{Failure, success_payload};
 use super::watchdog::{Watched, run_under_watchdog};
 use super::{ToolCallOutcome, ToolCallRequest};
 use crate::chat::history::{EntryStatus, ToolHistoryEntry};
 use crate::chat::ports::{EventOutcome, Metric, UsageRecord};
-use crate::chat::review::{Gate, ReviewNote, ReviewOutcome, ReviewedCall, Verdict};
+use crate::chat::review::{Gate, ReviewNote, ReviewOutcome, ReviewVerdict, ReviewedCall};
 use crate::chat::role::Role;
 use crate::chat::stores::StoredOutcome;
 use crate::chat::turn::{Turn, TurnStatus};
@@ -339,11 +339,11 @@ impl Stage<'_> {
                     findings: findings.to_vec(),
                 };
                 match asked {
-                    ReviewOutcome::Verdict(Verdict::Pass) => {
+                    ReviewOutcome::Verdict(ReviewVerdict::Pass) => {
                         turn.state().review.notes.push(note("pass", &[]));
                         None
                     }
-                    ReviewOutcome::Verdict(Verdict::Reject {
+                    ReviewOutcome::Verdict(ReviewVerdict::Reject {
                         findings,
                         correction_allowed,
                     }) => {
@@ -437,8 +437,8 @@ impl Stage<'_> {
                 };
             }
             match expression::deliver(turn, ports.sink.as_ref(), &sticker).await {
-                Delivery::Sent => {}
-                Delivery::AlreadyDelivered => {
+                StickerDelivery::Sent => {}
+                StickerDelivery::AlreadyDelivered => {
                     counted = false;
                     output.data = Some(json!({ "status": "already_delivered", "sent": false }));
                     output.message = Some(
@@ -446,7 +446,7 @@ impl Stage<'_> {
                             .into(),
                     );
                 }
-                Delivery::LimitReached => {
+                StickerDelivery::LimitReached => {
                     counted = false;
                     output.data = Some(json!({ "status": "limit_reached", "sent": false }));
                     output.message = Some(
@@ -454,13 +454,13 @@ impl Stage<'_> {
                             .into(),
                     );
                 }
-                Delivery::Refused { reason } => {
+                StickerDelivery::Refused { reason } => {
                     tracing::warn!(turn = %turn.id, reason = %redact_text(&reason), "Discord refused a sticker");
                     return self
                         .fail(Failure::sticker_refused(), EventOutcome::Failed)
                         .await;
                 }
-                Delivery::Unconfirmed | Delivery::Blocked => {
+                StickerDelivery::Unconfirmed | StickerDelivery::Blocked => {
                     // No notice: the delivery is unconfirmed (T11). Nothing more is sent.
                     self.record(EventOutcome::Failed, Some("delivery_unconfirmed".into()))
                         .await;

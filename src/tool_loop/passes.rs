@@ -14,10 +14,10 @@ use crate::chat::context::{LoadedContext, Trigger};
 use crate::chat::history::{EntryStatus, ToolHistoryEntry};
 use crate::chat::model::{Attempt, ChatMessage, ChatModel, ModelError, TokenUsage};
 use crate::chat::provider_failure::{Retry, user_message};
-use crate::chat::review::{ReviewNote, ReviewOutcome, Verdict};
+use crate::chat::review::{ReviewNote, ReviewOutcome, ReviewVerdict};
 use crate::chat::role::Role;
 use crate::chat::stores::{OutcomeStore, Persona};
-use crate::chat::stream::{Delivery, PassEnd};
+use crate::chat::stream::{PassEnd, ReplyDelivery};
 use crate::chat::turn::{Turn, TurnStatus};
 use crate::config::TurnConfig;
 use crate::locale;
@@ -108,7 +108,7 @@ pub async fn run_turn(
         deps.env.clone(),
     );
     let reply_to = trigger.reply.then_some(trigger.message);
-    let mut delivery = Delivery::new(&turn, ports.sink.as_ref(), reply_to);
+    let mut delivery = ReplyDelivery::new(&turn, ports.sink.as_ref(), reply_to);
     let mut entries: Vec<ToolHistoryEntry> = Vec::new();
     let mut report = TurnReport {
         status: TurnStatus::Completed,
@@ -307,7 +307,7 @@ async fn run_pass(
     context: &LoadedContext,
     entries: &[ToolHistoryEntry],
     tail: &[ChatMessage],
-    delivery: &mut Delivery<'_>,
+    delivery: &mut ReplyDelivery<'_>,
     parts: &mut Vec<String>,
     interruptible: bool,
 ) -> PassEnd {
@@ -394,7 +394,7 @@ async fn settle_held_reply(
     session: &ToolSession,
     context: &LoadedContext,
     entries: &[ToolHistoryEntry],
-    delivery: &mut Delivery<'_>,
+    delivery: &mut ReplyDelivery<'_>,
     report: &mut TurnReport,
 ) -> Result<(), TurnStatus> {
     let mut draft = delivery.take_held();
@@ -418,7 +418,7 @@ async fn settle_held_reply(
             findings,
         };
         let findings = match outcome {
-            ReviewOutcome::Verdict(Verdict::Pass) => {
+            ReviewOutcome::Verdict(ReviewVerdict::Pass) => {
                 turn.state().review.notes.push(note("pass", Vec::new()));
                 break;
             }
@@ -429,7 +429,7 @@ async fn settle_held_reply(
                 state.review.unavailable = true;
                 break;
             }
-            ReviewOutcome::Verdict(Verdict::Reject { findings, .. }) => findings,
+            ReviewOutcome::Verdict(ReviewVerdict::Reject { findings, .. }) => findings,
         };
         turn.state()
             .review

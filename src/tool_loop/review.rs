@@ -14,9 +14,9 @@ use crate::chat::model::{
     AssistantToolCall, ChatMessage, ChatModel, ModelError, ModelEvent, ModelRequest,
 };
 use crate::chat::provider_failure::{FailureClass, Retry};
-use crate::chat::review::{ReviewOutcome, Reviewer, Verdict};
+use crate::chat::review::{ReviewOutcome, ReviewVerdict, Reviewer};
 use crate::chat::role::Role;
-use crate::tools::submit_review::{Decision, SubmitReview};
+use crate::tools::submit_review::{Decision, SubmitReview, SubmittedVerdict};
 use crate::tools::{PreparedCall, Tool, ToolSession};
 
 /// Most model passes one review may take (lookups, then the verdict).
@@ -186,12 +186,11 @@ fn exchange(call: &ToolCallRequest, response: String) -> [ChatMessage; 2] {
 }
 
 /// The verdict in a validated `submit_review` request.
-fn verdict_of(prepared: &PreparedCall) -> Option<Verdict> {
-    let verdict: crate::tools::submit_review::Verdict =
-        serde_json::from_value(prepared.arguments.clone()).ok()?;
+fn verdict_of(prepared: &PreparedCall) -> Option<ReviewVerdict> {
+    let verdict: SubmittedVerdict = serde_json::from_value(prepared.arguments.clone()).ok()?;
     Some(match verdict.decision {
-        Decision::Pass => Verdict::Pass,
-        Decision::Reject => Verdict::Reject {
+        Decision::Pass => ReviewVerdict::Pass,
+        Decision::Reject => ReviewVerdict::Reject {
             findings: verdict.findings,
             correction_allowed: verdict.correction_allowed,
         },
