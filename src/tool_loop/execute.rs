@@ -4,10 +4,10 @@
 
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::expression::{self, StickerDelivery};
-use super::payload::{Failure, success_payload};
+use super::payload::{Failure, StickerWithheld, review_rejected, success_payload};
 use super::watchdog::{Watched, run_under_watchdog};
 use super::{ToolCallOutcome, ToolCallRequest};
 use crate::chat::history::{EntryStatus, ToolHistoryEntry};
@@ -301,13 +301,7 @@ impl Stage<'_> {
         }
         let gate = turn.state().review.gate(prepared);
         let rejected = |findings: Vec<String>, correction: bool| {
-            json!({
-                "status": "review_rejected",
-                "action_executed": false,
-                "tool_name": prepared.name,
-                "correction_allowed": correction,
-                "findings": findings,
-            })
+            review_rejected(prepared.name, &findings, correction)
         };
         match gate {
             Gate::Proceed => None,
@@ -440,19 +434,11 @@ impl Stage<'_> {
                 StickerDelivery::Sent => {}
                 StickerDelivery::AlreadyDelivered => {
                     counted = false;
-                    output.data = Some(json!({ "status": "already_delivered", "sent": false }));
-                    output.message = Some(
-                        "This sticker was already sent in this reply; it was not sent again."
-                            .into(),
-                    );
+                    StickerWithheld::AlreadyDelivered.apply(&mut output);
                 }
                 StickerDelivery::LimitReached => {
                     counted = false;
-                    output.data = Some(json!({ "status": "limit_reached", "sent": false }));
-                    output.message = Some(
-                        "Only one sticker per reply, and one was already sent; this one was not."
-                            .into(),
-                    );
+                    StickerWithheld::LimitReached.apply(&mut output);
                 }
                 StickerDelivery::Refused { reason } => {
                     tracing::warn!(turn = %turn.id, reason = %redact_text(&reason), "Discord refused a sticker");

@@ -6,9 +6,8 @@
 
 use std::sync::Arc;
 
-use serde_json::json;
-
 use super::expression;
+use super::payload::Failure;
 use super::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::chat::context::{LoadedContext, Trigger};
 use crate::chat::history::{EntryStatus, ToolHistoryEntry};
@@ -75,14 +74,7 @@ fn parallel_call_refused(call: &ToolCallRequest) -> ToolHistoryEntry {
         call_id: call.id.clone(),
         tool_name: call.name.clone(),
         arguments: "{}".to_owned(),
-        response: json!({
-            "status": "tool_execution_failed",
-            "reason": "Only one tool call per reply step is allowed; this one did not run. \
-                       Call tools one at a time.",
-            "tool_name": call.name,
-            "code": "parallel_tool_calls_refused",
-            "suggested_actions": [],
-        }),
+        response: Failure::parallel_call_refused().payload(&call.name),
         pre_tool_text: Vec::new(),
         status: EntryStatus::Failed,
     }

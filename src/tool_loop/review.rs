@@ -9,6 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 
+use super::payload::Failure;
 use super::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::chat::model::{
     AssistantToolCall, ChatMessage, ChatModel, ModelError, ModelEvent, ModelRequest,
@@ -82,10 +83,7 @@ impl ModelReviewer {
                 if let Some(verdict) = prepared.as_ref().and_then(verdict_of) {
                     return ReviewOutcome::Verdict(verdict);
                 }
-                messages.extend(exchange(
-                    &call,
-                    r#"{"status":"tool_execution_failed","code":"invalid_arguments","reason":"The verdict did not fit submit_review's schema: pass with no findings, or reject with at least one short finding."}"#.to_owned(),
-                ));
+                messages.extend(exchange(&call, Failure::invalid_verdict().compact_text()));
                 continue;
             }
             // A lookup, run through the stage as the reviewer (boxed: the stage is what called us).
