@@ -540,7 +540,7 @@ async fn a_held_reply_is_posted_after_it_passes() {
     assert_eq!(finished.report.status, TurnStatus::Completed);
     assert_eq!(bot.transcript(), "Held first.\n\nHeld second.");
     assert_eq!(reviewer.seen_replies(), vec!["Held first.\n\nHeld second."]);
-    assert_eq!(finished.report.reviews[0].verdict, "pass");
+    assert_eq!(finished.report.reviews[0].verdict.as_str(), "pass");
 }
 
 // SPEC C8: a rejected draft gets one revision with the findings; the latest draft goes out
@@ -565,7 +565,12 @@ async fn a_rejected_draft_is_revised_once_and_the_latest_is_posted() {
         format!("{revision:?}").contains("too long"),
         "the findings reach the author"
     );
-    let verdicts: Vec<&str> = finished.report.reviews.iter().map(|r| r.verdict).collect();
+    let verdicts: Vec<&str> = finished
+        .report
+        .reviews
+        .iter()
+        .map(|r| r.verdict.as_str())
+        .collect();
     assert_eq!(verdicts, vec!["revise", "revise"]);
 }
 

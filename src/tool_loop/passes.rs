@@ -13,7 +13,7 @@ use crate::chat::context::{LoadedContext, Trigger};
 use crate::chat::history::{EntryStatus, ToolHistoryEntry};
 use crate::chat::model::{Attempt, ChatMessage, ChatModel, ModelError, TokenUsage};
 use crate::chat::provider_failure::{Retry, user_message};
-use crate::chat::review::{ReviewNote, ReviewOutcome, ReviewVerdict};
+use crate::chat::review::{NoteVerdict, ReviewNote, ReviewOutcome, ReviewVerdict};
 use crate::chat::role::Role;
 use crate::chat::stores::{OutcomeStore, Persona};
 use crate::chat::stream::{PassEnd, ReplyDelivery};
@@ -404,20 +404,16 @@ async fn settle_held_reply(
             () = turn.stop.follow_up() => return Err(TurnStatus::FollowUpInterrupt),
             outcome = reviewer.review_reply(session, &draft) => outcome,
         };
-        let note = |verdict, findings: Vec<String>| ReviewNote {
-            subject: "reply".to_owned(),
-            verdict,
-            findings,
-        };
+        let note = |verdict, findings: &[String]| ReviewNote::new("reply", verdict, findings);
         let findings = match outcome {
             ReviewOutcome::Verdict(ReviewVerdict::Pass) => {
-                turn.state().review.notes.push(note("pass", Vec::new()));
+                turn.state().review.notes.push(note(NoteVerdict::Pass, &[]));
                 break;
             }
             ReviewOutcome::Unavailable(why) => {
                 tracing::warn!(turn = %turn.id, %why, "reviewer unavailable; the draft goes out as written");
                 let mut state = turn.state();
-                state.review.notes.push(note("unavailable", Vec::new()));
+                state.review.notes.push(note(NoteVerdict::Unavailable, &[]));
                 state.review.unavailable = true;
                 break;
             }
@@ -426,7 +422,7 @@ async fn settle_held_reply(
         turn.state()
             .review
             .notes
-            .push(note("revise", findings.clone()));
+            .push(note(NoteVerdict::Revise, &findings));
         if round == 2 {
             break;
         }
