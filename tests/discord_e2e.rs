@@ -7,7 +7,7 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use persona_bot::app::RunningBot as Running;
+use persona_bot::app::RunningBot;
 use persona_bot::chat::scope::{ChannelId, PersonaId, ServerId, UserId, Visibility};
 use persona_bot::chat::stores::{
     AccessLists, NewReminder, ReminderStore, Repeat, ServerSettings, SettingsStore,
@@ -40,7 +40,7 @@ const PROGRESS: &str = "🎨 Planning an image…";
 struct E2e {
     discord: FakeDiscord,
     openai: FakeOpenAi,
-    running: Option<Running>,
+    running: Option<RunningBot>,
     probe: Arc<Probe>,
     _dir: tempfile::TempDir,
 }
@@ -105,7 +105,7 @@ impl E2e {
         e2e
     }
 
-    fn running(&self) -> &Running {
+    fn running(&self) -> &RunningBot {
         self.running.as_ref().expect("running")
     }
 

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use persona_bot::chat::history::EntryStatus;
+use persona_bot::chat::model::ChatMessage;
 use persona_bot::chat::ports::{EventOutcome, Sticker};
-use persona_bot::chat::review::{ReviewOutcome, ReviewPolicy, Verdict};
+use persona_bot::chat::review::{ReviewOutcome, ReviewPolicy, ReviewVerdict};
 use persona_bot::chat::role::Role;
 use persona_bot::chat::scope::ServerId;
 use persona_bot::chat::stores::{OutcomeStore, ServerSettings, SettingsStore, StoredOutcome};
@@ -21,16 +22,17 @@ use persona_bot::testkit::{
 };
 use persona_bot::tool_loop::ToolCallOutcome;
 use persona_bot::tool_loop::passes::TurnEnd;
+use persona_bot::tool_loop::review::ModelReviewer;
 use serde_json::json;
 use support::bot::{ALICE, Bot, CHANNEL, SERVER, message};
 use support::{Behaviour, Harness, entry};
 
 fn pass() -> ReviewOutcome {
-    ReviewOutcome::Verdict(Verdict::Pass)
+    ReviewOutcome::Verdict(ReviewVerdict::Pass)
 }
 
 fn reject(finding: &str, correction_allowed: bool) -> ReviewOutcome {
-    ReviewOutcome::Verdict(Verdict::Reject {
+    ReviewOutcome::Verdict(ReviewVerdict::Reject {
         findings: vec![finding.into()],
         correction_allowed,
     })
@@ -196,6 +198,11 @@ async fn an_exact_rejected_request_stays_blocked_across_fallback() {
     let again = entry(h.call(Role::Persona, &turn, "probe", r#"{"n":1}"#).await);
     assert_eq!(again.status, EntryStatus::ReviewRejected);
     assert_eq!(again.response["findings"], json!(["too graphic"]));
+    assert_eq!(
+        again.response,
+        json!({"status": "review_rejected", "action_executed": false, "tool_name": "probe",
+               "correction_allowed": true, "findings": ["too graphic"]})
+    );
     assert_eq!(reviewer.seen_requests().len(), 1, "not reviewed again");
     let corrected = entry(h.call(Role::Persona, &turn, "probe", r#"{"n":2}"#).await);
     assert_eq!(corrected.status, EntryStatus::Succeeded);
@@ -337,6 +344,12 @@ async fn an_unavailable_reviewer_ends_review_but_rejections_stand() {
         EntryStatus::ReviewRejected,
         "nothing can approve it now"
     );
+    assert_eq!(
+        changed.response,
+        json!({"status": "review_rejected", "action_executed": false, "tool_name": "probe",
+               "correction_allowed": false,
+               "findings": ["The reviewer is unavailable, and this tool was rejected earlier in this reply."]})
+    );
     let recalled = entry(h.call(Role::Persona, &turn, "recall_facts", "{}").await);
     assert_eq!(recalled.status, EntryStatus::Succeeded);
     assert_eq!(
@@ -345,6 +358,60 @@ async fn an_unavailable_reviewer_ends_review_but_rejections_stand() {
         "no review after it became unavailable"
     );
     assert_eq!(h.probe.runs(), 0);
+}
+
+// SPEC R5: a reviewer that becomes unavailable while reviewing a changed form of a rejected
+// tool leaves it rejected, with no correction.
+#[tokio::test]
+async fn a_changed_form_reviewed_as_the_reviewer_fails_stays_rejected() {
+    let reviewer = Arc::new(ScriptedReviewer::default());
+    reviewer
+        .on_request(reject("no", true))
+        .on_request(ReviewOutcome::Unavailable("reviewer timed out".into()));
+    let h = drafting_harness(&reviewer);
+    let turn = drafting_turn();
+    entry(h.call(Role::Persona, &turn, "probe", r#"{"n":1}"#).await);
+    let changed = entry(h.call(Role::Persona, &turn, "probe", r#"{"n":2}"#).await);
+    assert_eq!(changed.status, EntryStatus::ReviewRejected);
+    assert_eq!(
+        changed.response,
+        json!({"status": "review_rejected", "action_executed": false, "tool_name": "probe",
+               "correction_allowed": false,
+               "findings": ["The reviewer is unavailable, and this tool was rejected earlier in this reply."]})
+    );
+    assert_eq!(reviewer.seen_requests().len(), 2);
+    assert_eq!(h.probe.runs(), 0);
+}
+
+// SPEC S1, R1: a verdict that does not fit submit_review's schema is answered with a failure
+// the reviewer model reads, and it may try again.
+#[tokio::test]
+async fn an_invalid_verdict_is_refused_to_the_reviewer_model() {
+    let model = Arc::new(ScriptedModel::new(vec![
+        ScriptedPass::call("submit_review", r#"{"decision":"reject"}"#),
+        ScriptedPass::call("submit_review", r#"{"decision":"pass"}"#),
+    ]));
+    let reviewer = Arc::new(ModelReviewer::new(
+        model.clone(),
+        "Review.".into(),
+        Duration::from_secs(30),
+    ));
+    let h = Harness::new().with_reviewer(reviewer);
+    let turn = drafting_turn();
+    let ran = entry(h.call(Role::Persona, &turn, "probe", r#"{"n":1}"#).await);
+    assert_eq!(ran.status, EntryStatus::Succeeded);
+    assert_eq!(h.probe.runs(), 1);
+    let requests = model.requests();
+    let answer = requests[1].1.messages.iter().find_map(|m| match m {
+        ChatMessage::Tool { content, .. } => Some(content.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        answer.as_deref(),
+        Some(
+            r#"{"status":"tool_execution_failed","code":"invalid_arguments","reason":"The verdict did not fit submit_review's schema: pass with no findings, or reject with at least one short finding."}"#
+        )
+    );
 }
 
 // SPEC R5, T2: cancellation is checked after review, before the tool runs.
@@ -473,7 +540,7 @@ async fn a_held_reply_is_posted_after_it_passes() {
     assert_eq!(finished.report.status, TurnStatus::Completed);
     assert_eq!(bot.transcript(), "Held first.\n\nHeld second.");
     assert_eq!(reviewer.seen_replies(), vec!["Held first.\n\nHeld second."]);
-    assert_eq!(finished.report.reviews[0].verdict, "pass");
+    assert_eq!(finished.report.reviews[0].verdict.as_str(), "pass");
 }
 
 // SPEC C8: a rejected draft gets one revision with the findings; the latest draft goes out
@@ -498,7 +565,12 @@ async fn a_rejected_draft_is_revised_once_and_the_latest_is_posted() {
         format!("{revision:?}").contains("too long"),
         "the findings reach the author"
     );
-    let verdicts: Vec<&str> = finished.report.reviews.iter().map(|r| r.verdict).collect();
+    let verdicts: Vec<&str> = finished
+        .report
+        .reviews
+        .iter()
+        .map(|r| r.verdict.as_str())
+        .collect();
     assert_eq!(verdicts, vec!["revise", "revise"]);
 }
 

@@ -619,6 +619,11 @@ async fn same_sticker_twice_is_posted_once_and_returns_already_delivered() {
     assert_eq!(first.response["result"], json!({"sticker": "wave"}));
     let second = entry(select(&h, &turn, "WAVE").await);
     assert_eq!(second.response["result"]["status"], "already_delivered");
+    assert_eq!(
+        second.response,
+        json!({"result": {"status": "already_delivered", "sent": false},
+               "message": "This sticker was already sent in this reply; it was not sent again."})
+    );
     assert_eq!(h.fakes.sink.stickers().len(), 1, "posted once");
     assert_eq!(
         turn.state().expression,
@@ -635,6 +640,11 @@ async fn a_different_sticker_after_one_returns_limit_reached() {
     entry(select(&h, &turn, "wave").await);
     let other = entry(select(&h, &turn, "heart").await);
     assert_eq!(other.response["result"]["status"], "limit_reached");
+    assert_eq!(
+        other.response,
+        json!({"result": {"status": "limit_reached", "sent": false},
+               "message": "Only one sticker per reply, and one was already sent; this one was not."})
+    );
     assert_eq!(h.fakes.sink.stickers().len(), 1);
 }
 

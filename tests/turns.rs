@@ -542,6 +542,23 @@ async fn parallel_tool_calls_run_only_the_first() {
     let second = &bot.model.requests()[1].1.messages;
     let refused = second.iter().any(|m| matches!(m, ChatMessage::Tool { call_id, content } if call_id == "call_2" && content.contains("parallel_tool_calls_refused")));
     assert!(refused, "{second:#?}");
+    let content = second.iter().find_map(|m| match m {
+        ChatMessage::Tool { call_id, content } if call_id == "call_2" => Some(content.as_str()),
+        _ => None,
+    });
+    assert_eq!(
+        content
+            .map(serde_json::from_str::<serde_json::Value>)
+            .map(Result::unwrap),
+        Some(serde_json::json!({
+            "status": "tool_execution_failed",
+            "reason": "Only one tool call per reply step is allowed; this one did not run. \
+                       Call tools one at a time.",
+            "tool_name": "probe",
+            "code": "parallel_tool_calls_refused",
+            "suggested_actions": [],
+        }))
+    );
 }
 
 // SPEC T6, C9: a context restart resets the consecutive-failure counter: failures just below

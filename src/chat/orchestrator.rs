@@ -345,7 +345,7 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
 
 type TurnFuture = Pin<Box<dyn Future<Output = TurnReport> + Send>>;
 
-struct Running {
+struct RunningTurn {
     turn: Arc<Turn>,
     started: Instant,
     pending: Pending,
@@ -367,7 +367,7 @@ struct Worker {
     token: CancellationToken,
     activity: Arc<ChannelActivity>,
     queue: VecDeque<Pending>,
-    running: Option<Running>,
+    running: Option<RunningTurn>,
     finished: broadcast::Sender<TurnFinished>,
 }
 
@@ -595,7 +595,7 @@ impl Worker {
         });
         self.deps.turn.env.ports.sink.typing(self.channel).await;
         let typing_every = Duration::from_secs(self.deps.config.turn.typing_interval_secs);
-        self.running = Some(Running {
+        self.running = Some(RunningTurn {
             turn,
             started: Instant::now(),
             pending,
@@ -613,7 +613,7 @@ impl Worker {
         self.announce(&running, report);
     }
 
-    fn announce(&self, running: &Running, report: TurnReport) {
+    fn announce(&self, running: &RunningTurn, report: TurnReport) {
         let _ = self.finished.send(TurnFinished {
             channel: self.channel,
             message: running.pending.message.message,
@@ -776,7 +776,7 @@ fn released(status: TurnStatus) -> TurnReport {
     }
 }
 
-async fn poll_running(running: &mut Option<Running>) -> TurnReport {
+async fn poll_running(running: &mut Option<RunningTurn>) -> TurnReport {
     match running {
         Some(running) => (&mut running.future).await,
         None => std::future::pending().await,

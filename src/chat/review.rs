@@ -11,7 +11,7 @@ use crate::tools::{PreparedCall, ToolSession};
 
 /// A reviewer's decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum ReviewVerdict {
     Pass,
     Reject {
         findings: Vec<String>,
@@ -22,7 +22,7 @@ pub enum Verdict {
 /// What asking the reviewer gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReviewOutcome {
-    Verdict(Verdict),
+    Verdict(ReviewVerdict),
     /// The reviewer could not answer (provider failure, timeout, no verdict): review ends for
     /// the turn (SPEC R5).
     Unavailable(String),
@@ -84,9 +84,49 @@ pub struct ReviewedCall {
 pub struct ReviewNote {
     /// The tool's name, or `reply`.
     pub subject: String,
-    /// `pass`, `reject`, `revise` or `unavailable`.
-    pub verdict: &'static str,
+    pub verdict: NoteVerdict,
     pub findings: Vec<String>,
+}
+
+impl ReviewNote {
+    pub fn new(subject: impl Into<String>, verdict: NoteVerdict, findings: &[String]) -> Self {
+        Self {
+            subject: subject.into(),
+            verdict,
+            findings: findings.to_vec(),
+        }
+    }
+}
+
+/// What a review note records, shown in the turn summary as its text (`pass`, `reject`,
+/// `revise`, `unavailable`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoteVerdict {
+    /// The request may run, or the reply is posted.
+    Pass,
+    /// The tool request was rejected.
+    Reject,
+    /// The reply draft was sent back for a revision.
+    Revise,
+    /// The reviewer could not answer.
+    Unavailable,
+}
+
+impl NoteVerdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pass => "pass",
+            Self::Reject => "reject",
+            Self::Revise => "revise",
+            Self::Unavailable => "unavailable",
+        }
+    }
+}
+
+impl std::fmt::Display for NoteVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Most corrections a turn's author gets after rejections (SPEC R3).

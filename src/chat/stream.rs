@@ -28,7 +28,7 @@ pub enum PassEnd {
 
 /// The turn's outgoing text: the segmenter, whom the first message replies to, and what was
 /// sent.
-pub struct Delivery<'a> {
+pub struct ReplyDelivery<'a> {
     turn: &'a Turn,
     sink: &'a dyn ChatSink,
     segmenter: Segmenter,
@@ -44,7 +44,7 @@ pub struct Delivery<'a> {
     held: Option<String>,
 }
 
-impl<'a> Delivery<'a> {
+impl<'a> ReplyDelivery<'a> {
     pub fn new(turn: &'a Turn, sink: &'a dyn ChatSink, reply_to: Option<MessageId>) -> Self {
         Self {
             turn,

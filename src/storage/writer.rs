@@ -266,22 +266,22 @@ impl Writer {
                 Err(error) => error,
             };
             let verdict = match (part.as_slice(), cause(self.db.backend(), &error)) {
-                (_, Cause::Passing) | ([], _) => Verdict::Outage,
-                ([write], Cause::Refused) => Verdict::Refused(write),
+                (_, Cause::Passing) | ([], _) => BatchVerdict::Outage,
+                ([write], Cause::Refused) => BatchVerdict::Refused(write),
                 ([write], Cause::Unknown) if self.accepts(write.kind()).await => {
-                    Verdict::Refused(write)
+                    BatchVerdict::Refused(write)
                 }
-                ([_], Cause::Unknown) => Verdict::Outage,
-                ([_, _, ..], _) => Verdict::Split,
+                ([_], Cause::Unknown) => BatchVerdict::Outage,
+                ([_, _, ..], _) => BatchVerdict::Split,
             };
             match verdict {
-                Verdict::Refused(write) => self.drop_refused(write, &error),
-                Verdict::Split => {
+                BatchVerdict::Refused(write) => self.drop_refused(write, &error),
+                BatchVerdict::Split => {
                     let right = part.split_off(part.len() / 2);
                     parts.push_front(right);
                     parts.push_front(part);
                 }
-                Verdict::Outage => {
+                BatchVerdict::Outage => {
                     parts.push_front(part);
                     break;
                 }
@@ -335,7 +335,7 @@ impl Writer {
 }
 
 /// What became of a part of a split batch that failed.
-enum Verdict<'a> {
+enum BatchVerdict<'a> {
     /// One row the database refuses: dropped.
     Refused(&'a Write),
     /// Two or more rows: halved.

@@ -4,15 +4,16 @@
 
 use std::time::Instant;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::expression::{self, Delivery};
-use super::payload::{Failure, success_payload};
+use super::expression::{self, StickerDelivery};
+use super::payload::{Failure, StickerWithheld, review_rejected, success_payload};
+use super::review_gate::{self, Rejection, Review};
 use super::watchdog::{Watched, run_under_watchdog};
 use super::{ToolCallOutcome, ToolCallRequest};
 use crate::chat::history::{EntryStatus, ToolHistoryEntry};
 use crate::chat::ports::{EventOutcome, Metric, UsageRecord};
-use crate::chat::review::{Gate, ReviewNote, ReviewOutcome, ReviewedCall, Verdict};
+use crate::chat::review::ReviewedCall;
 use crate::chat::role::Role;
 use crate::chat::stores::StoredOutcome;
 use crate::chat::turn::{Turn, TurnStatus};
@@ -115,8 +116,10 @@ pub async fn execute_tool_call(
 
     // R1-R5: with drafting On, the prepared request (exactly what would run) is reviewed.
     if turn.drafting && session.role() == Role::Persona {
-        if let Some(outcome) = stage.review(&prepared, tool).await {
-            return outcome;
+        match review_gate::review(session, &prepared, tool).await {
+            Review::Run => {}
+            Review::Abort(status) => return ToolCallOutcome::Abort { status },
+            Review::Rejected(rejection) => return stage.reject(prepared.name, rejection).await,
         }
         // Cancellation is checked after review, before the tool's transport.
         if let Some(status) = stop_requested(turn) {
@@ -125,16 +128,7 @@ pub async fn execute_tool_call(
     }
 
     // T11: notices before the run.
-    if let (Some(trigger), Some(server)) = (
-        turn.admission.trigger_for(prepared.name),
-        turn.scope.thought_log_server(),
-    ) {
-        let notice = Notice::DeliberateTrigger {
-            tool: prepared.name.to_owned(),
-            trigger: trigger.to_owned(),
-        };
-        session.env().ports.thought_log.post(server, notice).await;
-    }
+    announce_trigger(session, prepared.name).await;
     announce_progress(session, tool).await;
 
     // T5: the watchdog.
@@ -186,6 +180,21 @@ fn take_pre_tool_text(streamed: &mut Vec<String>) -> Vec<String> {
         Vec::new()
     } else {
         parts
+    }
+}
+
+/// Tells the moderators which deliberate-mode trigger admitted the tool (SPEC T11).
+async fn announce_trigger(session: &ToolSession, tool: &str) {
+    let turn = session.turn();
+    if let (Some(trigger), Some(server)) = (
+        turn.admission.trigger_for(tool),
+        turn.scope.thought_log_server(),
+    ) {
+        let notice = Notice::DeliberateTrigger {
+            tool: tool.to_owned(),
+            trigger: trigger.to_owned(),
+        };
+        session.env().ports.thought_log.post(server, notice).await;
     }
 }
 
@@ -287,103 +296,14 @@ impl Stage<'_> {
         }
     }
 
-    /// The review gate (SPEC R1-R5). `None`: the request may run; `Some`: the call's outcome.
-    async fn review(
-        &mut self,
-        prepared: &PreparedCall,
-        tool: &RegisteredTool,
-    ) -> Option<ToolCallOutcome> {
-        let turn = self.session.turn().clone();
-        let checked = turn.review.tool_calls || (tool.public_output && turn.review.replies);
-        let reviewer = self.session.env().reviewer.clone()?;
-        if !checked {
-            return None;
-        }
-        let gate = turn.state().review.gate(prepared);
-        let rejected = |findings: Vec<String>, correction: bool| {
-            json!({
-                "status": "review_rejected",
-                "action_executed": false,
-                "tool_name": prepared.name,
-                "correction_allowed": correction,
-                "findings": findings,
-            })
-        };
-        match gate {
-            Gate::Proceed => None,
-            Gate::Hold => Some(ToolCallOutcome::Abort {
-                status: TurnStatus::HeldResponse,
-            }),
-            Gate::RejectAgain { findings } => {
-                let correction = !turn.state().review.unavailable;
-                self.record(EventOutcome::ReviewRejected, Some("review_rejected".into()))
-                    .await;
-                let response = rejected(findings, correction);
-                Some(self.history(response, EntryStatus::ReviewRejected))
-            }
-            Gate::Review => {
-                let asked = tokio::select! {
-                    biased;
-                    () = turn.stop.kill_token().cancelled() => {
-                        return Some(ToolCallOutcome::Abort { status: TurnStatus::StoppedByUser });
-                    }
-                    // SPEC T2, C8: with drafting On a follow-up interrupts the review.
-                    () = turn.stop.follow_up() => {
-                        return Some(ToolCallOutcome::Abort { status: TurnStatus::FollowUpInterrupt });
-                    }
-                    asked = reviewer.review_request(self.session, prepared) => asked,
-                };
-                let note = |verdict, findings: &[String]| ReviewNote {
-                    subject: prepared.name.to_owned(),
-                    verdict,
-                    findings: findings.to_vec(),
-                };
-                match asked {
-                    ReviewOutcome::Verdict(Verdict::Pass) => {
-                        turn.state().review.notes.push(note("pass", &[]));
-                        None
-                    }
-                    ReviewOutcome::Verdict(Verdict::Reject {
-                        findings,
-                        correction_allowed,
-                    }) => {
-                        let correction = {
-                            let mut state = turn.state();
-                            state.review.notes.push(note("reject", &findings));
-                            state.review.reject(prepared, &findings, correction_allowed)
-                        };
-                        // A rejection is not a failure: no notice, no usage stat (SPEC R2).
-                        self.record(EventOutcome::ReviewRejected, Some("review_rejected".into()))
-                            .await;
-                        let response = rejected(findings, correction);
-                        Some(self.history(response, EntryStatus::ReviewRejected))
-                    }
-                    ReviewOutcome::Unavailable(why) => {
-                        tracing::warn!(turn = %turn.id, %why, "reviewer unavailable; review ends for this turn");
-                        let gate = {
-                            let mut state = turn.state();
-                            state.review.notes.push(note("unavailable", &[]));
-                            state.review.unavailable = true;
-                            state.review.gate(prepared)
-                        };
-                        match gate {
-                            Gate::RejectAgain { findings } => {
-                                self.record(
-                                    EventOutcome::ReviewRejected,
-                                    Some("review_rejected".into()),
-                                )
-                                .await;
-                                Some(self.history(
-                                    rejected(findings, false),
-                                    EntryStatus::ReviewRejected,
-                                ))
-                            }
-                            _ => None,
-                        }
-                    }
-                }
-            }
-        }
+    /// A request the reviewer stopped: an event and a `review_rejected` entry. A rejection is
+    /// not a failure: no notice, no usage stat (SPEC R2).
+    async fn reject(mut self, tool_name: &str, rejection: Rejection) -> ToolCallOutcome {
+        self.record(EventOutcome::ReviewRejected, Some("review_rejected".into()))
+            .await;
+        let response =
+            review_rejected(tool_name, &rejection.findings, rejection.correction_allowed);
+        self.history(response, EntryStatus::ReviewRejected)
     }
 
     /// A failed or refused call: a notice for the moderators (public channels only), an event,
@@ -437,30 +357,22 @@ impl Stage<'_> {
                 };
             }
             match expression::deliver(turn, ports.sink.as_ref(), &sticker).await {
-                Delivery::Sent => {}
-                Delivery::AlreadyDelivered => {
+                StickerDelivery::Sent => {}
+                StickerDelivery::AlreadyDelivered => {
                     counted = false;
-                    output.data = Some(json!({ "status": "already_delivered", "sent": false }));
-                    output.message = Some(
-                        "This sticker was already sent in this reply; it was not sent again."
-                            .into(),
-                    );
+                    StickerWithheld::AlreadyDelivered.apply(&mut output);
                 }
-                Delivery::LimitReached => {
+                StickerDelivery::LimitReached => {
                     counted = false;
-                    output.data = Some(json!({ "status": "limit_reached", "sent": false }));
-                    output.message = Some(
-                        "Only one sticker per reply, and one was already sent; this one was not."
-                            .into(),
-                    );
+                    StickerWithheld::LimitReached.apply(&mut output);
                 }
-                Delivery::Refused { reason } => {
+                StickerDelivery::Refused { reason } => {
                     tracing::warn!(turn = %turn.id, reason = %redact_text(&reason), "Discord refused a sticker");
                     return self
                         .fail(Failure::sticker_refused(), EventOutcome::Failed)
                         .await;
                 }
-                Delivery::Unconfirmed | Delivery::Blocked => {
+                StickerDelivery::Unconfirmed | StickerDelivery::Blocked => {
                     // No notice: the delivery is unconfirmed (T11). Nothing more is sent.
                     self.record(EventOutcome::Failed, Some("delivery_unconfirmed".into()))
                         .await;

@@ -6,7 +6,7 @@ use crate::chat::turn::{ExpressionState, Turn};
 
 /// What happened to a sticker the model selected.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Delivery {
+pub enum StickerDelivery {
     /// Posted and confirmed; the turn's allowance is used.
     Sent,
     /// This same sticker was already posted this turn; nothing was posted.
@@ -28,13 +28,13 @@ pub fn sends_allowed(turn: &Turn) -> bool {
 }
 
 /// Delivers `sticker` under the turn's allowance.
-pub async fn deliver(turn: &Turn, sink: &dyn ChatSink, sticker: &Sticker) -> Delivery {
+pub async fn deliver(turn: &Turn, sink: &dyn ChatSink, sticker: &Sticker) -> StickerDelivery {
     match turn.state().expression {
-        ExpressionState::Blocked => return Delivery::Blocked,
+        ExpressionState::Blocked => return StickerDelivery::Blocked,
         ExpressionState::Delivered { sticker_id } if sticker_id == sticker.id => {
-            return Delivery::AlreadyDelivered;
+            return StickerDelivery::AlreadyDelivered;
         }
-        ExpressionState::Delivered { .. } => return Delivery::LimitReached,
+        ExpressionState::Delivered { .. } => return StickerDelivery::LimitReached,
         ExpressionState::Available => {}
     }
     // Calls in a turn run one at a time, so the allowance cannot change during the send.
@@ -46,12 +46,12 @@ pub async fn deliver(turn: &Turn, sink: &dyn ChatSink, sticker: &Sticker) -> Del
                 sticker_id: sticker.id,
             };
             state.response_delivered = true;
-            Delivery::Sent
+            StickerDelivery::Sent
         }
-        StickerSend::Refused { reason } => Delivery::Refused { reason },
+        StickerSend::Refused { reason } => StickerDelivery::Refused { reason },
         StickerSend::Unconfirmed => {
             state.expression = ExpressionState::Blocked;
-            Delivery::Unconfirmed
+            StickerDelivery::Unconfirmed
         }
     }
 }

@@ -4,8 +4,9 @@
 //!
 //! Gates, in order: payload (SPEC T1), stop request (T2), truncated arguments (T3), deliberate
 //! tool mode (T4), role authorization and argument validation (S2, T12), reuse of a completed
-//! outcome (R4), then the tool under its watchdog (T5). The stage reaches the outside only
-//! through the ports on the session's [`crate::tools::ToolEnv`].
+//! outcome (R4), review with drafting On (R1-R5, `review_gate`), then the tool under its watchdog
+//! (T5). The stage reaches the outside only through the ports on the session's
+//! [`crate::tools::ToolEnv`].
 
 pub mod call;
 pub mod deliberate;
@@ -14,6 +15,7 @@ pub mod expression;
 pub mod passes;
 pub mod payload;
 pub mod review;
+mod review_gate;
 pub mod watchdog;
 
 pub use call::{ToolCallRequest, Truncation};

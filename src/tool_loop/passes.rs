@@ -3,21 +3,28 @@
 //! (SPEC C11). Completed tool outcomes are reused across those retries (SPEC R4): each retry is a
 //! new invocation, and the stage answers a request an earlier invocation completed from its
 //! record.
+//!
+//! A turn in progress is a [`TurnRun`]: its state lives on it, and each step of the loop is a
+//! small method. The retried pass is in `passes/attempts.rs`, the held reply's review in
+//! `passes/held_reply.rs`.
 
+mod attempts;
+mod held_reply;
+
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
-use serde_json::json;
-
-use super::expression;
+use self::attempts::PassKind;
+use super::payload::Failure;
 use super::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::chat::context::{LoadedContext, Trigger};
 use crate::chat::history::{EntryStatus, ToolHistoryEntry};
-use crate::chat::model::{Attempt, ChatMessage, ChatModel, ModelError, TokenUsage};
-use crate::chat::provider_failure::{Retry, user_message};
-use crate::chat::review::{ReviewNote, ReviewOutcome, Verdict};
+use crate::chat::model::{ChatModel, TokenUsage};
+use crate::chat::provider_failure::user_message;
+use crate::chat::review::ReviewNote;
 use crate::chat::role::Role;
 use crate::chat::stores::{OutcomeStore, Persona};
-use crate::chat::stream::{Delivery, PassEnd};
+use crate::chat::stream::{PassEnd, ReplyDelivery};
 use crate::chat::turn::{Turn, TurnStatus};
 use crate::config::TurnConfig;
 use crate::locale;
@@ -75,14 +82,7 @@ fn parallel_call_refused(call: &ToolCallRequest) -> ToolHistoryEntry {
         call_id: call.id.clone(),
         tool_name: call.name.clone(),
         arguments: "{}".to_owned(),
-        response: json!({
-            "status": "tool_execution_failed",
-            "reason": "Only one tool call per reply step is allowed; this one did not run. \
-                       Call tools one at a time.",
-            "tool_name": call.name,
-            "code": "parallel_tool_calls_refused",
-            "suggested_actions": [],
-        }),
+        response: Failure::parallel_call_refused().payload(&call.name),
         pre_tool_text: Vec::new(),
         status: EntryStatus::Failed,
     }
@@ -96,185 +96,219 @@ pub async fn run_turn(
     persona: &Persona,
     trigger: &Trigger,
 ) -> TurnReport {
-    let ports = &deps.env.ports;
-    // A turn resumed after a restart reuses what it completed before (SPEC R4, D4).
-    seed_stored_outcomes(&turn, ports.outcomes.as_ref()).await;
-    let context =
-        crate::chat::context::load(&turn, persona, ports, trigger, config.history_messages).await;
-    let session = ToolSession::new(
-        Role::Persona,
-        deps.registry.clone(),
-        turn.clone(),
-        deps.env.clone(),
-    );
-    let reply_to = trigger.reply.then_some(trigger.message);
-    let mut delivery = Delivery::new(&turn, ports.sink.as_ref(), reply_to);
-    let mut entries: Vec<ToolHistoryEntry> = Vec::new();
-    let mut report = TurnReport {
-        status: TurnStatus::Completed,
-        end: TurnEnd::Answered,
-        passes: 0,
-        tool_calls: 0,
-        messages_sent: 0,
-        usage: TokenUsage::default(),
-        reviews: Vec::new(),
-    };
-    // With drafting On (and a reviewer to ask), the reply is held until reviewed (SPEC C8).
-    let holding = turn.drafting && turn.review.replies && deps.env.reviewer.is_some();
-    if holding {
-        delivery.hold();
-    }
-    let mut failures = 0u32;
-    let (status, end) = loop {
-        if report.passes >= config.max_passes {
-            delivery
-                .notice(locale::text(turn.locale, "turn-pass-limit"))
+    let mut run = TurnRun::start(deps, config, &turn, persona, trigger).await;
+    while run.next_pass().await.is_continue() {}
+    run.finish().await
+}
+
+/// One turn in progress: what it runs against, and what it has done so far.
+struct TurnRun<'a> {
+    deps: &'a TurnDeps,
+    config: &'a TurnConfig,
+    turn: &'a Turn,
+    /// The persona's tools for this turn.
+    session: ToolSession,
+    /// Persona, memories and recent history, loaded once per turn.
+    context: LoadedContext,
+    /// The turn's outgoing text (held while drafting).
+    delivery: ReplyDelivery<'a>,
+    /// The tool chain so far, as history for the next pass.
+    entries: Vec<ToolHistoryEntry>,
+    /// Visible text the current pass streamed; a tool call moves it onto its entry (SPEC T6).
+    streamed: Vec<String>,
+    /// With drafting On (and a reviewer to ask), the reply is held until reviewed (SPEC C8).
+    holding: bool,
+    /// Consecutive failed tool calls (SPEC C9); a context restart resets it (SPEC T6).
+    failures: u32,
+    /// Counters as they go; status and end once the loop stops.
+    report: TurnReport,
+}
+
+impl<'a> TurnRun<'a> {
+    async fn start(
+        deps: &'a TurnDeps,
+        config: &'a TurnConfig,
+        turn: &'a Arc<Turn>,
+        persona: &Persona,
+        trigger: &Trigger,
+    ) -> Self {
+        let ports = &deps.env.ports;
+        // A turn resumed after a restart reuses what it completed before (SPEC R4, D4).
+        seed_stored_outcomes(turn, ports.outcomes.as_ref()).await;
+        let context =
+            crate::chat::context::load(turn, persona, ports, trigger, config.history_messages)
                 .await;
-            break (TurnStatus::Completed, TurnEnd::PassLimit);
+        let session = ToolSession::new(
+            Role::Persona,
+            deps.registry.clone(),
+            turn.clone(),
+            deps.env.clone(),
+        );
+        let reply_to = trigger.reply.then_some(trigger.message);
+        let mut delivery = ReplyDelivery::new(turn, ports.sink.as_ref(), reply_to);
+        let holding = turn.drafting && turn.review.replies && deps.env.reviewer.is_some();
+        if holding {
+            delivery.hold();
         }
-        if turn.stop.is_killed() {
-            break (TurnStatus::StoppedByUser, TurnEnd::Stopped);
-        }
-        report.passes += 1;
-        turn.progress.touch();
-        let mut parts = Vec::new();
-        // With drafting On a follow-up always interrupts (SPEC C8).
-        let interruptible = turn.drafting || !turn.state().in_tool_chain;
-        let pass = run_pass(
+        Self {
             deps,
-            &turn,
-            &session,
-            &context,
-            &entries,
-            &[],
-            &mut delivery,
-            &mut parts,
-            interruptible,
-        )
-        .await;
-        match pass {
-            PassEnd::Text => {
-                if holding {
-                    let settled = settle_held_reply(
-                        deps,
-                        &turn,
-                        &session,
-                        &context,
-                        &entries,
-                        &mut delivery,
-                        &mut report,
-                    )
-                    .await;
-                    if let Err(status) = settled {
-                        break (status, TurnEnd::Stopped);
-                    }
-                }
-                let delivered = turn.state().response_delivered;
-                if !delivered {
-                    delivery
-                        .notice(locale::text(turn.locale, "turn-empty-response"))
-                        .await;
-                    break (TurnStatus::Error, TurnEnd::Empty);
-                }
-                break (TurnStatus::Completed, TurnEnd::Answered);
-            }
-            PassEnd::ToolCalls(calls) => {
-                report.tool_calls += 1;
-                turn.state().in_tool_chain = true;
-                let (first, rest) = calls
-                    .split_first()
-                    .unwrap_or_else(|| unreachable!("a tool-call pass has at least one call"));
-                match execute_tool_call(&session, Some(first), &mut parts).await {
-                    ToolCallOutcome::Restart => {
-                        failures = 0;
-                        continue;
-                    }
-                    ToolCallOutcome::Abort {
-                        status: TurnStatus::HeldResponse,
-                    } => {
-                        // SPEC R3: the turn ends through the held-response path.
-                        let settled = settle_held_reply(
-                            deps,
-                            &turn,
-                            &session,
-                            &context,
-                            &entries,
-                            &mut delivery,
-                            &mut report,
-                        )
-                        .await;
-                        match settled {
-                            Ok(()) => break (TurnStatus::Completed, TurnEnd::HeldResponse),
-                            Err(status) => break (status, TurnEnd::Stopped),
-                        }
-                    }
-                    ToolCallOutcome::Abort { status } => {
-                        let end = if status == TurnStatus::Error {
-                            TurnEnd::Malformed
-                        } else {
-                            TurnEnd::Stopped
-                        };
-                        break (status, end);
-                    }
-                    ToolCallOutcome::History { entry } => {
-                        if entry.status == EntryStatus::Failed {
-                            failures += 1;
-                        } else {
-                            failures = 0;
-                        }
-                        entries.push(entry);
-                    }
-                }
-                entries.extend(rest.iter().map(parallel_call_refused));
-                if failures >= config.max_consecutive_failures {
-                    delivery
-                        .notice(locale::text(turn.locale, "turn-failure-limit"))
-                        .await;
-                    break (TurnStatus::Completed, TurnEnd::FailureLimit);
-                }
-            }
-            PassEnd::Stopped(status) => break (status, TurnEnd::Stopped),
-            PassEnd::Failed(error) => {
-                delivery
-                    .notice(user_message(error.class, turn.locale))
-                    .await;
-                break (
-                    TurnStatus::Error,
-                    TurnEnd::ProviderFailed {
-                        code: error.class.code(),
-                    },
-                );
-            }
-        }
-    };
-    report.status = status;
-    report.end = end;
-    // SPEC S5: a promised set of images planned incompletely fails loudly, never silently.
-    if status == TurnStatus::Completed {
-        let incomplete = turn.state().plans.verify_complete();
-        if let Err(incomplete) = incomplete {
-            tracing::error!(turn = %turn.id, %incomplete, "turn ended with incomplete image plans");
-            let missing = incomplete
-                .missing
-                .iter()
-                .map(|m| format!("{} {}/{}", m.set, m.index, m.total))
-                .collect::<Vec<_>>()
-                .join(", ");
-            delivery
-                .notice(locale::text_with(
-                    turn.locale,
-                    "turn-plans-incomplete",
-                    &[("missing", missing)],
-                ))
-                .await;
-            report.status = TurnStatus::Error;
-            report.end = TurnEnd::PlansIncomplete;
+            config,
+            turn,
+            session,
+            context,
+            delivery,
+            entries: Vec::new(),
+            streamed: Vec::new(),
+            holding,
+            failures: 0,
+            report: TurnReport {
+                status: TurnStatus::Completed,
+                end: TurnEnd::Answered,
+                passes: 0,
+                tool_calls: 0,
+                messages_sent: 0,
+                usage: TokenUsage::default(),
+                reviews: Vec::new(),
+            },
         }
     }
-    report.messages_sent = delivery.sent;
-    report.usage = delivery.usage;
-    report.reviews = turn.state().review.notes.clone();
-    report
+
+    /// Ends the loop with this status and end.
+    fn end(&mut self, status: TurnStatus, end: TurnEnd) -> ControlFlow<()> {
+        self.report.status = status;
+        self.report.end = end;
+        ControlFlow::Break(())
+    }
+
+    /// Posts a localized notice in the conversation.
+    async fn notice(&mut self, key: &str) {
+        let text = locale::text(self.turn.locale, key);
+        self.delivery.notice(text).await;
+    }
+
+    /// One pass of the loop, and what its end means for the turn.
+    async fn next_pass(&mut self) -> ControlFlow<()> {
+        if self.report.passes >= self.config.max_passes {
+            self.notice("turn-pass-limit").await;
+            return self.end(TurnStatus::Completed, TurnEnd::PassLimit);
+        }
+        if self.turn.stop.is_killed() {
+            return self.end(TurnStatus::StoppedByUser, TurnEnd::Stopped);
+        }
+        self.report.passes += 1;
+        self.turn.progress.touch();
+        // With drafting On a follow-up always interrupts (SPEC C8).
+        let interruptible = self.turn.drafting || !self.turn.state().in_tool_chain;
+        match self.run_pass(PassKind::Step { interruptible }).await {
+            PassEnd::Text => self.answered().await,
+            PassEnd::ToolCalls(calls) => self.tool_calls(&calls).await,
+            PassEnd::Stopped(status) => self.end(status, TurnEnd::Stopped),
+            PassEnd::Failed(error) => {
+                let text = user_message(error.class, self.turn.locale);
+                self.delivery.notice(text).await;
+                let code = error.class.code();
+                self.end(TurnStatus::Error, TurnEnd::ProviderFailed { code })
+            }
+        }
+    }
+
+    /// The model answered in text: the held reply is settled, and a turn that delivered nothing
+    /// (no text, no sticker) is an empty response.
+    async fn answered(&mut self) -> ControlFlow<()> {
+        if self.holding
+            && let Err(status) = self.settle_held_reply().await
+        {
+            return self.end(status, TurnEnd::Stopped);
+        }
+        let delivered = self.turn.state().response_delivered;
+        if !delivered {
+            self.notice("turn-empty-response").await;
+            return self.end(TurnStatus::Error, TurnEnd::Empty);
+        }
+        self.end(TurnStatus::Completed, TurnEnd::Answered)
+    }
+
+    /// The model asked for tools: the first call goes through the stage, the rest are refused
+    /// (SPEC C9), and the failure cap is applied.
+    async fn tool_calls(&mut self, calls: &[ToolCallRequest]) -> ControlFlow<()> {
+        self.report.tool_calls += 1;
+        self.turn.state().in_tool_chain = true;
+        let (first, rest) = calls
+            .split_first()
+            .unwrap_or_else(|| unreachable!("a tool-call pass has at least one call"));
+        match execute_tool_call(&self.session, Some(first), &mut self.streamed).await {
+            ToolCallOutcome::Restart => {
+                self.failures = 0;
+                return ControlFlow::Continue(());
+            }
+            ToolCallOutcome::Abort { status } => return self.aborted(status).await,
+            ToolCallOutcome::History { entry } => self.push_entry(entry),
+        }
+        self.entries.extend(rest.iter().map(parallel_call_refused));
+        if self.failures >= self.config.max_consecutive_failures {
+            self.notice("turn-failure-limit").await;
+            return self.end(TurnStatus::Completed, TurnEnd::FailureLimit);
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// The stage ended the turn: through the held-response path (SPEC R3), or with the status.
+    async fn aborted(&mut self, status: TurnStatus) -> ControlFlow<()> {
+        match status {
+            TurnStatus::HeldResponse => match self.settle_held_reply().await {
+                Ok(()) => self.end(TurnStatus::Completed, TurnEnd::HeldResponse),
+                Err(status) => self.end(status, TurnEnd::Stopped),
+            },
+            TurnStatus::Error => self.end(status, TurnEnd::Malformed),
+            _ => self.end(status, TurnEnd::Stopped),
+        }
+    }
+
+    /// Adds the call's entry to the chain, counting consecutive failures.
+    fn push_entry(&mut self, entry: ToolHistoryEntry) {
+        if entry.status == EntryStatus::Failed {
+            self.failures += 1;
+        } else {
+            self.failures = 0;
+        }
+        self.entries.push(entry);
+    }
+
+    /// The report, once the loop has stopped; a completed turn must have planned every image it
+    /// promised.
+    async fn finish(mut self) -> TurnReport {
+        if self.report.status == TurnStatus::Completed {
+            self.verify_plans().await;
+        }
+        self.report.messages_sent = self.delivery.sent;
+        self.report.usage = self.delivery.usage;
+        self.report.reviews = self.turn.state().review.notes.clone();
+        self.report
+    }
+
+    /// SPEC S5: a promised set of images planned incompletely fails loudly, never silently.
+    async fn verify_plans(&mut self) {
+        let incomplete = self.turn.state().plans.verify_complete();
+        let Err(incomplete) = incomplete else {
+            return;
+        };
+        let turn = self.turn;
+        tracing::error!(turn = %turn.id, %incomplete, "turn ended with incomplete image plans");
+        let missing = incomplete
+            .missing
+            .iter()
+            .map(|m| format!("{} {}/{}", m.set, m.index, m.total))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let text = locale::text_with(
+            turn.locale,
+            "turn-plans-incomplete",
+            &[("missing", missing)],
+        );
+        self.delivery.notice(text).await;
+        self.report.status = TurnStatus::Error;
+        self.report.end = TurnEnd::PlansIncomplete;
+    }
 }
 
 /// Loads outcomes a previous run of this turn stored, as completed by an earlier invocation.
@@ -296,193 +330,4 @@ async fn seed_stored_outcomes(turn: &Turn, store: &dyn OutcomeStore) {
             tracing::warn!(turn = %turn.id, %error, "stored tool outcomes unavailable");
         }
     }
-}
-
-/// One pass, retried over the provider's attempts (key rotation, then model fallback).
-#[allow(clippy::too_many_arguments)] // the pass's whole world; a struct would only rename it
-async fn run_pass(
-    deps: &TurnDeps,
-    turn: &Turn,
-    session: &ToolSession,
-    context: &LoadedContext,
-    entries: &[ToolHistoryEntry],
-    tail: &[ChatMessage],
-    delivery: &mut Delivery<'_>,
-    parts: &mut Vec<String>,
-    interruptible: bool,
-) -> PassEnd {
-    let attempts = deps.model.attempts();
-    let mut last_error: Option<ModelError> = None;
-    let mut skip_model: Option<usize> = None;
-    let mut continuation = String::new();
-    for (i, attempt) in attempts.iter().enumerate() {
-        if skip_model == Some(attempt.model_index) {
-            continue;
-        }
-        if i > 0 {
-            // A retry is a new invocation: outcomes completed so far are reused, not re-run.
-            turn.begin_invocation();
-            if !expression::sends_allowed(turn) {
-                return PassEnd::Stopped(TurnStatus::DeliveryUnconfirmed);
-            }
-        }
-        if turn.stop.is_killed() {
-            return PassEnd::Stopped(TurnStatus::StoppedByUser);
-        }
-        delivery.begin_pass();
-        // A revision (a non-empty tail) is prose only: no tools.
-        let tools = if tail.is_empty() {
-            session.specifications()
-        } else {
-            Vec::new()
-        };
-        let request = context.request(turn, entries, Some(continuation.as_str()), tail, tools);
-        let opened = {
-            let _guarded = turn.progress.guard();
-            tokio::select! {
-                biased;
-                () = turn.stop.kill_token().cancelled() => {
-                    return PassEnd::Stopped(TurnStatus::StoppedByUser);
-                }
-                opened = deps.model.stream(attempt, &request) => opened,
-            }
-        };
-        let error = match opened {
-            Ok(stream) => match delivery.stream_pass(stream, parts, interruptible).await {
-                PassEnd::Failed(error) => error,
-                other => return other,
-            },
-            Err(error) => error,
-        };
-        // Text this attempt already sent stays sent: the next attempt continues after it, and
-        // it stays the pass's visible text.
-        if !delivery.sent_this_pass.is_empty() {
-            if !continuation.is_empty() {
-                continuation.push_str("\n\n");
-            }
-            continuation.push_str(&delivery.sent_this_pass);
-        }
-        parts.clear();
-        if !continuation.is_empty() {
-            parts.push(continuation.clone());
-        }
-        report_failure(deps.model.as_ref(), turn, attempt, &error);
-        let retry = error.class.retry();
-        last_error = Some(error);
-        match retry {
-            Retry::NextKey | Retry::NextAttempt => {}
-            Retry::NextModel => skip_model = Some(attempt.model_index),
-            Retry::No => break,
-        }
-    }
-    PassEnd::Failed(last_error.unwrap_or_else(|| {
-        ModelError::new(
-            crate::chat::provider_failure::FailureClass::Unauthorized,
-            None,
-            "no provider key is configured",
-        )
-    }))
-}
-
-/// The reply review (SPEC C8): the held draft passes, or gets one revision with the reviewer's
-/// findings; the latest draft is delivered after at most two reviews, or at once when the
-/// reviewer is unavailable. `/kill` or a follow-up discards it (`Err` with the status).
-#[allow(clippy::too_many_arguments)] // the turn's world, as for `run_pass`
-async fn settle_held_reply(
-    deps: &TurnDeps,
-    turn: &Turn,
-    session: &ToolSession,
-    context: &LoadedContext,
-    entries: &[ToolHistoryEntry],
-    delivery: &mut Delivery<'_>,
-    report: &mut TurnReport,
-) -> Result<(), TurnStatus> {
-    let mut draft = delivery.take_held();
-    let Some(reviewer) = deps.env.reviewer.clone() else {
-        delivery.release(&draft).await;
-        return Ok(());
-    };
-    for round in 1..=2 {
-        if draft.trim().is_empty() || turn.state().review.unavailable {
-            break;
-        }
-        let outcome = tokio::select! {
-            biased;
-            () = turn.stop.kill_token().cancelled() => return Err(TurnStatus::StoppedByUser),
-            () = turn.stop.follow_up() => return Err(TurnStatus::FollowUpInterrupt),
-            outcome = reviewer.review_reply(session, &draft) => outcome,
-        };
-        let note = |verdict, findings: Vec<String>| ReviewNote {
-            subject: "reply".to_owned(),
-            verdict,
-            findings,
-        };
-        let findings = match outcome {
-            ReviewOutcome::Verdict(Verdict::Pass) => {
-                turn.state().review.notes.push(note("pass", Vec::new()));
-                break;
-            }
-            ReviewOutcome::Unavailable(why) => {
-                tracing::warn!(turn = %turn.id, %why, "reviewer unavailable; the draft goes out as written");
-                let mut state = turn.state();
-                state.review.notes.push(note("unavailable", Vec::new()));
-                state.review.unavailable = true;
-                break;
-            }
-            ReviewOutcome::Verdict(Verdict::Reject { findings, .. }) => findings,
-        };
-        turn.state()
-            .review
-            .notes
-            .push(note("revise", findings.clone()));
-        if round == 2 {
-            break;
-        }
-        // One revision, with the findings.
-        let tail = [
-            ChatMessage::Assistant {
-                content: Some(draft.clone()),
-                tool_calls: Vec::new(),
-            },
-            ChatMessage::System {
-                content: format!(
-                    "A reviewer asked you to revise that reply before it is posted. Findings: {}. Write the whole reply again, revised.",
-                    findings.join("; ")
-                ),
-            },
-        ];
-        report.passes += 1;
-        let mut parts = Vec::new();
-        let pass = run_pass(
-            deps, turn, session, context, entries, &tail, delivery, &mut parts, true,
-        )
-        .await;
-        match pass {
-            PassEnd::Text => {
-                let revised = delivery.take_held();
-                if !revised.trim().is_empty() {
-                    draft = revised;
-                }
-            }
-            PassEnd::Stopped(status) => return Err(status),
-            // A failed revision keeps the first draft.
-            PassEnd::Failed(_) | PassEnd::ToolCalls(_) => {
-                delivery.take_held();
-            }
-        }
-    }
-    if turn.stop.is_killed() {
-        return Err(TurnStatus::StoppedByUser);
-    }
-    delivery.release(&draft).await;
-    Ok(())
-}
-
-fn report_failure(model: &dyn ChatModel, turn: &Turn, attempt: &Attempt, error: &ModelError) {
-    tracing::warn!(
-        turn = %turn.id, model = %attempt.model, key = attempt.key_index,
-        class = error.class.code(), status = ?error.status, detail = %error.detail,
-        "provider attempt failed"
-    );
-    model.report_failure(attempt, error.class);
 }

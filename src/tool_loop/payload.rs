@@ -1,6 +1,7 @@
-//! The payloads the model sees for a tool call: success (SPEC T7) and failure (SPEC T8). One
-//! builder each, used by the normal entry, the reusable outcome, the restart entry kept for
-//! review and the hidden image agent alike.
+//! The payloads the model sees for a tool call: success (SPEC T7), failure and refusal (SPEC T8),
+//! review rejection (SPEC R2) and the sticker answers (SPEC T9). Every text a model reads as a
+//! tool result is built here, for the normal entry, the reusable outcome, the restart entry kept
+//! for review, the pass loop's refusals, the reviewer and the hidden image agent alike.
 
 use serde_json::{Value, json};
 
@@ -41,6 +42,46 @@ pub fn success_payload(output: &ToolOutput) -> Value {
     Value::Object(payload)
 }
 
+/// A sticker the turn's allowance kept back (SPEC T9): still a success (T7), whose result says
+/// nothing was sent, and why.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StickerWithheld {
+    /// This same sticker was already sent this turn.
+    AlreadyDelivered,
+    /// A different sticker was already sent this turn.
+    LimitReached,
+}
+
+impl StickerWithheld {
+    /// Replaces the tool's data and message with the answer.
+    pub fn apply(self, output: &mut ToolOutput) {
+        let (status, message) = match self {
+            Self::AlreadyDelivered => (
+                "already_delivered",
+                "This sticker was already sent in this reply; it was not sent again.",
+            ),
+            Self::LimitReached => (
+                "limit_reached",
+                "Only one sticker per reply, and one was already sent; this one was not.",
+            ),
+        };
+        output.data = Some(json!({ "status": status, "sent": false }));
+        output.message = Some(message.to_owned());
+    }
+}
+
+/// `{ status: "review_rejected", action_executed: false, tool_name, correction_allowed,
+/// findings }`: the reviewer stopped the request; nothing ran (SPEC R2).
+pub fn review_rejected(tool_name: &str, findings: &[String], correction_allowed: bool) -> Value {
+    json!({
+        "status": "review_rejected",
+        "action_executed": false,
+        "tool_name": tool_name,
+        "correction_allowed": correction_allowed,
+        "findings": findings,
+    })
+}
+
 /// A failed or refused call, for all three audiences: `kind` and `code` for the thought log and
 /// events, `reason` and `suggested_actions` for the model.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +111,16 @@ impl Failure {
             "code": self.code,
             "suggested_actions": self.suggested_actions,
         })
+    }
+
+    /// The reviewer's own compact form, `{"status","code","reason"}` in that order: what its
+    /// model reads when a `submit_review` call does not validate.
+    pub fn compact_text(&self) -> String {
+        format!(
+            r#"{{"status":"tool_execution_failed","code":{},"reason":{}}}"#,
+            Value::from(self.code.as_str()),
+            Value::from(self.reason.as_str()),
+        )
     }
 
     /// A tool's own failure. Provider failures get a classified reason, a safe code and
@@ -172,6 +223,26 @@ impl Failure {
         )
     }
 
+    /// A second (third, ...) call in one provider answer: only the first runs (SPEC C9).
+    pub fn parallel_call_refused() -> Self {
+        Self::new(
+            FailureKind::Blocked,
+            "parallel_tool_calls_refused",
+            "Only one tool call per reply step is allowed; this one did not run. Call tools one \
+             at a time.",
+        )
+    }
+
+    /// A `submit_review` call that does not validate, told to the reviewer's model (SPEC S1).
+    pub fn invalid_verdict() -> Self {
+        Self::new(
+            FailureKind::InvalidArguments,
+            "invalid_arguments",
+            "The verdict did not fit submit_review's schema: pass with no findings, or reject \
+             with at least one short finding.",
+        )
+    }
+
     /// Discord definitely refused the sticker: the allowance is free again (SPEC T9).
     pub fn sticker_refused() -> Self {
         Self::new(
@@ -270,6 +341,16 @@ mod tests {
         assert_ne!(en.suggested_actions, zh.suggested_actions);
         let text = en.payload("plan_image").to_string();
         assert!(!text.contains("acct_secret_123"), "{text}");
+    }
+
+    // The reviewer's compact failure keeps its field order and escapes its text.
+    #[test]
+    fn compact_failure_text_keeps_its_order_and_escapes() {
+        let failure = Failure::new(FailureKind::Execution, "c", "say \"hi\"\n");
+        assert_eq!(
+            failure.compact_text(),
+            r#"{"status":"tool_execution_failed","code":"c","reason":"say \"hi\"\n"}"#
+        );
     }
 
     // SPEC T8: a port's internal detail never reaches the model.

@@ -9,14 +9,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 
+use super::payload::Failure;
 use super::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::chat::model::{
     AssistantToolCall, ChatMessage, ChatModel, ModelError, ModelEvent, ModelRequest,
 };
 use crate::chat::provider_failure::{FailureClass, Retry};
-use crate::chat::review::{ReviewOutcome, Reviewer, Verdict};
+use crate::chat::review::{ReviewOutcome, ReviewVerdict, Reviewer};
 use crate::chat::role::Role;
-use crate::tools::submit_review::{Decision, SubmitReview};
+use crate::tools::submit_review::{Decision, SubmitReview, SubmittedVerdict};
 use crate::tools::{PreparedCall, Tool, ToolSession};
 
 /// Most model passes one review may take (lookups, then the verdict).
@@ -82,10 +83,7 @@ impl ModelReviewer {
                 if let Some(verdict) = prepared.as_ref().and_then(verdict_of) {
                     return ReviewOutcome::Verdict(verdict);
                 }
-                messages.extend(exchange(
-                    &call,
-                    r#"{"status":"tool_execution_failed","code":"invalid_arguments","reason":"The verdict did not fit submit_review's schema: pass with no findings, or reject with at least one short finding."}"#.to_owned(),
-                ));
+                messages.extend(exchange(&call, Failure::invalid_verdict().compact_text()));
                 continue;
             }
             // A lookup, run through the stage as the reviewer (boxed: the stage is what called us).
@@ -186,12 +184,11 @@ fn exchange(call: &ToolCallRequest, response: String) -> [ChatMessage; 2] {
 }
 
 /// The verdict in a validated `submit_review` request.
-fn verdict_of(prepared: &PreparedCall) -> Option<Verdict> {
-    let verdict: crate::tools::submit_review::Verdict =
-        serde_json::from_value(prepared.arguments.clone()).ok()?;
+fn verdict_of(prepared: &PreparedCall) -> Option<ReviewVerdict> {
+    let verdict: SubmittedVerdict = serde_json::from_value(prepared.arguments.clone()).ok()?;
     Some(match verdict.decision {
-        Decision::Pass => Verdict::Pass,
-        Decision::Reject => Verdict::Reject {
+        Decision::Pass => ReviewVerdict::Pass,
+        Decision::Reject => ReviewVerdict::Reject {
             findings: verdict.findings,
             correction_allowed: verdict.correction_allowed,
         },

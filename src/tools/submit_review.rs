@@ -20,7 +20,7 @@ pub enum Decision {
 /// A review verdict.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Verdict {
+pub struct SubmittedVerdict {
     /// Pass lets the request run (or the reply be posted); reject stops it.
     pub decision: Decision,
     /// Short findings: required when rejecting, empty when passing. At most 5.
@@ -38,14 +38,14 @@ pub struct SubmitReview;
 
 #[async_trait]
 impl Tool for SubmitReview {
-    type Args = Verdict;
+    type Args = SubmittedVerdict;
     const NAME: &'static str = "submit_review";
     const ROLES: RoleSet = RoleSet::of(&[Role::Reviewer]);
     const DESCRIPTION: &'static str = "Submit your verdict on the request or reply under \
         review: pass, or reject with short findings and whether one correction is allowed.";
     const GATED: bool = false;
 
-    fn validate(&self, verdict: &Verdict) -> Result<(), ArgError> {
+    fn validate(&self, verdict: &SubmittedVerdict) -> Result<(), ArgError> {
         match verdict.decision {
             Decision::Pass if !verdict.findings.is_empty() => {
                 return Err(ArgError::at("$.findings", "must be empty when passing"));
@@ -76,7 +76,7 @@ impl Tool for SubmitReview {
     async fn execute(
         &self,
         _ctx: &ToolContext<'_>,
-        verdict: Verdict,
+        verdict: SubmittedVerdict,
         _cancel: &CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
         let data = serde_json::to_value(&verdict).map_err(|e| ToolError::Failed {

@@ -1,0 +1,147 @@
+//! One pass of a turn, retried over the provider's attempts (SPEC C11): key rotation, then model
+//! fallback. A retry is a new invocation, so outcomes completed so far are reused, not re-run
+//! (SPEC R4); text an attempt already sent stays sent, and the next attempt continues after it.
+
+use super::TurnRun;
+use crate::chat::model::{Attempt, ChatMessage, ChatModel, ModelError};
+use crate::chat::provider_failure::{FailureClass, Retry};
+use crate::chat::stream::PassEnd;
+use crate::chat::turn::{Turn, TurnStatus};
+use crate::tool_loop::expression;
+
+/// What a pass asks the model for.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum PassKind<'t> {
+    /// The author's next step, with the role's tools; `interruptible` says whether a follow-up
+    /// ends the pass (SPEC C8).
+    Step { interruptible: bool },
+    /// A revision of the held draft, after these messages: prose only, no tools, and a
+    /// follow-up always interrupts it.
+    Revision(&'t [ChatMessage]),
+}
+
+impl<'t> PassKind<'t> {
+    fn tail(self) -> &'t [ChatMessage] {
+        match self {
+            Self::Step { .. } => &[],
+            Self::Revision(tail) => tail,
+        }
+    }
+
+    fn interruptible(self) -> bool {
+        match self {
+            Self::Step { interruptible } => interruptible,
+            Self::Revision(_) => true,
+        }
+    }
+}
+
+impl TurnRun<'_> {
+    /// One pass, retried over the provider's attempts until one ends it or none is left.
+    pub(super) async fn run_pass(&mut self, kind: PassKind<'_>) -> PassEnd {
+        self.streamed.clear();
+        let attempts = self.deps.model.attempts();
+        let mut last_error: Option<ModelError> = None;
+        let mut skip_model: Option<usize> = None;
+        let mut continuation = String::new();
+        for (i, attempt) in attempts.iter().enumerate() {
+            if skip_model == Some(attempt.model_index) {
+                continue;
+            }
+            if i > 0 {
+                // A retry is a new invocation: outcomes completed so far are reused, not re-run.
+                self.turn.begin_invocation();
+                if !expression::sends_allowed(self.turn) {
+                    return PassEnd::Stopped(TurnStatus::DeliveryUnconfirmed);
+                }
+            }
+            let error = match self.attempt(attempt, kind, &continuation).await {
+                Ok(end) => return end,
+                Err(error) => error,
+            };
+            self.keep_sent_text(&mut continuation);
+            report_failure(self.deps.model.as_ref(), self.turn, attempt, &error);
+            let retry = error.class.retry();
+            last_error = Some(error);
+            match retry {
+                Retry::NextKey | Retry::NextAttempt => {}
+                Retry::NextModel => skip_model = Some(attempt.model_index),
+                Retry::No => break,
+            }
+        }
+        PassEnd::Failed(last_error.unwrap_or_else(|| {
+            ModelError::new(
+                FailureClass::Unauthorized,
+                None,
+                "no provider key is configured",
+            )
+        }))
+    }
+
+    /// One attempt: `Ok` with how the pass ended (a stop included), or `Err` with the provider
+    /// failure the next attempt may retry.
+    async fn attempt(
+        &mut self,
+        attempt: &Attempt,
+        kind: PassKind<'_>,
+        continuation: &str,
+    ) -> Result<PassEnd, ModelError> {
+        let turn = self.turn;
+        if turn.stop.is_killed() {
+            return Ok(PassEnd::Stopped(TurnStatus::StoppedByUser));
+        }
+        self.delivery.begin_pass();
+        let tools = match kind {
+            PassKind::Step { .. } => self.session.specifications(),
+            PassKind::Revision(_) => Vec::new(),
+        };
+        let request =
+            self.context
+                .request(turn, &self.entries, Some(continuation), kind.tail(), tools);
+        let opened = {
+            let _guarded = turn.progress.guard();
+            tokio::select! {
+                biased;
+                () = turn.stop.kill_token().cancelled() => {
+                    return Ok(PassEnd::Stopped(TurnStatus::StoppedByUser));
+                }
+                opened = self.deps.model.stream(attempt, &request) => opened,
+            }
+        };
+        let stream = opened?;
+        let interruptible = kind.interruptible();
+        match self
+            .delivery
+            .stream_pass(stream, &mut self.streamed, interruptible)
+            .await
+        {
+            PassEnd::Failed(error) => Err(error),
+            other => Ok(other),
+        }
+    }
+
+    /// Text a failed attempt already sent stays sent: the next attempt continues after it, and
+    /// it stays the pass's visible text.
+    fn keep_sent_text(&mut self, continuation: &mut String) {
+        let sent = &self.delivery.sent_this_pass;
+        if !sent.is_empty() {
+            if !continuation.is_empty() {
+                continuation.push_str("\n\n");
+            }
+            continuation.push_str(sent);
+        }
+        self.streamed.clear();
+        if !continuation.is_empty() {
+            self.streamed.push(continuation.clone());
+        }
+    }
+}
+
+fn report_failure(model: &dyn ChatModel, turn: &Turn, attempt: &Attempt, error: &ModelError) {
+    tracing::warn!(
+        turn = %turn.id, model = %attempt.model, key = attempt.key_index,
+        class = error.class.code(), status = ?error.status, detail = %error.detail,
+        "provider attempt failed"
+    );
+    model.report_failure(attempt, error.class);
+}
