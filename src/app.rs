@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use crate::chat::admission::Cooldowns;
 use crate::chat::orchestrator::{Orchestrator, OrchestratorDeps};
 use crate::chat::ports::{ChatPorts, ChatSink, SystemClock, ThoughtLog};
-use crate::chat::review::Reviewer;
+
 use crate::chat::scope::PersonaId;
 use crate::chat::stores::{Persona, PersonaStore};
 use crate::config::{Config, Secrets};
@@ -24,17 +24,13 @@ use crate::thought_log::Notice;
 use crate::tool_loop::deliberate::KeywordPacks;
 use crate::tool_loop::passes::TurnDeps;
 use crate::tool_loop::review::ModelReviewer;
-use crate::tools::{Registry, ToolEnv};
+use crate::tools::{Registry, Reviewer, ToolEnv};
 use crate::worker::{ImageWorker, WorkerPorts};
 
 /// How long a stop waits for background tasks (the image worker, reminders, summaries).
 const STOP_WITHIN: Duration = Duration::from_secs(10);
 
-/// Installs the TLS crypto provider every HTTPS client here uses (rustls with ring). Called
-/// once by `main`; calling it again does nothing, so embedding callers (tests) may too.
-pub fn install_crypto_provider() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-}
+pub use crate::http_body::install_crypto_provider;
 
 /// A running bot.
 pub struct RunningBot {

@@ -82,6 +82,12 @@ pub async fn text_bounded(response: reqwest::Response, max: usize) -> String {
     }
 }
 
+/// Installs the TLS crypto provider every HTTPS client here uses (rustls with ring). Called
+/// once by `main`; calling it again does nothing, so embedding callers (tests) may too.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

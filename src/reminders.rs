@@ -6,49 +6,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{Days, TimeZone};
-use chrono_tz::Tz;
 use tokio_util::sync::CancellationToken;
 
 use crate::chat::orchestrator::Orchestrator;
 use crate::chat::ports::Clock;
+pub use crate::chat::schedule::{local_to_utc_ms, next_occurrence};
 use crate::chat::scope::MessageId;
-use crate::chat::stores::{NewQueuedMessage, NewReminder, Reminder, ReminderStore, Repeat};
+use crate::chat::stores::{NewQueuedMessage, Reminder, ReminderStore};
 use crate::locale;
-
-/// Milliseconds since the epoch for a local time in `tz` (the earlier one when ambiguous; an
-/// hour later when it falls in a daylight-saving gap).
-pub fn local_to_utc_ms(tz: Tz, local: chrono::NaiveDateTime) -> Option<i64> {
-    let resolved = tz.from_local_datetime(&local).earliest().or_else(|| {
-        // Checked: a model may name the last representable day.
-        let later = local.checked_add_signed(chrono::Duration::hours(1))?;
-        tz.from_local_datetime(&later).earliest()
-    })?;
-    Some(resolved.timestamp_millis())
-}
-
-/// The next due time after `after_ms`, or `None` for a one-off.
-pub fn next_occurrence(reminder: &NewReminder, after_ms: i64) -> Option<i64> {
-    let step = match reminder.repeat {
-        Repeat::Once => return None,
-        Repeat::Daily => Days::new(1),
-        Repeat::Weekly => Days::new(7),
-    };
-    let tz: Tz = reminder.time_zone.parse().unwrap_or(Tz::UTC);
-    let mut local = tz
-        .timestamp_millis_opt(reminder.due_at_ms)
-        .single()?
-        .naive_local();
-    // Bounded: a reminder missed for years still ends the loop.
-    for _ in 0..10_000 {
-        local = local.checked_add_days(step)?;
-        let next = local_to_utc_ms(tz, local)?;
-        if next > after_ms {
-            return Some(next);
-        }
-    }
-    None
-}
 
 /// A made-up message id for one occurrence: above every Discord snowflake, unique per reminder
 /// and occurrence, so the queue keeps one entry per occurrence.
@@ -155,7 +120,9 @@ fn quiet_message(reminder: &Reminder, now_ms: i64) -> NewQueuedMessage {
 mod tests {
     use super::*;
     use crate::chat::scope::{ChannelId, PersonaId, UserId, Visibility};
+    use crate::chat::stores::{NewReminder, Repeat};
     use crate::locale::Locale;
+    use chrono_tz::Tz;
 
     fn reminder(due: i64, repeat: Repeat, tz: &str) -> NewReminder {
         NewReminder {

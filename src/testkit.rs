@@ -1123,7 +1123,7 @@ impl ScriptedReviewer {
 }
 
 #[async_trait]
-impl crate::chat::review::Reviewer for ScriptedReviewer {
+impl crate::tools::Reviewer for ScriptedReviewer {
     async fn review_request(
         &self,
         author: &crate::tools::ToolSession,

@@ -6,6 +6,7 @@
 //! Nothing here imports serenity, poise, async-openai, reqwest or sqlx.
 
 pub mod admission;
+pub mod call;
 pub mod context;
 pub mod history;
 pub mod ledger;
@@ -16,6 +17,7 @@ pub mod ports;
 pub mod provider_failure;
 pub mod review;
 pub mod role;
+pub mod schedule;
 pub mod scope;
 pub mod segment;
 pub mod stores;

@@ -1,13 +1,11 @@
-//! Response Drafting's review (SPEC C8, R1-R5): the reviewer port, and the per-turn ledger of
-//! tool-request reviews with its budgets. The ledger lives on the turn, so its limits survive
-//! passes, key rotation and model fallback.
+//! Response Drafting's review (SPEC C8, R1-R5): verdicts, the server's review policy, and the
+//! per-turn ledger of tool-request reviews with its budgets (the reviewer port is
+//! [`crate::tools::Reviewer`]). The ledger lives on the turn, so its limits survive passes, key
+//! rotation and model fallback.
 
 use std::collections::HashSet;
 
-use async_trait::async_trait;
 use serde_json::Value;
-
-use crate::tools::{PreparedCall, ToolSession};
 
 /// A reviewer's decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,16 +24,6 @@ pub enum ReviewOutcome {
     /// The reviewer could not answer (provider failure, timeout, no verdict): review ends for
     /// the turn (SPEC R5).
     Unavailable(String),
-}
-
-/// The private reviewer.
-#[async_trait]
-pub trait Reviewer: Send + Sync {
-    /// Reviews the prepared request the author proposed: exactly what would run (SPEC R1). The
-    /// reviewer also sees the turn's earlier calls with their real outcomes (SPEC R2).
-    async fn review_request(&self, author: &ToolSession, request: &PreparedCall) -> ReviewOutcome;
-    /// Reviews a held reply draft.
-    async fn review_reply(&self, author: &ToolSession, draft: &str) -> ReviewOutcome;
 }
 
 /// What a server's reviewer checks while drafting is on, and with which prompt and model (the
@@ -149,6 +137,14 @@ pub enum Gate {
     Hold,
 }
 
+/// A prepared request as review remembers it: its tool and its identity (name plus canonical
+/// arguments, SPEC R3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestKey<'a> {
+    pub name: &'a str,
+    pub identity: &'a str,
+}
+
 /// The turn's tool-request review state.
 #[derive(Debug, Default)]
 pub struct ReviewLedger {
@@ -170,8 +166,8 @@ pub struct ReviewLedger {
 
 impl ReviewLedger {
     /// Decides what happens to `request` before any paid review (SPEC R3, R5).
-    pub fn gate(&mut self, request: &PreparedCall) -> Gate {
-        if let Some((_, findings)) = self.blocked.iter().find(|(id, _)| *id == request.identity) {
+    pub fn gate(&mut self, request: RequestKey<'_>) -> Gate {
+        if let Some((_, findings)) = self.blocked.iter().find(|(id, _)| id == request.identity) {
             if self.no_correction.contains(request.name) {
                 return Gate::Hold;
             }
@@ -202,9 +198,9 @@ impl ReviewLedger {
     }
 
     /// Records a rejection; returns whether the author may correct the request once.
-    pub fn reject(&mut self, request: &PreparedCall, findings: &[String], allowed: bool) -> bool {
+    pub fn reject(&mut self, request: RequestKey<'_>, findings: &[String], allowed: bool) -> bool {
         self.blocked
-            .push((request.identity.clone(), findings.to_vec()));
+            .push((request.identity.to_owned(), findings.to_vec()));
         self.rejected.insert(request.name.to_owned());
         // A correction is the author's next proposal of this tool, reviewed on its own.
         let correction = allowed && self.corrections_used < MAX_CORRECTIONS;
@@ -228,12 +224,24 @@ impl ReviewLedger {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn request(name: &'static str, n: u32) -> PreparedCall {
-        PreparedCall {
+    struct Request {
+        name: &'static str,
+        identity: String,
+    }
+
+    impl Request {
+        fn key(&self) -> RequestKey<'_> {
+            RequestKey {
+                name: self.name,
+                identity: &self.identity,
+            }
+        }
+    }
+
+    fn request(name: &'static str, n: u32) -> Request {
+        Request {
             name,
-            arguments: json!({ "n": n }),
             identity: format!("{name}{{\"n\":{n}}}"),
         }
     }
@@ -243,21 +251,21 @@ mod tests {
     fn exact_rejections_stay_blocked_and_new_forms_are_reviewed() {
         let mut ledger = ReviewLedger::default();
         let first = request("plan_image", 1);
-        assert_eq!(ledger.gate(&first), Gate::Review);
-        assert!(ledger.reject(&first, &["too graphic".into()], true));
+        assert_eq!(ledger.gate(first.key()), Gate::Review);
+        assert!(ledger.reject(first.key(), &["too graphic".into()], true));
         assert_eq!(
-            ledger.gate(&first),
+            ledger.gate(first.key()),
             Gate::RejectAgain {
                 findings: vec!["too graphic".into()]
             }
         );
         assert_eq!(
-            ledger.gate(&request("plan_image", 2)),
+            ledger.gate(request("plan_image", 2).key()),
             Gate::Review,
             "the correction"
         );
         assert_eq!(
-            ledger.gate(&request("plan_image", 3)),
+            ledger.gate(request("plan_image", 3).key()),
             Gate::Review,
             "reviewed on its own"
         );
@@ -270,21 +278,24 @@ mod tests {
         let mut ledger = ReviewLedger::default();
         for n in 0..2 {
             let r = request("remember_fact", n);
-            assert_eq!(ledger.gate(&r), Gate::Review);
-            assert!(ledger.reject(&r, &[], true), "correction {n}");
+            assert_eq!(ledger.gate(r.key()), Gate::Review);
+            assert!(ledger.reject(r.key(), &[], true), "correction {n}");
         }
         let third = request("remember_fact", 9);
-        assert_eq!(ledger.gate(&third), Gate::Review);
-        assert!(!ledger.reject(&third, &[], true), "the budget is spent");
+        assert_eq!(ledger.gate(third.key()), Gate::Review);
+        assert!(
+            !ledger.reject(third.key(), &[], true),
+            "the budget is spent"
+        );
         assert_eq!(ledger.corrections_used(), 2);
         assert_eq!(
-            ledger.gate(&third),
+            ledger.gate(third.key()),
             Gate::Hold,
             "blocked after being told no correction"
         );
-        assert_eq!(ledger.gate(&request("remember_fact", 10)), Gate::Hold);
+        assert_eq!(ledger.gate(request("remember_fact", 10).key()), Gate::Hold);
         assert_eq!(
-            ledger.gate(&request("plan_image", 1)),
+            ledger.gate(request("plan_image", 1).key()),
             Gate::Review,
             "other tools go on"
         );
@@ -295,9 +306,9 @@ mod tests {
     fn eight_detailed_reviews_per_turn() {
         let mut ledger = ReviewLedger::default();
         for n in 0..MAX_DETAILED_REVIEWS {
-            assert_eq!(ledger.gate(&request("probe", n)), Gate::Review);
+            assert_eq!(ledger.gate(request("probe", n).key()), Gate::Review);
         }
-        assert_eq!(ledger.gate(&request("probe", 99)), Gate::Hold);
+        assert_eq!(ledger.gate(request("probe", 99).key()), Gate::Hold);
     }
 
     // SPEC R5: with the reviewer unavailable, rejected tools stay blocked in any form; other
@@ -306,14 +317,17 @@ mod tests {
     fn unavailable_reviewer_keeps_rejections_and_lets_others_run() {
         let mut ledger = ReviewLedger::default();
         let rejected = request("plan_image", 1);
-        ledger.gate(&rejected);
-        ledger.reject(&rejected, &["no".into()], true);
+        ledger.gate(rejected.key());
+        ledger.reject(rejected.key(), &["no".into()], true);
         ledger.unavailable = true;
-        assert!(matches!(ledger.gate(&rejected), Gate::RejectAgain { .. }));
         assert!(matches!(
-            ledger.gate(&request("plan_image", 2)),
+            ledger.gate(rejected.key()),
             Gate::RejectAgain { .. }
         ));
-        assert_eq!(ledger.gate(&request("recall_facts", 1)), Gate::Proceed);
+        assert!(matches!(
+            ledger.gate(request("plan_image", 2).key()),
+            Gate::RejectAgain { .. }
+        ));
+        assert_eq!(ledger.gate(request("recall_facts", 1).key()), Gate::Proceed);
     }
 }

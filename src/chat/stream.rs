@@ -6,12 +6,12 @@
 
 use futures::StreamExt;
 
+use super::call::ToolCallRequest;
 use super::model::{Finish, ModelError, ModelEvent, ModelStream, TokenUsage};
 use super::ports::ChatSink;
 use super::scope::MessageId;
 use super::segment::Segmenter;
 use super::turn::{Turn, TurnStatus};
-use crate::tool_loop::ToolCallRequest;
 
 /// How a pass ended.
 #[derive(Debug, Clone, PartialEq)]

@@ -432,7 +432,7 @@ mod tests {
         let mut config = crate::config::Config::shipped_defaults().discord;
         config.api_base_url = "http://127.0.0.1:9".into();
         config.rate_bucket_idle_secs = idle_secs;
-        crate::app::install_crypto_provider();
+        crate::http_body::install_crypto_provider();
         DiscordRest::new(&config, &SecretString::from("t")).expect("client")
     }
 

@@ -8,7 +8,6 @@
 //! (T5). The stage reaches the outside only through the ports on the session's
 //! [`crate::tools::ToolEnv`].
 
-pub mod call;
 pub mod deliberate;
 mod execute;
 pub mod expression;
@@ -18,7 +17,7 @@ pub mod review;
 mod review_gate;
 pub mod watchdog;
 
-pub use call::{ToolCallRequest, Truncation};
+pub use crate::chat::call::{ToolCallRequest, Truncation};
 pub use execute::execute_tool_call;
 
 use crate::chat::history::ToolHistoryEntry;

@@ -15,8 +15,9 @@ use crate::chat::model::{
     AssistantToolCall, ChatMessage, ChatModel, ModelError, ModelEvent, ModelRequest,
 };
 use crate::chat::provider_failure::{FailureClass, Retry};
-use crate::chat::review::{ReviewOutcome, ReviewVerdict, Reviewer};
+use crate::chat::review::{ReviewOutcome, ReviewVerdict};
 use crate::chat::role::Role;
+use crate::tools::Reviewer;
 use crate::tools::submit_review::{Decision, SubmitReview, SubmittedVerdict};
 use crate::tools::{PreparedCall, Tool, ToolSession};
 

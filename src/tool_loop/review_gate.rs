@@ -7,10 +7,10 @@
 //! own role) is `review.rs`; this file is the stage's side of it.
 
 use crate::chat::review::{
-    Gate, NoteVerdict, ReviewLedger, ReviewNote, ReviewOutcome, ReviewVerdict, Reviewer,
+    Gate, NoteVerdict, ReviewLedger, ReviewNote, ReviewOutcome, ReviewVerdict,
 };
 use crate::chat::turn::TurnStatus;
-use crate::tools::{PreparedCall, RegisteredTool, ToolSession};
+use crate::tools::{PreparedCall, RegisteredTool, Reviewer, ToolSession};
 
 /// What the gate decided for one prepared request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +45,7 @@ pub(super) async fn review(
     if !checked {
         return Review::Run;
     }
-    let gate = turn.state().review.gate(prepared);
+    let gate = turn.state().review.gate(prepared.key());
     match gate {
         Gate::Proceed => Review::Run,
         Gate::Hold => Review::Abort(TurnStatus::HeldResponse),
@@ -81,7 +81,7 @@ async fn ask(session: &ToolSession, reviewer: &dyn Reviewer, prepared: &Prepared
                 let mut state = turn.state();
                 let ledger = &mut state.review;
                 note(ledger, prepared, NoteVerdict::Reject, &findings);
-                ledger.reject(prepared, &findings, correction_allowed)
+                ledger.reject(prepared.key(), &findings, correction_allowed)
             };
             Review::Rejected(Rejection {
                 findings,
@@ -100,7 +100,7 @@ async fn ask(session: &ToolSession, reviewer: &dyn Reviewer, prepared: &Prepared
 fn end_review(ledger: &mut ReviewLedger, prepared: &PreparedCall) -> Review {
     note(ledger, prepared, NoteVerdict::Unavailable, &[]);
     ledger.unavailable = true;
-    match ledger.gate(prepared) {
+    match ledger.gate(prepared.key()) {
         Gate::RejectAgain { findings } => Review::Rejected(Rejection {
             findings,
             correction_allowed: false,

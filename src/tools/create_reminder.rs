@@ -11,9 +11,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::{ArgError, Tool, ToolContext, ToolError, ToolOutput};
 use crate::chat::role::{Role, RoleSet};
+use crate::chat::schedule::local_to_utc_ms;
 use crate::chat::stores::{NewReminder, Repeat};
 use crate::config::RemindersConfig;
-use crate::reminders::local_to_utc_ms;
 
 fn utc() -> String {
     "UTC".to_owned()

@@ -22,6 +22,7 @@ use crate::chat::turn::Turn;
 use crate::config::Config;
 
 pub mod registry;
+pub mod reviewer;
 pub mod session;
 
 pub mod create_reminder;
@@ -34,6 +35,7 @@ pub mod submit_review;
 pub mod update_short_term_memory;
 
 pub use registry::{RegisteredTool, Registry};
+pub use reviewer::Reviewer;
 pub use session::{PreparedCall, SessionError, ToolSession};
 
 /// What every tool call may use: the ports, the configuration, and the drafting reviewer.
@@ -42,7 +44,7 @@ pub struct ToolEnv {
     pub config: Arc<Config>,
     /// Reviews tool requests and replies when a server has Response Drafting on (SPEC C8);
     /// `None` when no reviewer is configured: drafting then holds nothing back.
-    pub reviewer: Option<Arc<dyn crate::chat::review::Reviewer>>,
+    pub reviewer: Option<Arc<dyn Reviewer>>,
 }
 
 impl ToolEnv {

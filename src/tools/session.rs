@@ -62,6 +62,16 @@ pub struct PreparedCall {
     pub identity: String,
 }
 
+impl PreparedCall {
+    /// What review remembers of it.
+    pub fn key(&self) -> crate::chat::review::RequestKey<'_> {
+        crate::chat::review::RequestKey {
+            name: self.name,
+            identity: &self.identity,
+        }
+    }
+}
+
 /// Why [`ToolSession::execute`] did not return an output.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CallError {

@@ -258,7 +258,7 @@ impl Harness {
     }
 
     /// The same harness with a drafting reviewer in its environment.
-    pub fn with_reviewer(mut self, reviewer: Arc<dyn persona_bot::chat::review::Reviewer>) -> Self {
+    pub fn with_reviewer(mut self, reviewer: Arc<dyn persona_bot::tools::Reviewer>) -> Self {
         self.env = Arc::new(ToolEnv {
             ports: self.env.ports.clone(),
             config: self.config.clone(),

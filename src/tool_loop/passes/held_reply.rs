@@ -5,9 +5,10 @@
 use super::TurnRun;
 use super::attempts::PassKind;
 use crate::chat::model::ChatMessage;
-use crate::chat::review::{NoteVerdict, ReviewNote, ReviewOutcome, ReviewVerdict, Reviewer};
+use crate::chat::review::{NoteVerdict, ReviewNote, ReviewOutcome, ReviewVerdict};
 use crate::chat::stream::PassEnd;
 use crate::chat::turn::TurnStatus;
+use crate::tools::Reviewer;
 
 impl TurnRun<'_> {
     /// Reviews, revises and delivers the held reply; `Err` with the status when a stop request

@@ -1,0 +1,306 @@
+//! The layers read bottom-up, checked: no module of `src/` uses a module of a higher layer.
+//!
+//! ```text
+//! base      config, locale, redact, http_body, telemetry, shutdown (and the crate root's items)
+//! domain    chat (scope, roles, the turn, ledgers, ports, stores, the model port, calls,
+//!           reminder times, review policy and ledger), thought_log (notice data)
+//! tools     tools (the registry, sessions, the reviewer port, one tool per file)
+//! stage     tool_loop (execute_tool_call and its gates, payload builders)
+//! engine    chat::orchestrator, chat::stream, chat::segment, chat::context, tool_loop::passes,
+//!           tool_loop::review, reminders, worker
+//! adapters  discord, provider, storage, media
+//! app       app, main, testkit (test fakes may use anything)
+//! ```
+//!
+//! A source scan: every `use crate::…` / `use super::…` item (braces expanded) and every inline
+//! `crate::…` path outside comments and `#[cfg(test)]` modules.
+
+use std::path::{Path, PathBuf};
+
+/// (module path prefix, layer); the longest matching prefix decides.
+const LAYERS: &[(&str, u8)] = &[
+    ("config", 0),
+    ("locale", 0),
+    ("redact", 0),
+    ("http_body", 0),
+    ("telemetry", 0),
+    ("shutdown", 0),
+    ("chat", 1),
+    ("thought_log", 1),
+    ("tools", 2),
+    ("tool_loop", 3),
+    ("chat::orchestrator", 4),
+    ("chat::stream", 4),
+    ("chat::segment", 4),
+    ("chat::context", 4),
+    ("tool_loop::passes", 4),
+    ("tool_loop::review", 4),
+    ("reminders", 4),
+    ("worker", 4),
+    ("discord", 5),
+    ("provider", 5),
+    ("storage", 5),
+    ("media", 5),
+    ("app", 6),
+    ("main", 6),
+    ("testkit", 6),
+];
+
+const NAMES: [&str; 7] = [
+    "base", "domain", "tools", "stage", "engine", "adapters", "app",
+];
+
+fn layer(module: &str) -> u8 {
+    LAYERS
+        .iter()
+        .filter(|(prefix, _)| {
+            module == *prefix
+                || module
+                    .strip_prefix(prefix)
+                    .is_some_and(|rest| rest.starts_with("::"))
+        })
+        .max_by_key(|(prefix, _)| prefix.len())
+        .map_or(0, |(_, layer)| *layer)
+}
+
+/// `src/chat/orchestrator.rs` → `chat::orchestrator`; `src/tools/mod.rs` → `tools`.
+fn module_of(src: &Path, file: &Path) -> String {
+    let relative = file.strip_prefix(src).unwrap_or(file).with_extension("");
+    let mut parts: Vec<String> = relative
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// The code of a file without comments and without its `#[cfg(test)]` modules.
+fn code(text: &str) -> String {
+    let mut out = String::new();
+    let mut skip_depth: Option<i32> = None;
+    let mut depth = 0i32;
+    let mut cfg_test = false;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("//") {
+            continue;
+        }
+        let line = line.split(" //").next().unwrap_or(line);
+        if trimmed.starts_with("#[cfg(test)]") {
+            cfg_test = true;
+            continue;
+        }
+        if cfg_test && trimmed.starts_with("mod ") && skip_depth.is_none() {
+            skip_depth = Some(depth);
+        }
+        cfg_test = false;
+        depth += line.matches('{').count() as i32 - line.matches('}').count() as i32;
+        if let Some(at) = skip_depth {
+            if depth <= at {
+                skip_depth = None;
+            }
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// Expands `a::{b, c::{d, e}}` into `a::b`, `a::c::d`, `a::c::e`.
+fn expand(tree: &str) -> Vec<String> {
+    let tree = tree.trim();
+    let Some(open) = tree.find('{') else {
+        let path = tree.split(" as ").next().unwrap_or(tree).trim();
+        return vec![path.trim_end_matches("::*").to_owned()];
+    };
+    let prefix = tree[..open].trim_end_matches("::");
+    let close = tree.rfind('}').filter(|&c| c > open).unwrap_or(tree.len());
+    let inner = &tree[open + 1..close];
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&inner[start..]);
+    items
+        .into_iter()
+        .filter(|item| !item.trim().is_empty())
+        .flat_map(expand)
+        .map(|rest| {
+            if rest == "self" {
+                prefix.to_owned()
+            } else {
+                format!("{prefix}::{rest}")
+            }
+        })
+        .collect()
+}
+
+/// The modules a file's code refers to, resolved from the crate root.
+fn references(module: &str, code: &str) -> Vec<String> {
+    // `super` of `a::b` is `a` (for a/b.rs and a/b/mod.rs alike); of `a`, the root.
+    let parent = |module: &str| -> String {
+        module
+            .rsplit_once("::")
+            .map_or(String::new(), |(p, _)| p.to_owned())
+    };
+    let mut refs = Vec::new();
+    let mut resolve = |path: &str| {
+        let mut base = module.to_owned();
+        let mut rest = path;
+        if let Some(r) = rest.strip_prefix("crate::") {
+            base.clear();
+            rest = r;
+        } else {
+            let mut climbed = false;
+            while let Some(r) = rest.strip_prefix("super::") {
+                base = parent(&base);
+                rest = r;
+                climbed = true;
+            }
+            if !climbed {
+                return;
+            }
+        }
+        // Module segments only (lower case); a type or function ends the path.
+        let segments: Vec<&str> = rest
+            .split("::")
+            .take_while(|s| s.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
+            .collect();
+        let mut full = base;
+        for s in segments {
+            if !full.is_empty() {
+                full.push_str("::");
+            }
+            full.push_str(s);
+        }
+        refs.push(full);
+    };
+    // `use` statements start a line (after any visibility) and end at `;`.
+    let mut offset = 0;
+    for line in code.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let after_vis = trimmed
+            .strip_prefix("pub(crate) ")
+            .or_else(|| trimmed.strip_prefix("pub "))
+            .unwrap_or(trimmed);
+        if let Some(statement) = after_vis.strip_prefix("use ") {
+            let start = offset + (line.len() - statement.len());
+            let tail = &code[start..];
+            let end = tail.find(';').unwrap_or(tail.len());
+            for path in expand(&tail[..end]) {
+                resolve(&path);
+            }
+        }
+        offset += line.len();
+    }
+    for (at, _) in code.match_indices("crate::") {
+        let path: String = code[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+            .collect();
+        resolve(&path);
+    }
+    refs
+}
+
+/// Every upward use in `src/`, as "file: module (layer) uses target (layer)".
+fn violations(src: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    collect(src, &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let module = module_of(src, &file);
+        if module == "lib" || file.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        let from = layer(&module);
+        for target in references(&module, &code(&text)) {
+            let to = layer(&target);
+            if to > from {
+                found.push(format!(
+                    "{}: {module} ({}) uses {target} ({})",
+                    file.display(),
+                    NAMES[from as usize],
+                    NAMES[to as usize]
+                ));
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect(&path, files);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            files.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_module_uses_a_layer_above_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = violations(&src);
+    assert!(
+        found.is_empty(),
+        "upward imports (move the type down, or the caller up):\n{}",
+        found.join("\n")
+    );
+}
+
+// The checker itself: an upward use is found, through braces, `super` and inline paths; a
+// comment or a test module is not code.
+#[test]
+fn the_scan_finds_upward_uses_in_every_form() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("chat")).expect("dir");
+    std::fs::create_dir_all(src.join("tools")).expect("dir");
+    std::fs::write(
+        src.join("tools/grab.rs"),
+        "use crate::chat::{scope::ServerId, orchestrator::Orchestrator};\n\
+         // use crate::discord::Ignored;\n\
+         fn f() { crate::storage::Storage::open(); }\n\
+         #[cfg(test)]\nmod tests {\n    use crate::app::Anything;\n}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        src.join("chat/scope.rs"),
+        "use super::stream::Delivery;\nuse super::turn::Turn;\n",
+    )
+    .expect("write");
+    let found = violations(src);
+    assert_eq!(found.len(), 3, "{found:#?}");
+    assert!(
+        found
+            .iter()
+            .any(|v| v.contains("uses chat::orchestrator (engine)"))
+    );
+    assert!(found.iter().any(|v| v.contains("uses storage (adapters)")));
+    assert!(
+        found
+            .iter()
+            .any(|v| v.contains("chat::scope (domain) uses chat::stream"))
+    );
+}
