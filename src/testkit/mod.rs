@@ -1,6 +1,7 @@
-//! In-process fakes of the core's ports, for unit tests and benchmarks (never used by the
-//! running bot). Fakes record what they were asked; a call nobody scripted fails loudly: a
-//! sticker send without a scripted answer panics, and [`Unexpected`] panics on any call.
+//! In-process fakes of the core's ports, for unit tests and benchmarks, never used by the
+//! running bot: only the `testkit` feature (which tests and benches turn on) builds them.
+//! Fakes record what they were asked; a call nobody scripted fails loudly: a sticker send
+//! without a scripted answer panics, and [`Unexpected`] panics on any call.
 //!
 //! Here: the test scopes and the [`Fakes`] bundle. Beside: `unexpected` (panics on every call),
 //! `recording` (the ports a turn reports through, and the clock), `tool_stores` (what the tools
