@@ -139,28 +139,6 @@ fn reminder(due: i64, repeat: Repeat, creator: u64, target: Option<u64>) -> NewR
     }
 }
 
-macro_rules! on_both_databases {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::TestDb::sqlite().await).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[cfg_attr(not(postgres_tests), ignore = "PostgreSQL suite: set TEST_POSTGRES_URL (scripts/test does) to run it")]
-                async fn $name() {
-                    super::$name(super::TestDb::postgres().await).await;
-                }
-            )*
-        }
-    };
-}
-
 on_both_databases!(
     only_the_creator_or_target_may_cancel,
     each_occurrence_is_taken_once_across_processes,
