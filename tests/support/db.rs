@@ -1,7 +1,6 @@
 //! A fresh database per test: a SQLite file in a temporary folder, or a new database on the
 //! PostgreSQL server named by `TEST_POSTGRES_URL` (left for `scripts/test` to drop); and
 //! [`on_both_databases!`](crate::on_both_databases), which runs a test once on each.
-#![allow(dead_code)] // each test binary uses a different part
 
 use std::time::Duration;
 

@@ -15,7 +15,6 @@
 //! test can fail loudly on them. `POST /channels/{id}/messages` can be scripted to answer 429s or
 //! other failures, and validates like Discord does (empty message, content over 2000 characters,
 //! unknown sticker).
-#![allow(dead_code)] // each test binary uses a different part
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
