@@ -6,7 +6,8 @@
 //! Run: `cargo bench --bench storage_writes`. PostgreSQL comes from `TEST_POSTGRES_URL` (default:
 //! the local server); a fresh database is created and dropped.
 
-mod common;
+// Public, so that what this bench leaves unused of it is not dead code.
+pub mod common;
 
 use std::time::Instant;
 

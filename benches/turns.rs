@@ -5,7 +5,8 @@
 //!
 //! Run: `cargo bench --bench turns`.
 
-mod common;
+// Public, so that what this bench leaves unused of it is not dead code.
+pub mod common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -37,7 +37,9 @@ pub mod shutdown;
 pub mod storage;
 /// Tracing set-up, done once per process.
 pub mod telemetry;
-/// In-process fakes of the core's ports, for unit tests and benchmarks.
+/// In-process fakes of the core's ports, for unit tests and benchmarks (the `testkit` feature;
+/// never in a build of the bot).
+#[cfg(any(test, feature = "testkit"))]
 #[allow(
     clippy::panic,
     clippy::unwrap_used,

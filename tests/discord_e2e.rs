@@ -2,7 +2,14 @@
 //! poise against the fake Discord on 127.0.0.1, the real provider client against the fake
 //! OpenAI-compatible server, and a real SQLite file. Every test checks the fakes were used.
 
-mod support;
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod fake_discord;
+    pub mod fake_images;
+    pub mod fake_openai;
+    pub mod harness;
+}
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -20,7 +27,7 @@ use serde_json::{Value, json};
 use support::fake_discord::{FakeDiscord, Incoming, Recorded, Slash, World};
 use support::fake_images::{ComfyMode, FakeComfy};
 use support::fake_openai::{FakeOpenAi, Reply, Sse};
-use support::{Behaviour, Probe, ProbeTool};
+use support::harness::{Behaviour, Probe, ProbeTool};
 
 const GUILD: u64 = 100;
 const GENERAL: u64 = 200;

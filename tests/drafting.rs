@@ -2,7 +2,12 @@
 //! reviewer, and reply review through the orchestrator and the pass loop. The reviewer as a real
 //! model on the fake server is in `tests/discord_e2e.rs` (the `drafting_*` tests).
 
-mod support;
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod bot;
+    pub mod harness;
+}
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +30,7 @@ use persona_bot::tool_loop::passes::TurnEnd;
 use persona_bot::tool_loop::review::ModelReviewer;
 use serde_json::json;
 use support::bot::{ALICE, Bot, CHANNEL, SERVER, message};
-use support::{Behaviour, Harness, entry};
+use support::harness::{Behaviour, Harness, entry};
 
 fn pass() -> ReviewOutcome {
     ReviewOutcome::Verdict(ReviewVerdict::Pass)

@@ -1,7 +1,11 @@
 //! Smoke tests of the fake image backends over real HTTP: every mode of the fake ComfyUI and of
 //! the fake OpenAI-compatible images endpoint answers with the documented status and body,
 //! scripts run in order before the standing mode, and every request is recorded.
-mod support;
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod fake_images;
+}
 
 use std::time::Duration;
 

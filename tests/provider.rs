@@ -3,7 +3,13 @@
 //! fragments and the provider quirks, timeouts, key rotation and model fallback, and `/kill`
 //! dropping the HTTP request.
 
-mod support;
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod bot;
+    pub mod fake_openai;
+    pub mod harness;
+}
 
 use std::time::Duration;
 
@@ -18,7 +24,7 @@ use secrecy::SecretString;
 use serde_json::json;
 use support::bot::{ALICE, BOB, Bot, CHANNEL, message};
 use support::fake_openai::{FakeOpenAi, Reply, Sse};
-use support::{Behaviour, Harness};
+use support::harness::{Behaviour, Harness};
 
 fn provider(fake: &FakeOpenAi, models: &[&str], keys: &[&str]) -> OpenAiProvider {
     provider_with(fake, models, keys, |_| {})

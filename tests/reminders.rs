@@ -2,7 +2,13 @@
 //! and PostgreSQL (ownership, one winner per occurrence, restarts), and the scheduler turning a
 //! due reminder into a quiet turn whose progress goes to the thought log (SPEC T11).
 
-mod support;
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod bot;
+    pub mod db;
+    pub mod harness;
+}
 
 use persona_bot::chat::role::Role;
 use persona_bot::chat::scope::{PersonaId, ServerId, UserId, Visibility};
@@ -14,7 +20,7 @@ use persona_bot::testkit::{Fakes, ScriptedModel, ScriptedPass, public_scope};
 use persona_bot::thought_log::Notice;
 use support::bot::{Bot, CHANNEL, SERVER};
 use support::db::TestDb;
-use support::{Behaviour, Harness, code, entry};
+use support::harness::{Behaviour, Harness, code, entry};
 
 const NOW: i64 = 1_780_000_000_000; // 2026-05-28 20:26:40 UTC
 
@@ -137,28 +143,6 @@ fn reminder(due: i64, repeat: Repeat, creator: u64, target: Option<u64>) -> NewR
         locale: Locale::En,
         created_at_ms: NOW - 1_000,
     }
-}
-
-macro_rules! on_both_databases {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::TestDb::sqlite().await).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[cfg_attr(not(postgres_tests), ignore = "PostgreSQL suite: set TEST_POSTGRES_URL (scripts/test does) to run it")]
-                async fn $name() {
-                    super::$name(super::TestDb::postgres().await).await;
-                }
-            )*
-        }
-    };
 }
 
 on_both_databases!(

@@ -2,7 +2,11 @@
 //! database per test). Without `TEST_POSTGRES_URL` the PostgreSQL half is reported as ignored,
 //! with the reason; `scripts/test` (the README's test command) sets it, and CI runs it.
 
-mod support;
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod db;
+}
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -24,40 +28,8 @@ use persona_bot::storage::Database;
 use serde_json::json;
 use support::db::TestDb;
 
-/// A hung database test fails after a minute instead of stalling the run.
-async fn bounded(test: impl std::future::Future<Output = ()>) {
-    tokio::time::timeout(Duration::from_secs(60), test)
-        .await
-        .expect("storage test took over 60 s");
-}
-
-/// Runs each test against SQLite and PostgreSQL.
-macro_rules! storage_suite {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::bounded(super::$name(super::TestDb::sqlite().await)).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                #[cfg_attr(
-                    not(postgres_tests),
-                    ignore = "PostgreSQL suite: set TEST_POSTGRES_URL (scripts/test does) to run it"
-                )]
-                async fn $name() {
-                    super::bounded(super::$name(super::TestDb::postgres().await)).await;
-                }
-            )*
-        }
-    };
-}
-
-storage_suite!(
+// Each test runs on SQLite and on PostgreSQL (`sqlite::<name>`, `postgres::<name>`).
+on_both_databases!(
     settings_round_trip_with_defaults_for_unknown_servers,
     personas_round_trip,
     memory_summaries_and_facts_with_per_bucket_limits,

@@ -1,14 +1,18 @@
 //! Property test: arbitrary bytes as tool names and arguments, for every role. Nothing panics,
 //! and nothing runs unless the role may call the tool and the arguments parse and validate.
 
-mod support;
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod harness;
+}
 
 use persona_bot::chat::history::EntryStatus;
 use persona_bot::chat::role::Role;
 use persona_bot::testkit::public_scope;
 use persona_bot::tool_loop::{ToolCallOutcome, ToolCallRequest, Truncation, execute_tool_call};
 use proptest::prelude::*;
-use support::Harness;
+use support::harness::Harness;
 
 fn name_strategy() -> impl Strategy<Value = String> {
     prop_oneof![

@@ -1,7 +1,11 @@
 //! The tool-call stage, black-box through `execute_tool_call`, with recording fakes of every port
 //! and paused time for timeouts. One test (or more) per SPEC T item.
 
-mod support;
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod harness;
+}
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +23,7 @@ use persona_bot::thought_log::{FailureKind, Notice};
 use persona_bot::tool_loop::{ToolCallOutcome, ToolCallRequest, Truncation, execute_tool_call};
 use persona_bot::tools::ToolError;
 use serde_json::json;
-use support::{Behaviour, Harness, MediaTool, code, entry};
+use support::harness::{Behaviour, Harness, MediaTool, code, entry};
 
 fn stickers() -> Vec<Sticker> {
     vec![

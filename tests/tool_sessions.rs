@@ -1,7 +1,11 @@
 //! Role-scoped tool sessions and the built-in tools, through `ToolSession` and the stage. One test
 //! (or more) per SPEC S item.
 
-mod support;
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod harness;
+}
 
 use persona_bot::chat::history::EntryStatus;
 use persona_bot::chat::ports::EventOutcome;
@@ -13,7 +17,7 @@ use persona_bot::tool_loop::{ToolCallOutcome, execute_tool_call};
 use persona_bot::tools::session::CallError;
 use persona_bot::tools::{SessionError, ToolError};
 use serde_json::{Value, json};
-use support::{Behaviour, Harness, code, entry};
+use support::harness::{Behaviour, Harness, code, entry};
 use tokio_util::sync::CancellationToken;
 
 fn names(specs: &[Value]) -> Vec<&str> {

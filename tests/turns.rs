@@ -2,7 +2,12 @@
 //! recording fakes and paused time. The same behaviours through the real provider client
 //! against a fake OpenAI-compatible server are in `tests/provider.rs`.
 
-mod support;
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod bot;
+    pub mod harness;
+}
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,7 +24,7 @@ use persona_bot::locale::{self, Locale};
 use persona_bot::testkit::{Fakes, InMemoryQueue, ScriptedModel, ScriptedPass, Step};
 use persona_bot::tool_loop::passes::TurnEnd;
 use support::bot::{ALICE, BOB, Bot, CHANNEL, message, message_in};
-use support::{Behaviour, Harness};
+use support::harness::{Behaviour, Harness};
 
 fn delay(secs: u64) -> Step {
     Step::Delay(Duration::from_secs(secs))

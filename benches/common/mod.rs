@@ -1,5 +1,4 @@
 //! Shared by the benches: the run/check switch, percentiles, a fresh PostgreSQL database.
-#![allow(dead_code)] // each bench uses a different part
 
 use std::time::Duration;
 

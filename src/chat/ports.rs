@@ -1,8 +1,8 @@
 //! The ports: the traits the core needs from the outside world, and the plain data crossing them.
 //!
 //! Adapters implement them: `discord/` for the chat sink, sticker catalog, channel history and
-//! thought log; `storage/` for memories, plans, stats and events. Unit tests use the in-process
-//! fakes in [`crate::testkit`]. No Discord, HTTP or SQL type appears here.
+//! thought log; `storage/` for memories, plans, stats and events. Tests use the in-process
+//! fakes in `crate::testkit` (the `testkit` feature). No Discord, HTTP or SQL type appears here.
 
 use std::sync::Arc;
 

@@ -1,7 +1,6 @@
 //! A whole bot core for turn tests: the orchestrator over a harness's registry and ports, with
 //! in-memory stores, and a model of the test's choosing (scripted, or the real provider against
 //! the fake OpenAI server).
-#![allow(dead_code)] // each test binary uses a different part
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +16,7 @@ use persona_bot::tool_loop::deliberate::KeywordPacks;
 use persona_bot::tool_loop::passes::TurnDeps;
 use tokio::sync::broadcast;
 
-use super::{Behaviour, Harness};
+use super::harness::{Behaviour, Harness};
 
 pub const SERVER: ServerId = ServerId(10);
 pub const CHANNEL: ChannelId = ChannelId(20);

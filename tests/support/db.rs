@@ -1,6 +1,8 @@
 //! A fresh database per test: a SQLite file in a temporary folder, or a new database on the
-//! PostgreSQL server named by `TEST_POSTGRES_URL` (left for `scripts/test` to drop).
-#![allow(dead_code)] // each test binary uses a different part
+//! PostgreSQL server named by `TEST_POSTGRES_URL` (left for `scripts/test` to drop); and
+//! [`on_both_databases!`](crate::on_both_databases), which runs a test once on each.
+
+use std::time::Duration;
 
 use persona_bot::config::{Config, DatabaseConfig};
 use persona_bot::storage::{Backend, Storage};
@@ -63,4 +65,43 @@ impl TestDb {
         assert_eq!(storage.db.backend(), self.backend);
         storage
     }
+}
+
+/// A hung database test fails after a minute instead of stalling the run.
+pub async fn bounded(test: impl std::future::Future<Output = ()>) {
+    tokio::time::timeout(Duration::from_secs(60), test)
+        .await
+        .expect("database test took over 60 s");
+}
+
+/// Runs each named `async fn(TestDb)` of the calling module twice, each under [`bounded`]:
+/// `sqlite::<name>` on a fresh SQLite file and `postgres::<name>` on a fresh PostgreSQL
+/// database. Without `TEST_POSTGRES_URL` (the build script's `postgres_tests` cfg) the
+/// PostgreSQL half is reported as ignored, with the reason.
+#[macro_export]
+macro_rules! on_both_databases {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    let db = $crate::support::db::TestDb::sqlite().await;
+                    $crate::support::db::bounded(super::$name(db)).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                #[cfg_attr(
+                    not(postgres_tests),
+                    ignore = "PostgreSQL suite: set TEST_POSTGRES_URL (scripts/test does) to run it"
+                )]
+                async fn $name() {
+                    let db = $crate::support::db::TestDb::postgres().await;
+                    $crate::support::db::bounded(super::$name(db)).await;
+                }
+            )*
+        }
+    };
 }

@@ -11,7 +11,6 @@
 //! Each fake has a standing mode (`set_mode`) and a script of modes taken first, one per request
 //! (`script`). Both record every request they receive, whatever its mode, and both serve the
 //! same image: [`FakeComfy::png`], a valid 1x1 PNG.
-#![allow(dead_code)] // each test binary uses a different part
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -3,7 +3,6 @@
 //! statuses, and hangs. It records every request (its `Authorization` header and JSON body) and
 //! counts streams the client dropped before their end. A request nobody scripted gets a 500 and
 //! is counted, so a test can fail loudly on it.
-#![allow(dead_code)] // each test binary uses a different part
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};

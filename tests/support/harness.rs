@@ -1,12 +1,5 @@
 //! Shared set-up for the tool-stage tests: a harness with the built-in registry plus test tools,
 //! recording fakes of every port, and helpers to run one call through `execute_tool_call`.
-#![allow(dead_code)] // each test binary uses a different part of the harness
-
-pub mod bot;
-pub mod db;
-pub mod fake_discord;
-pub mod fake_images;
-pub mod fake_openai;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -194,6 +187,12 @@ pub struct Harness {
     pub registry: Arc<Registry>,
     pub env: Arc<ToolEnv>,
     pub probe: Arc<Probe>,
+}
+
+impl Default for Harness {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Harness {

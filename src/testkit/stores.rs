@@ -1,0 +1,298 @@
+//! The orchestrator's and the scheduler's stores, in memory: completed tool outcomes, the
+//! per-channel message queue, server settings, personas and reminders.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::Ordering;
+
+use async_trait::async_trait;
+
+use super::lock;
+use crate::chat::ports::PortError;
+use crate::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
+use crate::chat::stores::{OutcomeStore, StoredOutcome};
+use crate::chat::turn::TurnId;
+
+/// Completed tool outcomes, by turn.
+#[derive(Default)]
+pub struct InMemoryOutcomes {
+    outcomes: Mutex<HashMap<TurnId, Vec<StoredOutcome>>>,
+}
+
+#[async_trait]
+impl OutcomeStore for InMemoryOutcomes {
+    async fn record_outcome(
+        &self,
+        turn: TurnId,
+        outcome: &StoredOutcome,
+        _at_ms: i64,
+    ) -> Result<(), PortError> {
+        let mut all = lock(&self.outcomes);
+        let turn_outcomes = all.entry(turn).or_default();
+        turn_outcomes.retain(|o| o.identity != outcome.identity);
+        turn_outcomes.push(outcome.clone());
+        Ok(())
+    }
+
+    async fn outcomes(&self, turn: TurnId) -> Result<Vec<StoredOutcome>, PortError> {
+        Ok(lock(&self.outcomes).get(&turn).cloned().unwrap_or_default())
+    }
+}
+
+/// A queue store in memory.
+#[derive(Default)]
+pub struct InMemoryQueue {
+    entries: Mutex<QueueEntries>,
+    next_id: std::sync::atomic::AtomicI64,
+}
+
+#[derive(Default)]
+struct QueueEntries {
+    by_id: std::collections::BTreeMap<i64, crate::chat::stores::QueuedMessage>,
+    /// (channel, message) to id: a redelivered message keeps one entry.
+    by_message: HashMap<(ChannelId, MessageId), i64>,
+}
+
+impl InMemoryQueue {
+    pub fn entries(&self) -> Vec<crate::chat::stores::QueuedMessage> {
+        lock(&self.entries).by_id.values().cloned().collect()
+    }
+}
+
+#[async_trait]
+impl crate::chat::stores::QueueStore for InMemoryQueue {
+    async fn push(
+        &self,
+        message: &crate::chat::stores::NewQueuedMessage,
+    ) -> Result<crate::chat::stores::Pushed, PortError> {
+        use crate::chat::stores::Pushed;
+        let mut entries = lock(&self.entries);
+        let key = (message.channel, message.message);
+        if let Some(id) = entries.by_message.get(&key) {
+            return Ok(Pushed::Existing(*id));
+        }
+        let id = self.next_id.fetch_add(1, Ordering::SeqCst) + 1;
+        entries.by_message.insert(key, id);
+        entries.by_id.insert(
+            id,
+            crate::chat::stores::QueuedMessage {
+                id,
+                entry: message.clone(),
+            },
+        );
+        Ok(Pushed::New(id))
+    }
+
+    async fn remove(&self, id: i64) -> Result<(), PortError> {
+        let mut entries = lock(&self.entries);
+        if let Some(removed) = entries.by_id.remove(&id) {
+            entries
+                .by_message
+                .remove(&(removed.entry.channel, removed.entry.message));
+        }
+        Ok(())
+    }
+
+    async fn mark_follow_up(&self, id: i64) -> Result<(), PortError> {
+        if let Some(entry) = lock(&self.entries).by_id.get_mut(&id) {
+            entry.entry.follow_up = true;
+        }
+        Ok(())
+    }
+
+    async fn pending(
+        &self,
+        channel: ChannelId,
+    ) -> Result<Vec<crate::chat::stores::QueuedMessage>, PortError> {
+        Ok(lock(&self.entries)
+            .by_id
+            .values()
+            .filter(|e| e.entry.channel == channel)
+            .cloned()
+            .collect())
+    }
+
+    async fn channels_with_pending(&self) -> Result<Vec<ChannelId>, PortError> {
+        let mut channels: Vec<ChannelId> = lock(&self.entries)
+            .by_id
+            .values()
+            .map(|e| e.entry.channel)
+            .collect();
+        channels.sort_unstable();
+        channels.dedup();
+        Ok(channels)
+    }
+
+    async fn clear(&self, channel: ChannelId) -> Result<u64, PortError> {
+        let mut entries = lock(&self.entries);
+        let before = entries.by_id.len();
+        entries.by_id.retain(|_, e| e.entry.channel != channel);
+        entries.by_message.retain(|(c, _), _| *c != channel);
+        Ok((before - entries.by_id.len()) as u64)
+    }
+
+    async fn claim_next(
+        &self,
+        channel: ChannelId,
+        _owner: &str,
+    ) -> Result<Option<crate::chat::stores::QueuedMessage>, PortError> {
+        Ok(lock(&self.entries)
+            .by_id
+            .values()
+            .find(|e| e.entry.channel == channel)
+            .cloned())
+    }
+}
+
+/// Server settings in memory (defaults for servers never set).
+#[derive(Default)]
+pub struct InMemorySettings {
+    settings: Mutex<HashMap<ServerId, crate::chat::stores::ServerSettings>>,
+}
+
+#[async_trait]
+impl crate::chat::stores::SettingsStore for InMemorySettings {
+    async fn settings(
+        &self,
+        server: ServerId,
+    ) -> Result<crate::chat::stores::ServerSettings, PortError> {
+        Ok(lock(&self.settings)
+            .get(&server)
+            .cloned()
+            .unwrap_or_default())
+    }
+
+    async fn save_settings(
+        &self,
+        server: ServerId,
+        settings: &crate::chat::stores::ServerSettings,
+    ) -> Result<(), PortError> {
+        lock(&self.settings).insert(server, settings.clone());
+        Ok(())
+    }
+}
+
+/// Personas in memory.
+#[derive(Default)]
+pub struct InMemoryPersonas {
+    personas: Mutex<Vec<crate::chat::stores::Persona>>,
+}
+
+#[async_trait]
+impl crate::chat::stores::PersonaStore for InMemoryPersonas {
+    async fn persona(
+        &self,
+        id: &PersonaId,
+    ) -> Result<Option<crate::chat::stores::Persona>, PortError> {
+        Ok(lock(&self.personas).iter().find(|p| &p.id == id).cloned())
+    }
+
+    async fn personas(&self) -> Result<Vec<crate::chat::stores::Persona>, PortError> {
+        Ok(lock(&self.personas).clone())
+    }
+
+    async fn save_persona(&self, persona: &crate::chat::stores::Persona) -> Result<(), PortError> {
+        let mut personas = lock(&self.personas);
+        personas.retain(|p| p.id != persona.id);
+        personas.push(persona.clone());
+        Ok(())
+    }
+}
+
+/// Reminders in memory, with the same ownership and take-once rules as the store.
+#[derive(Default)]
+pub struct InMemoryReminders {
+    reminders: Mutex<Vec<(crate::chat::stores::Reminder, bool)>>,
+}
+
+impl InMemoryReminders {
+    /// Every reminder with whether it is still active.
+    pub fn all(&self) -> Vec<(crate::chat::stores::Reminder, bool)> {
+        lock(&self.reminders).clone()
+    }
+}
+
+#[async_trait]
+impl crate::chat::stores::ReminderStore for InMemoryReminders {
+    async fn create(&self, reminder: &crate::chat::stores::NewReminder) -> Result<i64, PortError> {
+        let mut all = lock(&self.reminders);
+        let id = i64::try_from(all.len()).unwrap_or(i64::MAX) + 1;
+        all.push((
+            crate::chat::stores::Reminder {
+                id,
+                reminder: reminder.clone(),
+                fired: 0,
+            },
+            true,
+        ));
+        Ok(id)
+    }
+
+    async fn for_user(
+        &self,
+        user: UserId,
+    ) -> Result<Vec<crate::chat::stores::Reminder>, PortError> {
+        Ok(lock(&self.reminders)
+            .iter()
+            .filter(|(r, active)| {
+                *active && (r.reminder.creator == user || r.reminder.target == Some(user))
+            })
+            .map(|(r, _)| r.clone())
+            .collect())
+    }
+
+    async fn count_created_by(&self, user: UserId) -> Result<u32, PortError> {
+        let n = lock(&self.reminders)
+            .iter()
+            .filter(|(r, active)| *active && r.reminder.creator == user)
+            .count();
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    async fn cancel(&self, id: i64, user: UserId) -> Result<bool, PortError> {
+        let mut all = lock(&self.reminders);
+        let Some((r, active)) = all.iter_mut().find(|(r, _)| r.id == id) else {
+            return Ok(false);
+        };
+        let owner = r.reminder.creator == user || r.reminder.target == Some(user);
+        if *active && owner {
+            *active = false;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    async fn due(
+        &self,
+        now_ms: i64,
+        limit: u32,
+    ) -> Result<Vec<crate::chat::stores::Reminder>, PortError> {
+        Ok(lock(&self.reminders)
+            .iter()
+            .filter(|(r, active)| *active && r.reminder.due_at_ms <= now_ms)
+            .take(limit as usize)
+            .map(|(r, _)| r.clone())
+            .collect())
+    }
+
+    async fn take_occurrence(
+        &self,
+        id: i64,
+        due_at_ms: i64,
+        next: Option<i64>,
+    ) -> Result<bool, PortError> {
+        let mut all = lock(&self.reminders);
+        let Some((r, active)) = all.iter_mut().find(|(r, _)| r.id == id) else {
+            return Ok(false);
+        };
+        if !*active || r.reminder.due_at_ms != due_at_ms {
+            return Ok(false);
+        }
+        r.fired += 1;
+        match next {
+            Some(next) => r.reminder.due_at_ms = next,
+            None => *active = false,
+        }
+        Ok(true)
+    }
+}

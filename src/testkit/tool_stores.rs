@@ -1,0 +1,185 @@
+//! What the built-in tools read and write, in memory: memories (summaries and facts), image
+//! plans, a fixed sticker list and a fixed channel history.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+
+use super::lock;
+use crate::chat::ports::{
+    ChannelHistory, Fact, FactAdded, HistoryMessage, MemoryStore, NewFact, NewImagePlan, PlanStore,
+    PortError, Sticker, StickerCatalog,
+};
+use crate::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
+
+/// Memories in a map and a list. `fail_with` makes every call fail (a database outage).
+#[derive(Default)]
+pub struct InMemoryMemory {
+    summaries: Mutex<HashMap<(ChannelId, PersonaId), String>>,
+    facts: Mutex<Vec<(i64, NewFact)>>,
+    failing: AtomicBool,
+}
+
+impl InMemoryMemory {
+    pub fn fail_with_outage(&self) {
+        self.failing.store(true, Ordering::Relaxed);
+    }
+
+    fn check(&self) -> Result<(), PortError> {
+        if self.failing.load(Ordering::Relaxed) {
+            Err(PortError::Unavailable {
+                what: "memory store",
+                detail: "connection refused (test outage)".into(),
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    pub fn summary_of(&self, channel: ChannelId, persona: &PersonaId) -> Option<String> {
+        lock(&self.summaries)
+            .get(&(channel, persona.clone()))
+            .cloned()
+    }
+
+    pub fn all_facts(&self) -> Vec<NewFact> {
+        lock(&self.facts).iter().map(|(_, f)| f.clone()).collect()
+    }
+}
+
+#[async_trait]
+impl MemoryStore for InMemoryMemory {
+    async fn set_summary(
+        &self,
+        channel: ChannelId,
+        persona: &PersonaId,
+        summary: &str,
+        _at_ms: i64,
+    ) -> Result<(), PortError> {
+        self.check()?;
+        lock(&self.summaries).insert((channel, persona.clone()), summary.to_owned());
+        Ok(())
+    }
+
+    async fn summary(
+        &self,
+        channel: ChannelId,
+        persona: &PersonaId,
+    ) -> Result<Option<String>, PortError> {
+        self.check()?;
+        Ok(self.summary_of(channel, persona))
+    }
+
+    async fn add_fact(&self, fact: NewFact, limit: u32) -> Result<FactAdded, PortError> {
+        self.check()?;
+        let mut facts = lock(&self.facts);
+        let in_bucket = facts
+            .iter()
+            .filter(|(_, f)| {
+                f.server == fact.server && f.persona == fact.persona && f.about == fact.about
+            })
+            .count();
+        if in_bucket >= limit as usize {
+            return Ok(FactAdded::LimitReached { limit });
+        }
+        let id = i64::try_from(facts.len()).unwrap_or(i64::MAX) + 1;
+        facts.push((id, fact));
+        Ok(FactAdded::Stored { id })
+    }
+
+    async fn facts(
+        &self,
+        server: Option<ServerId>,
+        persona: &PersonaId,
+        about: Option<UserId>,
+        limit: u32,
+    ) -> Result<Vec<Fact>, PortError> {
+        self.check()?;
+        let facts = lock(&self.facts);
+        Ok(facts
+            .iter()
+            .rev()
+            .filter(|(_, f)| f.server == server && &f.persona == persona)
+            .filter(|(_, f)| f.about.is_none() || f.about == about)
+            .take(limit as usize)
+            .map(|(id, f)| Fact {
+                id: *id,
+                about: f.about,
+                text: f.text.clone(),
+                at_ms: f.at_ms,
+            })
+            .collect())
+    }
+}
+
+/// A fixed sticker list for every server.
+#[derive(Default)]
+pub struct FixedStickers(pub Vec<Sticker>);
+
+#[async_trait]
+impl StickerCatalog for FixedStickers {
+    async fn stickers(&self, _server: ServerId) -> Result<Vec<Sticker>, PortError> {
+        Ok(self.0.clone())
+    }
+}
+
+/// Records image plans.
+#[derive(Default)]
+pub struct InMemoryPlans {
+    plans: Mutex<Vec<NewImagePlan>>,
+}
+
+impl InMemoryPlans {
+    pub fn plans(&self) -> Vec<NewImagePlan> {
+        lock(&self.plans).clone()
+    }
+}
+
+#[async_trait]
+impl PlanStore for InMemoryPlans {
+    async fn record_plan(&self, plan: NewImagePlan) -> Result<(), PortError> {
+        lock(&self.plans).push(plan);
+        Ok(())
+    }
+
+    async fn plan(
+        &self,
+        id: &crate::chat::ports::PlanId,
+    ) -> Result<Option<NewImagePlan>, PortError> {
+        Ok(lock(&self.plans).iter().find(|p| &p.id == id).cloned())
+    }
+
+    /// Plans here have no tasks: nothing is ever finished.
+    async fn results_since(
+        &self,
+        _: ChannelId,
+        _: i64,
+        _: u32,
+    ) -> Result<Vec<crate::chat::ports::PlanResult>, PortError> {
+        Ok(Vec::new())
+    }
+}
+
+/// A channel's history, newest first; `older` pages through it like Discord does.
+#[derive(Default)]
+pub struct FixedHistory(pub Vec<HistoryMessage>);
+
+#[async_trait]
+impl ChannelHistory for FixedHistory {
+    async fn older(
+        &self,
+        _channel: ChannelId,
+        before: Option<MessageId>,
+        limit: u8,
+    ) -> Result<Vec<HistoryMessage>, PortError> {
+        Ok(self
+            .0
+            .iter()
+            .filter(|m| before.is_none_or(|b| m.id < b))
+            .take(limit.into())
+            .cloned()
+            .collect())
+    }
+}

@@ -1,0 +1,137 @@
+//! [`Unexpected`]: a stand-in for a port a test must not touch; every call panics.
+
+use async_trait::async_trait;
+
+use super::unexpected;
+use crate::chat::ports::{
+    ChannelHistory, ChatSink, Fact, FactAdded, HistoryMessage, MemoryStore, NewFact, NewImagePlan,
+    PlanStore, PortError, Sticker, StickerCatalog, StickerSend, ThoughtLog, ToolEvent, ToolEvents,
+    UsageRecord, UsageStats,
+};
+use crate::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
+use crate::chat::stores::{OutcomeStore, StoredOutcome};
+use crate::chat::turn::TurnId;
+use crate::thought_log::Notice;
+
+/// Panics on every call: stands in for a port a test must not touch.
+pub struct Unexpected;
+
+#[async_trait]
+impl ChatSink for Unexpected {
+    async fn send_text(
+        &self,
+        _: ChannelId,
+        _: String,
+        _: Option<MessageId>,
+    ) -> Result<(), PortError> {
+        unexpected("ChatSink::send_text")
+    }
+    async fn typing(&self, _: ChannelId) {
+        unexpected("ChatSink::typing")
+    }
+    async fn send_sticker(&self, _: ChannelId, _: &Sticker) -> StickerSend {
+        unexpected("ChatSink::send_sticker")
+    }
+    async fn send_progress(&self, _: ChannelId, _: String) {
+        unexpected("ChatSink::send_progress")
+    }
+}
+
+#[async_trait]
+impl ThoughtLog for Unexpected {
+    async fn post(&self, _: ServerId, _: Notice) {
+        unexpected("ThoughtLog::post")
+    }
+}
+
+#[async_trait]
+impl UsageStats for Unexpected {
+    async fn record(&self, _: UsageRecord) {
+        unexpected("UsageStats::record")
+    }
+}
+
+#[async_trait]
+impl ToolEvents for Unexpected {
+    async fn record(&self, _: ToolEvent) {
+        unexpected("ToolEvents::record")
+    }
+}
+
+#[async_trait]
+impl MemoryStore for Unexpected {
+    async fn set_summary(
+        &self,
+        _: ChannelId,
+        _: &PersonaId,
+        _: &str,
+        _: i64,
+    ) -> Result<(), PortError> {
+        unexpected("MemoryStore::set_summary")
+    }
+    async fn summary(&self, _: ChannelId, _: &PersonaId) -> Result<Option<String>, PortError> {
+        unexpected("MemoryStore::summary")
+    }
+    async fn add_fact(&self, _: NewFact, _: u32) -> Result<FactAdded, PortError> {
+        unexpected("MemoryStore::add_fact")
+    }
+    async fn facts(
+        &self,
+        _: Option<ServerId>,
+        _: &PersonaId,
+        _: Option<UserId>,
+        _: u32,
+    ) -> Result<Vec<Fact>, PortError> {
+        unexpected("MemoryStore::facts")
+    }
+}
+
+#[async_trait]
+impl PlanStore for Unexpected {
+    async fn record_plan(&self, _: NewImagePlan) -> Result<(), PortError> {
+        unexpected("PlanStore::record_plan")
+    }
+    async fn plan(
+        &self,
+        _: &crate::chat::ports::PlanId,
+    ) -> Result<Option<NewImagePlan>, PortError> {
+        unexpected("PlanStore::plan")
+    }
+    async fn results_since(
+        &self,
+        _: ChannelId,
+        _: i64,
+        _: u32,
+    ) -> Result<Vec<crate::chat::ports::PlanResult>, PortError> {
+        unexpected("PlanStore::results_since")
+    }
+}
+
+#[async_trait]
+impl StickerCatalog for Unexpected {
+    async fn stickers(&self, _: ServerId) -> Result<Vec<Sticker>, PortError> {
+        unexpected("StickerCatalog::stickers")
+    }
+}
+
+#[async_trait]
+impl ChannelHistory for Unexpected {
+    async fn older(
+        &self,
+        _: ChannelId,
+        _: Option<MessageId>,
+        _: u8,
+    ) -> Result<Vec<HistoryMessage>, PortError> {
+        unexpected("ChannelHistory::older")
+    }
+}
+
+#[async_trait]
+impl OutcomeStore for Unexpected {
+    async fn record_outcome(&self, _: TurnId, _: &StoredOutcome, _: i64) -> Result<(), PortError> {
+        unexpected("OutcomeStore::record_outcome")
+    }
+    async fn outcomes(&self, _: TurnId) -> Result<Vec<StoredOutcome>, PortError> {
+        unexpected("OutcomeStore::outcomes")
+    }
+}

@@ -1,0 +1,246 @@
+//! `POST /channels/{id}/messages`: scripted answers first, then Discord's checks (empty
+//! message, content over 2000 characters, unknown sticker or replied-to message), then the
+//! message as Discord returns it.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::Upload;
+use super::message_objects::reference_json;
+use super::rest::{error, invalid_form_body, ok, parse_id};
+use super::state::Shared;
+
+pub(super) const SETTABLE_MESSAGE_FLAGS: u64 = 1 << 2 | 1 << 12 | 1 << 13 | 1 << 15;
+pub(super) const EPHEMERAL: u64 = 1 << 6;
+pub(super) const LOADING: u64 = 1 << 7;
+
+/// Checks a message body as Discord would, and builds the message.
+#[allow(clippy::result_large_err)] // the error is the response to send
+pub(super) fn build_message(
+    shared: &Arc<Shared>,
+    channel_id: u64,
+    guild_id: Option<u64>,
+    body: &Value,
+    files: &[Upload],
+) -> Result<Value, Response> {
+    let world = &shared.world;
+    let content = body["content"].as_str().unwrap_or("");
+    if content.chars().count() > 2000 {
+        return Err(invalid_form_body(
+            "content",
+            "BASE_TYPE_MAX_LENGTH",
+            "Must be 2000 or fewer in length.",
+        ));
+    }
+    let mut sticker_items = Vec::new();
+    for sticker in body["sticker_ids"].as_array().into_iter().flatten() {
+        let id = match sticker {
+            Value::String(s) => parse_id(s),
+            Value::Number(n) => n.as_u64(),
+            _ => None,
+        };
+        let found = id.and_then(|id| {
+            guild_id
+                .and_then(|g| world.guild(g))
+                .and_then(|g| g.stickers.iter().find(|(sid, _)| *sid == id))
+        });
+        match found {
+            Some((sid, name)) => sticker_items.push(json!({
+                "id": sid.to_string(), "name": name, "format_type": 1,
+            })),
+            None => {
+                return Err(invalid_form_body(
+                    "sticker_ids",
+                    "STICKER_NOT_FOUND",
+                    "Unknown sticker",
+                ));
+            }
+        }
+    }
+    let embeds: Vec<Value> = body["embeds"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(normalize_embed)
+        .collect();
+    let attachments: Vec<Value> = files
+        .iter()
+        .map(|f| {
+            let id = shared.snowflake();
+            let url = format!(
+                "https://cdn.discordapp.com/attachments/{channel_id}/{id}/{}",
+                f.filename
+            );
+            json!({
+                "id": id.to_string(),
+                "filename": f.filename,
+                "size": f.data.len(),
+                "url": url,
+                "proxy_url": url.replace("cdn.discordapp.com", "media.discordapp.net"),
+                "content_type": f.content_type,
+            })
+        })
+        .collect();
+    if content.trim().is_empty()
+        && embeds.is_empty()
+        && sticker_items.is_empty()
+        && attachments.is_empty()
+        && body["components"].as_array().is_none_or(Vec::is_empty)
+        && body.get("poll").is_none_or(Value::is_null)
+    {
+        return Err(error(400, "Cannot send an empty message", 50006));
+    }
+    let id = shared.snowflake();
+    let author = world.user(world.bot_id);
+    let mut message = world.message_json(id, channel_id, guild_id, author, content);
+    message["embeds"] = json!(embeds);
+    message["sticker_items"] = json!(sticker_items);
+    message["attachments"] = json!(attachments);
+    message["tts"] = json!(body["tts"].as_bool().unwrap_or(false));
+    // a channel message may only set SUPPRESS_EMBEDS, SUPPRESS_NOTIFICATIONS, IS_VOICE_MESSAGE
+    // and IS_COMPONENTS_V2
+    message["flags"] = json!(body["flags"].as_u64().unwrap_or(0) & SETTABLE_MESSAGE_FLAGS);
+    if let Some(nonce) = body.get("nonce").filter(|n| !n.is_null()) {
+        message["nonce"] = nonce.clone();
+    }
+    if let Some(components) = body.get("components").filter(|c| c.is_array()) {
+        message["components"] = components.clone();
+    }
+    let mentions: Vec<Value> = mentioned_users(content)
+        .into_iter()
+        .map(|uid| {
+            let mut user = world.user(uid);
+            if let Some(g) = guild_id
+                && (uid == world.bot_id || world.member(g, uid).is_some())
+            {
+                user["member"] = world.partial_member_json(g, uid);
+            }
+            user
+        })
+        .collect();
+    message["mentions"] = json!(mentions);
+    if let Some(reference) = body.get("message_reference").filter(|r| r.is_object()) {
+        let ref_id = match &reference["message_id"] {
+            Value::String(s) => parse_id(s),
+            Value::Number(n) => n.as_u64(),
+            _ => None,
+        };
+        if let Some(ref_id) = ref_id {
+            let ref_channel = match &reference["channel_id"] {
+                Value::String(s) => parse_id(s).unwrap_or(channel_id),
+                Value::Number(n) => n.as_u64().unwrap_or(channel_id),
+                _ => channel_id,
+            };
+            let referenced = shared.lock().history.get(&ref_channel).and_then(|h| {
+                h.iter()
+                    .find(|m| m["id"] == json!(ref_id.to_string()))
+                    .cloned()
+            });
+            let fail = reference["fail_if_not_exists"].as_bool().unwrap_or(true);
+            if referenced.is_none() && fail {
+                return Err(invalid_form_body(
+                    "message_reference",
+                    "MESSAGE_REFERENCE_UNKNOWN_MESSAGE",
+                    "Unknown message",
+                ));
+            }
+            if referenced.is_some() {
+                message["type"] = json!(19);
+                message["message_reference"] = reference_json(ref_id, ref_channel, guild_id);
+                message["referenced_message"] = referenced.unwrap_or(Value::Null);
+            }
+        }
+    }
+    Ok(message)
+}
+
+/// User ids mentioned as `<@id>` or `<@!id>`.
+fn mentioned_users(content: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut rest = content;
+    while let Some(at) = rest.find("<@") {
+        rest = &rest[at + 2..];
+        let digits = rest.strip_prefix('!').unwrap_or(rest);
+        let end = digits
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(digits.len());
+        if digits[end..].starts_with('>')
+            && let Some(id) = parse_id(&digits[..end])
+            && !out.contains(&id)
+        {
+            out.push(id);
+        }
+    }
+    out
+}
+
+/// An embed as Discord returns it: `type: rich`, media with `proxy_url`.
+pub(super) fn normalize_embed(embed: &Value) -> Value {
+    let mut e = embed.clone();
+    if !e.is_object() {
+        return json!({"type": "rich"});
+    }
+    if e.get("type").is_none_or(Value::is_null) {
+        e["type"] = json!("rich");
+    }
+    for media in ["image", "thumbnail"] {
+        if let Some(url) = e[media]["url"].as_str().map(str::to_owned)
+            && e[media].get("proxy_url").is_none()
+        {
+            e[media]["proxy_url"] = json!(url);
+        }
+    }
+    if let Some(fields) = e.get_mut("fields").and_then(Value::as_array_mut) {
+        for f in fields {
+            if f.get("inline").is_none() {
+                f["inline"] = json!(false);
+            }
+        }
+    }
+    e
+}
+
+pub(super) fn create_message(
+    shared: &Arc<Shared>,
+    channel_id: u64,
+    body: Value,
+    files: &[Upload],
+) -> Response {
+    let guild_id = match shared.world.channel(channel_id) {
+        Some((g, _)) => Some(g.id),
+        None if Shared::dm_user(&shared.lock(), channel_id).is_some() => None,
+        None => return error(404, "Unknown Channel", 10003),
+    };
+    let scripted = shared
+        .lock()
+        .scripted
+        .get_mut(&channel_id)
+        .and_then(VecDeque::pop_front);
+    if let Some(s) = scripted {
+        let status = StatusCode::from_u16(s.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response =
+            (status, [(header::CONTENT_TYPE, "application/json")], s.body).into_response();
+        for (name, value) in s.headers {
+            if let Ok(value) = value.parse() {
+                response.headers_mut().insert(name, value);
+            }
+        }
+        return response;
+    }
+    let message = match build_message(shared, channel_id, guild_id, &body, files) {
+        Ok(m) => m,
+        Err(response) => return response,
+    };
+    let mut inner = shared.lock();
+    inner.posted.entry(channel_id).or_default().push(body);
+    inner
+        .history
+        .entry(channel_id)
+        .or_default()
+        .push(message.clone());
+    ok(&message)
+}

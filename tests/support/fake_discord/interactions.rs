@@ -1,0 +1,231 @@
+//! Interaction answers: the callback (acknowledged once), the original response (read, edited,
+//! deleted) and follow-ups, each kept as the message Discord would show.
+
+use std::sync::Arc;
+
+use axum::response::Response;
+use serde_json::{Value, json};
+
+use super::Upload;
+use super::channel_messages::{
+    EPHEMERAL, LOADING, SETTABLE_MESSAGE_FLAGS, build_message, normalize_embed,
+};
+use super::message_objects::now;
+use super::rest::{error, no_content, ok};
+use super::state::{InteractionState, Shared};
+
+/// A message from an interaction webhook (original response or follow-up). `lenient`: a body
+/// that would not make a channel message (a deferred response) still makes an empty one.
+#[allow(clippy::result_large_err)] // the error is the response to send
+fn interaction_message(
+    shared: &Arc<Shared>,
+    state: &InteractionState,
+    data: &Value,
+    files: &[Upload],
+    lenient: bool,
+) -> Result<Value, Response> {
+    let world = &shared.world;
+    let mut message = match build_message(shared, state.channel_id, state.guild_id, data, files) {
+        Ok(m) => m,
+        Err(_) if lenient => world.message_json(
+            shared.snowflake(),
+            state.channel_id,
+            state.guild_id,
+            world.user(world.bot_id),
+            "",
+        ),
+        Err(response) => return Err(response),
+    };
+    message["type"] = json!(20);
+    message["webhook_id"] = json!(world.application_id.to_string());
+    message["application_id"] = json!(world.application_id.to_string());
+    let flags = data["flags"].as_u64().unwrap_or(0);
+    message["flags"] = json!(flags & (SETTABLE_MESSAGE_FLAGS | EPHEMERAL));
+    Ok(message)
+}
+
+pub(super) fn interaction_callback(
+    shared: &Arc<Shared>,
+    id: u64,
+    token: &str,
+    body: Value,
+    files: &[Upload],
+) -> Response {
+    let mut inner = shared.lock();
+    let Some(state) = inner.interactions.get_mut(token).filter(|s| s.id == id) else {
+        return error(404, "Unknown interaction", 10062);
+    };
+    if state.acknowledged {
+        return error(400, "Interaction has already been acknowledged.", 40060);
+    }
+    state.acknowledged = true;
+    let kind = body["type"].as_u64().unwrap_or(0);
+    let snapshot = InteractionState {
+        id: state.id,
+        channel_id: state.channel_id,
+        guild_id: state.guild_id,
+        acknowledged: true,
+        original: None,
+        followups: Vec::new(),
+    };
+    drop(inner);
+    let original = match kind {
+        // CHANNEL_MESSAGE_WITH_SOURCE, DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE
+        4 | 5 => {
+            let data = if body["data"].is_object() {
+                body["data"].clone()
+            } else {
+                json!({})
+            };
+            match interaction_message(shared, &snapshot, &data, files, kind == 5) {
+                Ok(mut message) => {
+                    if kind == 5 {
+                        message["content"] = json!("");
+                        let flags = message["flags"].as_u64().unwrap_or(0);
+                        message["flags"] = json!(flags | LOADING);
+                    }
+                    Some(message)
+                }
+                Err(response) => {
+                    // not acknowledged after all
+                    if let Some(state) = shared.lock().interactions.get_mut(token) {
+                        state.acknowledged = false;
+                    }
+                    return response;
+                }
+            }
+        }
+        _ => None,
+    };
+    let mut inner = shared.lock();
+    if let Some(message) = &original
+        && message["flags"].as_u64().unwrap_or(0) & EPHEMERAL == 0
+    {
+        inner
+            .history
+            .entry(snapshot.channel_id)
+            .or_default()
+            .push(message.clone());
+    }
+    if let Some(state) = inner.interactions.get_mut(token) {
+        state.original = original;
+    }
+    inner.interaction_responses.push((id, body));
+    no_content()
+}
+
+pub(super) fn original_message(
+    shared: &Arc<Shared>,
+    method: &str,
+    token: &str,
+    body: Value,
+    files: &[Upload],
+) -> Option<Response> {
+    let mut inner = shared.lock();
+    let Some(state) = inner.interactions.get_mut(token) else {
+        return Some(error(404, "Unknown Webhook", 10015));
+    };
+    let Some(original) = state.original.clone() else {
+        return Some(error(404, "Unknown Message", 10008));
+    };
+    let response = match method {
+        "GET" => ok(&original),
+        "DELETE" => {
+            state.original = None;
+            let channel_id = state.channel_id;
+            if let Some(h) = inner.history.get_mut(&channel_id) {
+                h.retain(|m| m["id"] != original["id"]);
+            }
+            no_content()
+        }
+        "PATCH" => {
+            let mut edited = original.clone();
+            for key in ["content", "embeds", "components", "flags"] {
+                if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
+                    edited[key] = if key == "embeds" {
+                        json!(
+                            v.as_array()
+                                .into_iter()
+                                .flatten()
+                                .map(normalize_embed)
+                                .collect::<Vec<_>>()
+                        )
+                    } else {
+                        v.clone()
+                    };
+                }
+            }
+            // an edit of a deferred response ends its "thinking..." state
+            edited["flags"] = json!(edited["flags"].as_u64().unwrap_or(0) & !LOADING);
+            if !files.is_empty() {
+                let extra: Vec<Value> = files
+                    .iter()
+                    .map(|f| {
+                        let url =
+                            format!("https://cdn.discordapp.com/attachments/x/{}", f.filename);
+                        json!({
+                            "id": shared.snowflake().to_string(),
+                            "filename": f.filename, "size": f.data.len(),
+                            "url": url, "proxy_url": url, "content_type": f.content_type,
+                        })
+                    })
+                    .collect();
+                edited["attachments"] = json!(extra);
+            }
+            edited["edited_timestamp"] = json!(now());
+            state.original = Some(edited.clone());
+            let channel_id = state.channel_id;
+            if let Some(m) = inner
+                .history
+                .get_mut(&channel_id)
+                .and_then(|h| h.iter_mut().find(|m| m["id"] == edited["id"]))
+            {
+                *m = edited.clone();
+            }
+            ok(&edited)
+        }
+        _ => return None,
+    };
+    Some(response)
+}
+
+pub(super) fn followup(
+    shared: &Arc<Shared>,
+    token: &str,
+    body: Value,
+    files: &[Upload],
+) -> Response {
+    let snapshot = {
+        let inner = shared.lock();
+        let Some(state) = inner.interactions.get(token) else {
+            return error(404, "Unknown Webhook", 10015);
+        };
+        if !state.acknowledged {
+            return error(404, "Unknown Webhook", 10015);
+        }
+        InteractionState {
+            id: state.id,
+            channel_id: state.channel_id,
+            guild_id: state.guild_id,
+            acknowledged: true,
+            original: None,
+            followups: Vec::new(),
+        }
+    };
+    let message = match interaction_message(shared, &snapshot, &body, files, false) {
+        Ok(m) => m,
+        Err(response) => return response,
+    };
+    let mut inner = shared.lock();
+    if message["flags"].as_u64().unwrap_or(0) & EPHEMERAL == 0 {
+        inner
+            .history
+            .entry(snapshot.channel_id)
+            .or_default()
+            .push(message.clone());
+    }
+    if let Some(state) = inner.interactions.get_mut(token) {
+        state.followups.push(message.clone());
+    }
+    ok(&message)
+}

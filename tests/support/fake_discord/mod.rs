@@ -1,0 +1,154 @@
+//! A fake Discord on 127.0.0.1 that the real serenity 0.12 client (and poise) can connect to:
+//! the REST API under `/api/v10/` and a gateway websocket at `/gateway`.
+//!
+//! Point serenity at it with `HttpBuilder::new(token).proxy(&fake.base_url)`; `GET /gateway` then
+//! hands out the fake's websocket URL. The gateway speaks the JSON protocol (HELLO, IDENTIFY ->
+//! READY + one GUILD_CREATE per guild, heartbeats, RESUME with replay of missed dispatches), and
+//! the test pushes MESSAGE_CREATE and INTERACTION_CREATE dispatches through it.
+//!
+//! Every payload is complete for serenity 0.12.5's model types: serenity drops a gateway event
+//! that misses a required field (only a `warn!` log line), so `fake_discord_smoke.rs` checks each
+//! builder against serenity's own types.
+//!
+//! Every REST request is recorded (method, path without `/api/v10`, JSON body, `Authorization`);
+//! requests to routes the fake does not know get a 404 and are also kept in `unexpected()`, so a
+//! test can fail loudly on them. `POST /channels/{id}/messages` can be scripted to answer 429s or
+//! other failures, and validates like Discord does (empty message, content over 2000 characters,
+//! unknown sticker).
+//!
+//! Here: what tests send and read back. Beside it: `world` (guilds, channels, members) and
+//! `permissions` (Discord's permission algorithm over them); `objects` and `message_objects`
+//! (the payload builders); `state` (what the server keeps) and `server` (the [`FakeDiscord`]
+//! handle a test drives); `gateway` (the websocket and its frames); `rest` (request parsing and
+//! answers), `routes` (the REST routes), `channel_messages` (message creation and Discord's
+//! checks), `interactions` (callbacks, original responses, follow-ups) and `validation` (slash
+//! command options against their registration).
+
+mod channel_messages;
+mod gateway;
+mod interactions;
+mod message_objects;
+mod objects;
+mod permissions;
+mod rest;
+mod routes;
+mod server;
+mod state;
+mod validation;
+mod world;
+
+use bytes::Bytes;
+use serde_json::Value;
+
+pub use gateway::{
+    HEARTBEAT_INTERVAL_MS, dispatch_frame, gateway_bot_json, gateway_json, heartbeat_ack_frame,
+    hello_frame, invalid_session_frame, reconnect_frame, resumed_json,
+};
+pub use permissions::*;
+pub use server::FakeDiscord;
+pub use world::{FakeChannel, FakeGuild, FakeMember, World};
+
+/// The first generated snowflake.
+pub const FIRST_SNOWFLAKE: u64 = 1_000_000;
+
+/// A message someone else sends (MESSAGE_CREATE).
+#[derive(Debug, Clone)]
+pub struct Incoming {
+    pub channel_id: u64,
+    pub guild_id: Option<u64>,
+    pub author_id: u64,
+    pub author_name: String,
+    pub author_is_bot: bool,
+    /// Messages from webhooks have no `member`, and their author is a bot (as on Discord).
+    pub webhook_id: Option<u64>,
+    pub content: String,
+    /// (user id, name)
+    pub mentions: Vec<(u64, String)>,
+    /// The replied-to message id; its full object is taken from the channel's history.
+    pub reply_to: Option<u64>,
+}
+
+impl Incoming {
+    pub fn new(
+        channel_id: u64,
+        guild_id: Option<u64>,
+        author_id: u64,
+        author_name: &str,
+        content: &str,
+    ) -> Self {
+        Self {
+            channel_id,
+            guild_id,
+            author_id,
+            author_name: author_name.into(),
+            author_is_bot: false,
+            webhook_id: None,
+            content: content.into(),
+            mentions: Vec::new(),
+            reply_to: None,
+        }
+    }
+}
+
+/// A slash command invocation (INTERACTION_CREATE type 2).
+#[derive(Debug, Clone)]
+pub struct Slash {
+    pub name: String,
+    /// The `options` array of the interaction data, e.g.
+    /// `[{"name":"state","type":3,"value":"on"}]` or `[]`.
+    pub options: Value,
+    pub guild_id: Option<u64>,
+    pub channel_id: u64,
+    pub user_id: u64,
+    pub user_name: String,
+    /// The member's permissions in the channel (sent as a decimal string).
+    pub permissions: u64,
+    pub locale: String,
+}
+
+impl Slash {
+    /// With `@everyone`'s permissions and locale "en-US"; see
+    /// [`World::permissions_in`] for a member's real ones.
+    pub fn new(
+        name: &str,
+        options: Value,
+        guild_id: Option<u64>,
+        channel_id: u64,
+        user_id: u64,
+        user_name: &str,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            options,
+            guild_id,
+            channel_id,
+            user_id,
+            user_name: user_name.into(),
+            permissions: EVERYONE_PERMISSIONS,
+            locale: "en-US".into(),
+        }
+    }
+}
+
+/// A REST request as the fake saw it.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    pub method: String,
+    /// Without the `/api/v10` prefix, with the query as sent (serenity writes `?&limit=..`).
+    pub path: String,
+    /// The JSON body (`payload_json` of a multipart body), `Value::Null` when none.
+    pub body: Value,
+    pub authorization: Option<String>,
+    /// Files of a multipart body.
+    pub files: Vec<Upload>,
+}
+
+/// A file sent in a multipart body.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    /// The form field, e.g. `files[0]`.
+    pub field: String,
+    pub filename: String,
+    pub content_type: Option<String>,
+    pub data: Bytes,
+}

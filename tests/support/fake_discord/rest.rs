@@ -1,0 +1,191 @@
+//! The REST entry point: records every request, parses its body (JSON or multipart), checks
+//! the bot token, and hands it to the routes; and the answers they give.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::routes::route;
+use super::state::Shared;
+use super::{Recorded, Upload};
+
+fn json_response(status: u16, body: &Value) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+pub(super) fn ok(body: &Value) -> Response {
+    json_response(200, body)
+}
+
+pub(super) fn no_content() -> Response {
+    StatusCode::NO_CONTENT.into_response()
+}
+
+pub(super) fn error(status: u16, message: &str, code: u64) -> Response {
+    json_response(status, &json!({"message": message, "code": code}))
+}
+
+fn not_found() -> Response {
+    error(404, "404: Not Found", 0)
+}
+
+pub(super) fn invalid_form_body(field: &str, code: &str, message: &str) -> Response {
+    json_response(
+        400,
+        &json!({
+            "message": "Invalid Form Body",
+            "code": 50035,
+            "errors": {field: {"_errors": [{"code": code, "message": message}]}},
+        }),
+    )
+}
+
+/// The JSON body and files of a request (JSON, or multipart with `payload_json`).
+fn parse_body(headers: &HeaderMap, body: &[u8]) -> (Value, Vec<Upload>) {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if let Some(boundary) = content_type
+        .strip_prefix("multipart/form-data")
+        .and_then(|rest| rest.split("boundary=").nth(1))
+    {
+        return parse_multipart(body, boundary.trim_matches('"'));
+    }
+    if body.is_empty() {
+        return (Value::Null, Vec::new());
+    }
+    let json = serde_json::from_slice(body)
+        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
+    (json, Vec::new())
+}
+
+fn parse_multipart(body: &[u8], boundary: &str) -> (Value, Vec<Upload>) {
+    let delimiter = format!("--{boundary}");
+    let delimiter = delimiter.as_bytes();
+    let mut json = Value::Null;
+    let mut files = Vec::new();
+    let mut starts = Vec::new();
+    let mut i = 0;
+    while i + delimiter.len() <= body.len() {
+        if &body[i..i + delimiter.len()] == delimiter {
+            starts.push(i);
+            i += delimiter.len();
+        } else {
+            i += 1;
+        }
+    }
+    for pair in starts.windows(2) {
+        let part = &body[pair[0] + delimiter.len()..pair[1]];
+        let part = part.strip_prefix(b"\r\n").unwrap_or(part);
+        let part = part.strip_suffix(b"\r\n").unwrap_or(part);
+        let Some(split) = part.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&part[..split]).into_owned();
+        let data = &part[split + 4..];
+        let disposition = head
+            .lines()
+            .find(|l| l.to_ascii_lowercase().starts_with("content-disposition:"))
+            .unwrap_or("");
+        let param = |name: &str| {
+            disposition.split(';').find_map(|kv| {
+                let (k, v) = kv.trim().split_once('=')?;
+                (k == name).then(|| v.trim_matches('"').to_owned())
+            })
+        };
+        let field = param("name").unwrap_or_default();
+        let filename = param("filename");
+        let content_type = head.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_owned())
+        });
+        if field == "payload_json" {
+            json = serde_json::from_slice(data).unwrap_or(Value::Null);
+        } else if let Some(filename) = filename {
+            files.push(Upload {
+                field,
+                filename,
+                content_type,
+                data: Bytes::copy_from_slice(data),
+            });
+        }
+    }
+    (json, files)
+}
+
+fn query_params(query: Option<&str>) -> HashMap<String, String> {
+    query
+        .unwrap_or("")
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .filter_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            Some((k.to_owned(), v.to_owned()))
+        })
+        .collect()
+}
+
+pub(super) async fn rest(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let authorization = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let (json, files) = parse_body(&headers, &body);
+    let full_path = uri.path();
+    let path = full_path.strip_prefix("/api/v10").unwrap_or(full_path);
+    let recorded = Recorded {
+        method: method.to_string(),
+        path: match uri.query() {
+            Some(q) => format!("{path}?{q}"),
+            None => path.to_owned(),
+        },
+        body: json.clone(),
+        authorization: authorization.clone(),
+        files: files.clone(),
+    };
+    shared.lock().requests.push(recorded.clone());
+    if !full_path.starts_with("/api/v10/") {
+        shared.lock().unexpected.push(recorded);
+        return not_found();
+    }
+    let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let query = query_params(uri.query());
+    let needs_bot_auth = !matches!(segments.first(), Some(&"interactions" | &"webhooks"));
+    if needs_bot_auth
+        && !authorization
+            .as_deref()
+            .is_some_and(|a| a.starts_with("Bot "))
+    {
+        return error(401, "401: Unauthorized", 0);
+    }
+    match route(&shared, &method, &segments, &query, json, files) {
+        Some(response) => response,
+        None => {
+            shared.lock().unexpected.push(recorded);
+            not_found()
+        }
+    }
+}
+
+pub(super) fn parse_id(s: &str) -> Option<u64> {
+    s.parse().ok()
+}

@@ -1,0 +1,374 @@
+//! [`FakeDiscord`]: starts the server, and is what a test drives (dispatches, scripted answers)
+//! and reads back (requests, messages, interactions).
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::get;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::gateway::{dispatch_frame, gateway, reconnect_frame};
+use super::rest::{parse_id, rest};
+use super::state::{Inner, InteractionState, Outgoing, Scripted, Shared, dispatch_locked};
+use super::validation::check_options;
+use super::world::World;
+use super::{FIRST_SNOWFLAKE, Incoming, Recorded, Slash};
+
+pub struct FakeDiscord {
+    /// `http://127.0.0.1:<port>`, for `HttpBuilder::proxy`.
+    pub base_url: String,
+    shared: Arc<Shared>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeDiscord {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl FakeDiscord {
+    pub async fn start(world: World) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (ready, _) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            world,
+            ws_url: format!("ws://{addr}/gateway"),
+            next_id: AtomicU64::new(FIRST_SNOWFLAKE),
+            next_conn: AtomicU64::new(1),
+            inner: Mutex::new(Inner::default()),
+            ready,
+        });
+        let app = Router::new()
+            .route("/gateway", get(gateway))
+            .fallback(rest)
+            .with_state(shared.clone());
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .await
+                .expect("fake Discord server");
+        });
+        Self {
+            base_url: format!("http://{addr}"),
+            shared,
+            server,
+        }
+    }
+
+    pub fn world(&self) -> &World {
+        &self.shared.world
+    }
+
+    /// `ws://127.0.0.1:<port>/gateway`
+    pub fn ws_url(&self) -> &str {
+        &self.shared.ws_url
+    }
+
+    /// Waits until a client identified (or resumed) and READY + GUILD_CREATEs were sent on a
+    /// connection that is still open. Panics after 20 s.
+    pub async fn wait_ready(&self) {
+        let mut rx = self.shared.ready.subscribe();
+        let waited = tokio::time::timeout(Duration::from_secs(20), rx.wait_for(|r| *r)).await;
+        if !matches!(waited, Ok(Ok(_))) {
+            let (answered, identifies) = {
+                let inner = self.shared.lock();
+                (inner.gateway_answered, inner.identifies.len())
+            };
+            let requests: Vec<String> = self
+                .requests()
+                .iter()
+                .map(|r| format!("{} {}", r.method, r.path))
+                .collect();
+            panic!(
+                "fake Discord: no client became ready within 20 s (gateway answered: \
+                 {answered}, identifies: {identifies}, requests: {requests:?})"
+            );
+        }
+    }
+
+    /// `GET /gateway` was answered and a websocket client identified.
+    pub fn gateway_used(&self) -> bool {
+        let inner = self.shared.lock();
+        inner.gateway_answered && !inner.identifies.is_empty()
+    }
+
+    /// The `d` of every IDENTIFY received.
+    pub fn identifies(&self) -> Vec<Value> {
+        self.shared.lock().identifies.clone()
+    }
+
+    /// How many RESUMEs succeeded.
+    pub fn resumes(&self) -> usize {
+        self.shared.lock().resumes
+    }
+
+    /// How many websocket connections were opened.
+    pub fn connections(&self) -> usize {
+        self.shared.lock().connections
+    }
+
+    /// Dispatches MESSAGE_CREATE (waiting for a ready client first); returns the message id. The
+    /// message goes into the channel's history.
+    pub async fn send_message(&self, m: Incoming) -> u64 {
+        self.wait_ready().await;
+        let id = self.shared.snowflake();
+        let mut inner = self.shared.lock();
+        let referenced = m.reply_to.and_then(|r| {
+            inner
+                .history
+                .get(&m.channel_id)
+                .and_then(|h| h.iter().find(|msg| msg["id"] == json!(r.to_string())))
+                .cloned()
+        });
+        let message = self.shared.world.incoming_json(&m, id, referenced);
+        inner
+            .history
+            .entry(m.channel_id)
+            .or_default()
+            .push(message.clone());
+        dispatch_locked(&mut inner, "MESSAGE_CREATE", message);
+        id
+    }
+
+    /// [`Self::send_message`], with every `marker` in the frame's JSON text replaced by `raw`
+    /// as sent: JSON no `Value` can hold, such as a lone surrogate escape `\ud800`. The history
+    /// (and a resumed session's replay) keeps the markers.
+    pub async fn send_message_raw(&self, m: Incoming, marker: &str, raw: &str) -> u64 {
+        self.wait_ready().await;
+        let id = self.shared.snowflake();
+        let mut inner = self.shared.lock();
+        let message = self.shared.world.incoming_json(&m, id, None);
+        inner
+            .history
+            .entry(m.channel_id)
+            .or_default()
+            .push(message.clone());
+        inner.session.seq += 1;
+        let seq = inner.session.seq;
+        let frame = dispatch_frame(seq, "MESSAGE_CREATE", message);
+        if let Some(conn) = &inner.live {
+            let text = frame.to_string().replace(marker, raw);
+            let _ = conn.tx.send(Outgoing::Raw(text));
+        }
+        inner.session.frames.push((seq, frame));
+        id
+    }
+
+    /// Dispatches a DM from this user (MESSAGE_CREATE without guild_id); returns the DM channel
+    /// id (stable per user) and the message id.
+    pub async fn send_dm(&self, user_id: u64, content: &str) -> (u64, u64) {
+        let channel_id = self.dm_channel(user_id);
+        let name = self.shared.world.user_name(user_id);
+        let id = self
+            .send_message(Incoming::new(channel_id, None, user_id, &name, content))
+            .await;
+        (channel_id, id)
+    }
+
+    /// The DM channel id with this user (created on first use, stable afterwards).
+    pub fn dm_channel(&self, user_id: u64) -> u64 {
+        let mut inner = self.shared.lock();
+        self.shared.dm_channel(&mut inner, user_id)
+    }
+
+    /// Dispatches INTERACTION_CREATE for a slash command; returns the interaction id. Its token
+    /// is `itoken-<id>`. Panics when the command is registered and `c.options` do not fit its
+    /// registration (see [`Self::try_slash`]).
+    pub async fn slash(&self, c: Slash) -> u64 {
+        match self.try_slash(c).await {
+            Ok(id) => id,
+            Err(why) => panic!("fake Discord: {why}"),
+        }
+    }
+
+    /// [`Self::slash`], or why Discord would never send this: when the command was registered
+    /// (`PUT .../commands`), the options must match the registered names, types, choices and
+    /// required options. An unregistered command is sent as is.
+    pub async fn try_slash(&self, c: Slash) -> Result<u64, String> {
+        self.wait_ready().await;
+        let id = self.shared.snowflake();
+        let token = format!("itoken-{id}");
+        let mut inner = self.shared.lock();
+        let registered = inner
+            .commands
+            .iter()
+            .rev()
+            .find(|(g, cmd)| cmd["name"] == json!(c.name) && (g.is_none() || *g == c.guild_id))
+            .map(|(_, cmd)| cmd.clone());
+        let command_id = match &registered {
+            Some(cmd) => {
+                if cmd["type"].as_u64() != Some(1) {
+                    return Err(format!("`{}` is not a slash command: {cmd}", c.name));
+                }
+                check_options(&format!("/{}", c.name), &c.options, &cmd["options"])?;
+                cmd["id"].as_str().and_then(parse_id).unwrap_or(0)
+            }
+            None => self.shared.snowflake(),
+        };
+        let payload = self.shared.world.slash_json(&c, id, &token, command_id);
+        inner.interactions.insert(
+            token,
+            InteractionState {
+                id,
+                channel_id: c.channel_id,
+                guild_id: c.guild_id,
+                acknowledged: false,
+                original: None,
+                followups: Vec::new(),
+            },
+        );
+        dispatch_locked(&mut inner, "INTERACTION_CREATE", payload);
+        Ok(id)
+    }
+
+    /// The commands registered so far: (guild id, or `None` for global ones; command).
+    pub fn commands(&self) -> Vec<(Option<u64>, Value)> {
+        self.shared.lock().commands.clone()
+    }
+
+    /// Sends any dispatch (waiting for a ready client first).
+    pub async fn dispatch(&self, t: &str, d: Value) {
+        self.wait_ready().await;
+        dispatch_locked(&mut self.shared.lock(), t, d);
+    }
+
+    /// Asks the client to reconnect (op 7); serenity then resumes on a new connection.
+    pub fn request_reconnect(&self) {
+        let mut inner = self.shared.lock();
+        if let Some(conn) = inner.live.take() {
+            let _ = conn.tx.send(Outgoing::Frame(reconnect_frame()));
+        }
+        self.shared.ready.send_replace(false);
+    }
+
+    /// Closes the live connection with this close code.
+    pub fn close_gateway(&self, code: u16) {
+        let mut inner = self.shared.lock();
+        if let Some(conn) = inner.live.take() {
+            let _ = conn.tx.send(Outgoing::Close(code));
+        }
+        self.shared.ready.send_replace(false);
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// Requests to routes the fake does not know (answered 404).
+    pub fn unexpected(&self) -> Vec<Recorded> {
+        self.shared.lock().unexpected.clone()
+    }
+
+    /// Bodies of successful `POST /channels/{id}/messages`, in order.
+    pub fn messages_in(&self, channel_id: u64) -> Vec<Value> {
+        self.shared
+            .lock()
+            .posted
+            .get(&channel_id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Every message object in the channel (incoming and created), oldest first.
+    pub fn history(&self, channel_id: u64) -> Vec<Value> {
+        self.shared
+            .lock()
+            .history
+            .get(&channel_id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// (interaction id, callback body) of every accepted interaction callback.
+    pub fn interaction_responses(&self) -> Vec<(u64, Value)> {
+        self.shared.lock().interaction_responses.clone()
+    }
+
+    /// The original response (as a message object, after edits) and the follow-ups of an
+    /// interaction.
+    pub fn interaction_messages(&self, interaction_id: u64) -> (Option<Value>, Vec<Value>) {
+        let inner = self.shared.lock();
+        inner
+            .interactions
+            .values()
+            .find(|i| i.id == interaction_id)
+            .map(|i| (i.original.clone(), i.followups.clone()))
+            .unwrap_or_default()
+    }
+
+    /// The next `times` `POST /channels/{id}/messages` answer 429.
+    pub fn rate_limit_next(&self, channel_id: u64, times: usize, retry_after_secs: f64) {
+        let mut inner = self.shared.lock();
+        let queue = inner.scripted.entry(channel_id).or_default();
+        for _ in 0..times {
+            queue.push_back(Scripted {
+                status: 429,
+                body: json!({
+                    "message": "You are being rate limited.",
+                    "retry_after": retry_after_secs,
+                    "global": false,
+                    "code": 0,
+                })
+                .to_string(),
+                headers: vec![
+                    ("retry-after", format!("{}", retry_after_secs.ceil() as u64)),
+                    ("x-ratelimit-limit", "5".into()),
+                    ("x-ratelimit-remaining", "0".into()),
+                    ("x-ratelimit-reset-after", format!("{retry_after_secs:.3}")),
+                    ("x-ratelimit-bucket", "fake-bucket".into()),
+                    ("x-ratelimit-scope", "user".into()),
+                ],
+            });
+        }
+    }
+
+    /// The next `POST /channels/{id}/messages` answers this status and body, once.
+    pub fn fail_next(&self, channel_id: u64, status: u16, body: Value) {
+        self.shared
+            .lock()
+            .scripted
+            .entry(channel_id)
+            .or_default()
+            .push_back(Scripted {
+                status,
+                body: body.to_string(),
+                headers: Vec::new(),
+            });
+    }
+
+    /// The next `POST /channels/{id}/messages` answers this status, raw body and headers, once.
+    pub fn answer_next_raw(
+        &self,
+        channel_id: u64,
+        status: u16,
+        body: &str,
+        headers: &[(&'static str, &str)],
+    ) {
+        self.shared
+            .lock()
+            .scripted
+            .entry(channel_id)
+            .or_default()
+            .push_back(Scripted {
+                status,
+                body: body.to_owned(),
+                headers: headers.iter().map(|(n, v)| (*n, (*v).to_owned())).collect(),
+            });
+    }
+
+    /// How many `POST /channels/{id}/typing`.
+    pub fn typing_count(&self, channel_id: u64) -> usize {
+        self.shared
+            .lock()
+            .typing
+            .get(&channel_id)
+            .copied()
+            .unwrap_or(0)
+    }
+}

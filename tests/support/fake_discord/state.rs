@@ -1,0 +1,122 @@
+//! What the server keeps between requests: the gateway connection and session, the recorded
+//! requests, channel histories, scripted answers, interactions and registered commands.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+use tokio::sync::{mpsc, watch};
+
+use super::Recorded;
+use super::gateway::dispatch_frame;
+use super::world::World;
+
+pub(super) enum Outgoing {
+    Frame(Value),
+    /// A frame's JSON text, sent as is (it may hold what no `Value` can, such as `\ud800`).
+    Raw(String),
+    Close(u16),
+}
+
+pub(super) struct Connection {
+    pub(super) id: u64,
+    pub(super) tx: mpsc::UnboundedSender<Outgoing>,
+}
+
+#[derive(Default)]
+pub(super) struct Session {
+    pub(super) id: String,
+    pub(super) seq: u64,
+    /// Every dispatch frame of this session, for replay on RESUME.
+    pub(super) frames: Vec<(u64, Value)>,
+}
+
+pub(super) struct Scripted {
+    pub(super) status: u16,
+    /// Sent as is, so a test can send JSON no `Value` can hold (`1e400`) or no JSON at all.
+    pub(super) body: String,
+    pub(super) headers: Vec<(&'static str, String)>,
+}
+
+pub(super) struct InteractionState {
+    pub(super) id: u64,
+    pub(super) channel_id: u64,
+    pub(super) guild_id: Option<u64>,
+    pub(super) acknowledged: bool,
+    pub(super) original: Option<Value>,
+    pub(super) followups: Vec<Value>,
+}
+
+#[derive(Default)]
+pub(super) struct Inner {
+    pub(super) requests: Vec<Recorded>,
+    pub(super) unexpected: Vec<Recorded>,
+    pub(super) gateway_answered: bool,
+    pub(super) identifies: Vec<Value>,
+    pub(super) resumes: usize,
+    pub(super) connections: usize,
+    pub(super) live: Option<Connection>,
+    pub(super) session: Session,
+    pub(super) sessions: u64,
+    /// Full message objects per channel, oldest first.
+    pub(super) history: HashMap<u64, Vec<Value>>,
+    /// Request bodies of successful `POST /channels/{id}/messages`.
+    pub(super) posted: HashMap<u64, Vec<Value>>,
+    pub(super) scripted: HashMap<u64, VecDeque<Scripted>>,
+    pub(super) typing: HashMap<u64, usize>,
+    /// user id -> DM channel id
+    pub(super) dm_channels: HashMap<u64, u64>,
+    pub(super) interactions: HashMap<String, InteractionState>,
+    pub(super) interaction_responses: Vec<(u64, Value)>,
+    /// (guild id, or None for global commands; the command as echoed)
+    pub(super) commands: Vec<(Option<u64>, Value)>,
+}
+
+pub(super) struct Shared {
+    pub(super) world: World,
+    pub(super) ws_url: String,
+    pub(super) next_id: AtomicU64,
+    pub(super) next_conn: AtomicU64,
+    pub(super) inner: Mutex<Inner>,
+    /// Whether a live, identified (or resumed) session has had READY and GUILD_CREATEs.
+    pub(super) ready: watch::Sender<bool>,
+}
+
+impl Shared {
+    pub(super) fn snowflake(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::SeqCst)
+    }
+
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) fn dm_channel(&self, inner: &mut Inner, user_id: u64) -> u64 {
+        if let Some(id) = inner.dm_channels.get(&user_id) {
+            return *id;
+        }
+        let id = self.snowflake();
+        inner.dm_channels.insert(user_id, id);
+        id
+    }
+
+    pub(super) fn dm_user(inner: &Inner, channel_id: u64) -> Option<u64> {
+        inner
+            .dm_channels
+            .iter()
+            .find(|(_, c)| **c == channel_id)
+            .map(|(u, _)| *u)
+    }
+}
+
+/// Sends a dispatch to the live connection (if any) and keeps it for replay.
+pub(super) fn dispatch_locked(inner: &mut Inner, t: &str, d: Value) {
+    inner.session.seq += 1;
+    let seq = inner.session.seq;
+    let frame = dispatch_frame(seq, t, d);
+    if let Some(conn) = &inner.live {
+        let _ = conn.tx.send(Outgoing::Frame(frame.clone()));
+    }
+    inner.session.frames.push((seq, frame));
+}

@@ -1,0 +1,143 @@
+//! The world the fake serves: the bot, its guilds, their channels, members and stickers.
+
+#[derive(Debug, Clone)]
+pub struct World {
+    pub bot_id: u64,
+    pub bot_name: String,
+    pub application_id: u64,
+    pub guilds: Vec<FakeGuild>,
+}
+
+#[derive(Debug, Clone)]
+pub struct FakeGuild {
+    pub id: u64,
+    pub name: String,
+    /// "en-US", "ja", ...
+    pub preferred_locale: String,
+    pub owner_id: u64,
+    pub channels: Vec<FakeChannel>,
+    pub members: Vec<FakeMember>,
+    /// (id, name)
+    pub stickers: Vec<(u64, String)>,
+}
+
+/// A text channel (type 0).
+#[derive(Debug, Clone)]
+pub struct FakeChannel {
+    pub id: u64,
+    pub name: String,
+    /// `false`: an overwrite for `@everyone` denies VIEW_CHANNEL, and one for the bot member
+    /// allows [`BOT_PRIVATE_ALLOW`].
+    pub everyone_can_view: bool,
+}
+
+/// A member; `manage_messages` / `manage_guild` give the guild's "Moderator" / "Manager" role.
+#[derive(Debug, Clone)]
+pub struct FakeMember {
+    pub user_id: u64,
+    pub name: String,
+    pub manage_messages: bool,
+    pub manage_guild: bool,
+}
+
+impl FakeChannel {
+    pub fn new(id: u64, name: &str, everyone_can_view: bool) -> Self {
+        Self {
+            id,
+            name: name.into(),
+            everyone_can_view,
+        }
+    }
+}
+
+impl FakeMember {
+    pub fn new(user_id: u64, name: &str, manage_messages: bool, manage_guild: bool) -> Self {
+        Self {
+            user_id,
+            name: name.into(),
+            manage_messages,
+            manage_guild,
+        }
+    }
+}
+
+impl World {
+    /// Bot 900 "Aria" (application 901); guild 100 "Test Guild" (en-US, owner 500) with channels
+    /// 200 "general" (public), 201 "thoughts" (private), 202 "mods-public" (public); members
+    /// 300 "alice", 301 "bob", 500 "owner" and 302 "mod" (the last two with manage_messages and
+    /// manage_guild); stickers 700 "wave" and 701 "heart".
+    pub fn simple() -> Self {
+        World {
+            bot_id: 900,
+            bot_name: "Aria".into(),
+            application_id: 901,
+            guilds: vec![FakeGuild {
+                id: 100,
+                name: "Test Guild".into(),
+                preferred_locale: "en-US".into(),
+                owner_id: 500,
+                channels: vec![
+                    FakeChannel::new(200, "general", true),
+                    FakeChannel::new(201, "thoughts", false),
+                    FakeChannel::new(202, "mods-public", true),
+                ],
+                members: vec![
+                    FakeMember::new(300, "alice", false, false),
+                    FakeMember::new(301, "bob", false, false),
+                    FakeMember::new(500, "owner", true, true),
+                    FakeMember::new(302, "mod", true, true),
+                ],
+                stickers: vec![(700, "wave".into()), (701, "heart".into())],
+            }],
+        }
+    }
+
+    pub fn guild(&self, guild_id: u64) -> Option<&FakeGuild> {
+        self.guilds.iter().find(|g| g.id == guild_id)
+    }
+
+    /// The guild holding this channel, and the channel.
+    pub fn channel(&self, channel_id: u64) -> Option<(&FakeGuild, &FakeChannel)> {
+        self.guilds.iter().find_map(|g| {
+            g.channels
+                .iter()
+                .find(|c| c.id == channel_id)
+                .map(|c| (g, c))
+        })
+    }
+
+    pub fn member(&self, guild_id: u64, user_id: u64) -> Option<&FakeMember> {
+        self.guild(guild_id)?
+            .members
+            .iter()
+            .find(|m| m.user_id == user_id)
+    }
+
+    /// The user's name: the bot's, a member's (any guild), or `user<id>`.
+    pub fn user_name(&self, user_id: u64) -> String {
+        if user_id == self.bot_id {
+            return self.bot_name.clone();
+        }
+        self.guilds
+            .iter()
+            .flat_map(|g| g.members.iter())
+            .find(|m| m.user_id == user_id)
+            .map(|m| m.name.clone())
+            .unwrap_or_else(|| format!("user{user_id}"))
+    }
+
+    /// The role given to members with `manage_messages`.
+    pub fn moderator_role(&self, guild_id: u64) -> u64 {
+        guild_id * 1000 + 1
+    }
+
+    /// The role given to members with `manage_guild`.
+    pub fn manager_role(&self, guild_id: u64) -> u64 {
+        guild_id * 1000 + 2
+    }
+
+    /// The bot's managed integration role.
+    pub fn bot_role(&self, guild_id: u64) -> u64 {
+        guild_id * 1000 + 3
+    }
+}
