@@ -98,49 +98,32 @@ pub struct Card {
     pub colour: u32,
 }
 
+impl Card {
+    /// What a card builder given another kind of notice returns (render never does that).
+    fn empty() -> Self {
+        Self {
+            title: String::new(),
+            fields: Vec::new(),
+            colour: GREY,
+        }
+    }
+}
+
 const RED: u32 = 0xD9_3F_3F;
 const BLUE: u32 = 0x3F_7F_D9;
 const GREY: u32 = 0x80_80_80;
 
-/// Renders a notice in the server's locale.
+/// Renders a notice in the server's locale. Every field value passes through the redactor
+/// here, once, whatever the notice: free text may quote a secret.
 pub fn render(notice: &Notice, locale: Locale) -> Card {
     let t = |key: &str| locale::text(locale, key);
-    match notice {
-        Notice::ToolFailed {
-            tool,
-            kind,
-            code,
-            reason,
-            arguments,
-            effect_unknown,
-        } => {
-            let mut fields = vec![
-                (t("notice-field-tool"), format!("`{tool}`")),
-                (t("notice-field-kind"), t(kind.label_key())),
-                (t("notice-field-code"), format!("`{code}`")),
-                (t("notice-field-reason"), redact_text(reason)),
-                (
-                    t("notice-field-arguments"),
-                    format!("```json\n{}\n```", redact_text(arguments)),
-                ),
-            ];
-            if *effect_unknown {
-                fields.push((t("notice-field-effect"), t("notice-effect-unknown")));
-            }
-            Card {
-                title: t("notice-tool-failed-title"),
-                fields,
-                colour: RED,
-            }
-        }
+    let mut card = match notice {
+        Notice::ToolFailed { .. } => tool_failed(notice, &t),
         Notice::DeliberateTrigger { tool, trigger } => Card {
             title: t("notice-deliberate-title"),
             fields: vec![
                 (t("notice-field-tool"), format!("`{tool}`")),
-                (
-                    t("notice-field-trigger"),
-                    format!("\"{}\"", redact_text(trigger)),
-                ),
+                (t("notice-field-trigger"), format!("\"{trigger}\"")),
             ],
             colour: BLUE,
         },
@@ -153,43 +136,87 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
             fields: vec![
                 (t("notice-field-channel"), format!("<#{channel}>")),
                 (t("notice-field-tool"), format!("`{tool}`")),
-                (t("notice-field-progress"), redact_text(text)),
+                (t("notice-field-progress"), text.clone()),
             ],
             colour: GREY,
         },
-        Notice::TurnSummary {
-            channel,
-            status,
-            passes,
-            tool_calls,
-            duration_ms,
-            prompt_tokens,
-            completion_tokens,
-            reviews,
-        } => {
-            let mut fields = vec![
-                (t("notice-field-channel"), format!("<#{channel}>")),
-                (t("notice-field-status"), format!("`{status}`")),
-                (t("notice-field-passes"), passes.to_string()),
-                (t("notice-field-tool-calls"), tool_calls.to_string()),
-                (
-                    t("notice-field-duration"),
-                    format!("{:.1} s", *duration_ms as f64 / 1000.0),
-                ),
-                (
-                    t("notice-field-tokens"),
-                    format!("{prompt_tokens} / {completion_tokens}"),
-                ),
-            ];
-            if !reviews.is_empty() {
-                fields.push((t("notice-field-reviews"), redact_text(&reviews.join("\n"))));
-            }
-            Card {
-                title: t("notice-turn-title"),
-                fields,
-                colour: GREY,
-            }
-        }
+        Notice::TurnSummary { .. } => turn_summary(notice, &t),
+    };
+    for (_, value) in &mut card.fields {
+        *value = redact_text(value);
+    }
+    card
+}
+
+/// The card of a [`Notice::ToolFailed`].
+fn tool_failed(notice: &Notice, t: &dyn Fn(&str) -> String) -> Card {
+    let Notice::ToolFailed {
+        tool,
+        kind,
+        code,
+        reason,
+        arguments,
+        effect_unknown,
+    } = notice
+    else {
+        return Card::empty();
+    };
+    let mut fields = vec![
+        (t("notice-field-tool"), format!("`{tool}`")),
+        (t("notice-field-kind"), t(kind.label_key())),
+        (t("notice-field-code"), format!("`{code}`")),
+        (t("notice-field-reason"), reason.clone()),
+        (
+            t("notice-field-arguments"),
+            format!("```json\n{arguments}\n```"),
+        ),
+    ];
+    if *effect_unknown {
+        fields.push((t("notice-field-effect"), t("notice-effect-unknown")));
+    }
+    Card {
+        title: t("notice-tool-failed-title"),
+        fields,
+        colour: RED,
+    }
+}
+
+/// The card of a [`Notice::TurnSummary`].
+fn turn_summary(notice: &Notice, t: &dyn Fn(&str) -> String) -> Card {
+    let Notice::TurnSummary {
+        channel,
+        status,
+        passes,
+        tool_calls,
+        duration_ms,
+        prompt_tokens,
+        completion_tokens,
+        reviews,
+    } = notice
+    else {
+        return Card::empty();
+    };
+    let mut fields = vec![
+        (t("notice-field-channel"), format!("<#{channel}>")),
+        (t("notice-field-status"), format!("`{status}`")),
+        (t("notice-field-passes"), passes.to_string()),
+        (t("notice-field-tool-calls"), tool_calls.to_string()),
+        (
+            t("notice-field-duration"),
+            format!("{:.1} s", *duration_ms as f64 / 1000.0),
+        ),
+        (
+            t("notice-field-tokens"),
+            format!("{prompt_tokens} / {completion_tokens}"),
+        ),
+    ];
+    if !reviews.is_empty() {
+        fields.push((t("notice-field-reviews"), reviews.join("\n")));
+    }
+    Card {
+        title: t("notice-turn-title"),
+        fields,
+        colour: GREY,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use super::history::ToolHistoryEntry;
 use super::model::{AssistantToolCall, ChatMessage, ModelRequest};
-use super::ports::{HistoryMessage, Ports};
+use super::ports::{Fact, HistoryMessage, Ports};
 use super::scope::{MessageId, UserId};
 use super::stores::Persona;
 use super::turn::Turn;
@@ -91,9 +91,28 @@ pub async fn load(
         });
     recent.reverse(); // oldest first
     turn.state().oldest_context_message = Some(recent.first().map_or(trigger.message, |m| m.id));
+    let mut system = system_prompt(persona, scope.is_dm(), &facts, summary, trigger);
+    plan_results(turn, ports, &mut system).await;
+    LoadedContext {
+        system,
+        recent: recent.iter().map(as_message).collect(),
+        trigger: ChatMessage::User {
+            name: None,
+            content: format!("[{}] {}", trigger.author_name, trigger.content),
+        },
+    }
+}
 
+/// The persona's prompt, where the conversation is, what it remembers and its summary.
+fn system_prompt(
+    persona: &Persona,
+    is_dm: bool,
+    facts: &[Fact],
+    summary: Option<String>,
+    trigger: &Trigger,
+) -> String {
     let mut system = persona.system_prompt.trim().to_owned();
-    system.push_str(if scope.is_dm() {
+    system.push_str(if is_dm {
         "\n\nYou are in a Discord direct message."
     } else {
         "\n\nYou are in a Discord server channel."
@@ -114,7 +133,12 @@ pub async fn load(
         system.push_str("\n\nYour summary of this conversation so far:\n");
         system.push_str(&summary);
     }
-    // What became of images planned here lately: posted, or why not (SPEC S5, T8).
+    system
+}
+
+/// What became of images planned here lately: posted, or why not (SPEC S5, T8).
+async fn plan_results(turn: &Turn, ports: &Ports, system: &mut String) {
+    let scope = &turn.scope;
     let since = ports.clock.now_ms() - PLAN_RESULTS_WINDOW_MS;
     let results = ports
         .plans
@@ -130,14 +154,6 @@ pub async fn load(
         }
         Ok(_) => {}
         Err(error) => tracing::warn!(turn = %turn.id, %error, "image results unavailable"),
-    }
-    LoadedContext {
-        system,
-        recent: recent.iter().map(as_message).collect(),
-        trigger: ChatMessage::User {
-            name: None,
-            content: format!("[{}] {}", trigger.author_name, trigger.content),
-        },
     }
 }
 

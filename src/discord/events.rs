@@ -39,16 +39,8 @@ async fn on_message(data: &BotData, message: &Message) {
     }
     let server = message.guild_id.map(|g| ServerId(g.get()));
     let channel = ChannelId(message.channel_id.get());
-    let settings = match server {
-        None => ServerSettings::default(),
-        Some(server) => match data.settings.settings(server).await {
-            Ok(settings) => settings,
-            Err(error) => {
-                // Without its access lists a blocked channel could be answered (SPEC C2).
-                tracing::warn!(%server, %error, "settings unavailable; message not handled");
-                return;
-            }
-        },
+    let Some(settings) = settings_of(data, server).await else {
+        return;
     };
     let roles: Vec<u64> = message
         .member
@@ -98,13 +90,6 @@ async fn on_message(data: &BotData, message: &Message) {
         }
         return;
     }
-    let visibility = match server {
-        None => Visibility::Dm,
-        Some(server) => data.cache.visibility(server, channel),
-    };
-    let locale = server
-        .and_then(|s| data.cache.locale(s))
-        .unwrap_or(data.default_locale);
     // The model reads the bot's mention as the persona's name.
     let at_name = format!("@{}", data.persona.display_name);
     let content = message
@@ -112,19 +97,51 @@ async fn on_message(data: &BotData, message: &Message) {
         .replace(&bot_mention, &at_name)
         .replace(&bot_nick_mention, &at_name);
     data.orchestrator
-        .submit(NewQueuedMessage {
-            server,
-            channel,
-            message: MessageId(message.id.get()),
-            author: UserId(message.author.id.get()),
-            author_name: name_of(message),
-            content,
-            follow_up: false,
-            enqueued_at_ms: SystemClock.now_ms(),
-            persona: data.persona.id.clone(),
-            visibility,
-            locale,
-            quiet: random,
-        })
+        .submit(queued(data, message, server, content, random))
         .await;
+}
+
+/// The settings a message is handled with: the defaults in a DM; `None` when a server's cannot
+/// be read, since without its access lists a blocked channel could be answered (SPEC C2).
+async fn settings_of(data: &BotData, server: Option<ServerId>) -> Option<ServerSettings> {
+    let Some(server) = server else {
+        return Some(ServerSettings::default());
+    };
+    match data.settings.settings(server).await {
+        Ok(settings) => Some(settings),
+        Err(error) => {
+            tracing::warn!(%server, %error, "settings unavailable; message not handled");
+            None
+        }
+    }
+}
+
+/// An admitted message as the orchestrator queues it.
+fn queued(
+    data: &BotData,
+    message: &Message,
+    server: Option<ServerId>,
+    content: String,
+    quiet: bool,
+) -> NewQueuedMessage {
+    let channel = ChannelId(message.channel_id.get());
+    NewQueuedMessage {
+        server,
+        channel,
+        message: MessageId(message.id.get()),
+        author: UserId(message.author.id.get()),
+        author_name: name_of(message),
+        content,
+        follow_up: false,
+        enqueued_at_ms: SystemClock.now_ms(),
+        persona: data.persona.id.clone(),
+        visibility: match server {
+            None => Visibility::Dm,
+            Some(server) => data.cache.visibility(server, channel),
+        },
+        locale: server
+            .and_then(|s| data.cache.locale(s))
+            .unwrap_or(data.default_locale),
+        quiet,
+    }
 }
