@@ -184,23 +184,29 @@ impl Orchestrator {
 
     /// Re-queues what the store holds from before a restart.
     pub async fn recover(&self) -> Result<usize, PortError> {
-        let queue = &self.inner.deps.queue;
         let mut recovered = 0;
-        for channel in queue.channels_with_pending().await? {
-            // In store order: a follow-up is recognised again as its author's turn runs.
-            for stored in queue.pending(channel).await? {
-                recovered += 1;
-                self.send(
-                    channel,
-                    Command::Message(Box::new(Pending {
-                        store_id: Some(stored.id),
-                        message: stored.entry,
-                        waited: true,
-                    })),
-                );
-            }
+        for channel in self.inner.deps.queue.channels_with_pending().await? {
+            recovered += self.take_stored(channel).await?;
         }
         Ok(recovered)
+    }
+
+    /// Hands what the store holds for `channel` to its worker, in store order (a follow-up is
+    /// recognised again as its author's turn runs); returns how many.
+    async fn take_stored(&self, channel: ChannelId) -> Result<usize, PortError> {
+        let stored = self.inner.deps.queue.pending(channel).await?;
+        let count = stored.len();
+        for stored in stored {
+            self.send(
+                channel,
+                Command::Message(Box::new(Pending {
+                    store_id: Some(stored.id),
+                    message: stored.entry,
+                    waited: true,
+                })),
+            );
+        }
+        Ok(count)
     }
 
     /// `/kill` in `channel` by `requester`: stops the running turn, its provider stream and its
@@ -314,22 +320,8 @@ async fn replace_worker(orchestrator: Weak<Inner>, channel: ChannelId, id: u64) 
         return;
     }
     let orchestrator = Orchestrator { inner };
-    match orchestrator.inner.deps.queue.pending(channel).await {
-        Ok(stored) => {
-            for stored in stored {
-                orchestrator.send(
-                    channel,
-                    Command::Message(Box::new(Pending {
-                        store_id: Some(stored.id),
-                        message: stored.entry,
-                        waited: true,
-                    })),
-                );
-            }
-        }
-        Err(error) => {
-            tracing::error!(%channel, %error, "could not take a panicked worker's messages again; they wait for the next start");
-        }
+    if let Err(error) = orchestrator.take_stored(channel).await {
+        tracing::error!(%channel, %error, "could not take a panicked worker's messages again; they wait for the next start");
     }
 }
 

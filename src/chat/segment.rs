@@ -175,7 +175,6 @@ impl Segmenter {
 
     /// A follow-up interrupt: the pending text is thrown away.
     pub fn discard(&mut self) {
-        self.buf.clear();
         self.reset();
     }
 
@@ -187,8 +186,10 @@ impl Segmenter {
         out
     }
 
+    /// Starts afresh; every caller has emptied the buffer.
     fn reset(&mut self) {
-        self.buf_chars = self.buf.chars().count();
+        self.buf.clear();
+        self.buf_chars = 0;
         self.fence = None;
         self.scan = LineScan::at(0, false);
     }
