@@ -15,16 +15,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use persona_bot::chat::media::{GeneratedImage, ImageBackend, ImagePoster, ImageRequest, Posted};
-use persona_bot::chat::ports::{NewImagePlan, PlanId, PlanStore, SystemClock};
-use persona_bot::chat::provider_failure::ProviderFailure;
-use persona_bot::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
-use persona_bot::chat::turn::TurnId;
 use persona_bot::config::Config;
+use persona_bot::domain::ports::{GeneratedImage, ImageBackend, ImagePoster, ImageRequest, Posted};
+use persona_bot::domain::ports::{NewImagePlan, PlanId, PlanStore, SystemClock};
+use persona_bot::domain::provider_failure::ProviderFailure;
+use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
+use persona_bot::domain::turn::TurnId;
+use persona_bot::engine::worker::{Handled, ImageWorker, WorkerPorts};
 use persona_bot::locale::Locale;
 use persona_bot::storage::Storage;
 use persona_bot::testkit::{RecordingSink, RecordingThoughtLog};
-use persona_bot::worker::{Handled, ImageWorker, WorkerPorts};
 use tokio_util::sync::CancellationToken;
 
 const TASKS: usize = 2_000;

@@ -6,7 +6,7 @@
 //! Run: `cargo bench --bench segment`.
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use persona_bot::chat::segment::Segmenter;
+use persona_bot::engine::segment::Segmenter;
 
 /// About `bytes` of reply: prose, a code block with a 3,000-character line, a long fence
 /// opening line, a long URL, spans and CJK sentences, repeated.

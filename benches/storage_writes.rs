@@ -11,14 +11,14 @@ pub mod common;
 
 use std::time::Instant;
 
-use persona_bot::chat::ports::{
+use persona_bot::config::Config;
+use persona_bot::domain::ports::{
     EventOutcome, Metric, ToolEvent, ToolEvents, UsageRecord, UsageStats,
 };
-use persona_bot::chat::role::Role;
-use persona_bot::chat::scope::{ChannelId, PersonaId, ServerId, UserId};
-use persona_bot::chat::stores::{OutcomeStore, StoredOutcome};
-use persona_bot::chat::turn::TurnId;
-use persona_bot::config::Config;
+use persona_bot::domain::ports::{OutcomeStore, StoredOutcome};
+use persona_bot::domain::role::Role;
+use persona_bot::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
+use persona_bot::domain::turn::TurnId;
 use persona_bot::storage::Storage;
 use serde_json::json;
 

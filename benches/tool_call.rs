@@ -8,9 +8,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use criterion::{Criterion, criterion_group, criterion_main};
-use persona_bot::chat::role::{Role, RoleSet};
-use persona_bot::chat::turn::{ToolAdmission, Turn};
 use persona_bot::config::Config;
+use persona_bot::domain::role::{Role, RoleSet};
+use persona_bot::domain::turn::{ToolAdmission, Turn};
 use persona_bot::locale::Locale;
 use persona_bot::testkit::{Fakes, public_scope};
 use persona_bot::tool_loop::{ToolCallRequest, execute_tool_call};

@@ -13,18 +13,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use async_trait::async_trait;
-use persona_bot::chat::model::ChatMessage;
-use persona_bot::chat::orchestrator::{KillReport, Orchestrator, OrchestratorDeps};
-use persona_bot::chat::role::{Role, RoleSet};
-use persona_bot::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
-use persona_bot::chat::stores::NewQueuedMessage;
 use persona_bot::config::Config;
+use persona_bot::domain::ports::ChatMessage;
+use persona_bot::domain::ports::NewQueuedMessage;
+use persona_bot::domain::role::{Role, RoleSet};
+use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
+use persona_bot::engine::orchestrator::{KillReport, Orchestrator, OrchestratorDeps};
+use persona_bot::engine::passes::TurnDeps;
 use persona_bot::locale::Locale;
 use persona_bot::testkit::{
     Fakes, InMemoryPersonas, InMemoryQueue, InMemorySettings, ScriptedModel, ScriptedPass, Step,
 };
 use persona_bot::tool_loop::deliberate::KeywordPacks;
-use persona_bot::tool_loop::passes::TurnDeps;
 use persona_bot::tools::{Registry, Tool, ToolContext, ToolEnv, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -153,7 +153,7 @@ async fn throughput() {
         match finished.recv().await {
             Ok(f) => {
                 done += 1;
-                if f.report.status == persona_bot::chat::turn::TurnStatus::Completed
+                if f.report.status == persona_bot::domain::turn::TurnStatus::Completed
                     && f.report.tool_calls == 1
                 {
                     completed += 1;

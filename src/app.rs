@@ -8,24 +8,24 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::chat::admission::Cooldowns;
-use crate::chat::orchestrator::{Orchestrator, OrchestratorDeps};
-use crate::chat::ports::{ChatPorts, ChatSink, SystemClock, ThoughtLog};
+use crate::domain::admission::Cooldowns;
+use crate::domain::ports::{ChatPorts, ChatSink, SystemClock, ThoughtLog};
+use crate::engine::orchestrator::{Orchestrator, OrchestratorDeps};
 
-use crate::chat::scope::PersonaId;
-use crate::chat::stores::{Persona, PersonaStore};
 use crate::config::{Config, Secrets};
 use crate::discord::{self, BotData, Connection, DiscordClient, guild, sink};
+use crate::domain::ports::{Persona, PersonaStore};
+use crate::domain::scope::PersonaId;
+use crate::domain::thought_log::Notice;
+use crate::engine::passes::TurnDeps;
+use crate::engine::reminders::ReminderScheduler;
+use crate::engine::reviewer::ModelReviewer;
+use crate::engine::worker::{ImageWorker, WorkerPorts};
 use crate::provider::OpenAiProvider;
-use crate::reminders::ReminderScheduler;
 use crate::shutdown::Shutdown;
 use crate::storage::Storage;
-use crate::thought_log::Notice;
 use crate::tool_loop::deliberate::KeywordPacks;
-use crate::tool_loop::passes::TurnDeps;
-use crate::tool_loop::review::ModelReviewer;
 use crate::tools::{Registry, Reviewer, ToolEnv};
-use crate::worker::{ImageWorker, WorkerPorts};
 
 /// How long a stop waits for background tasks (the image worker, reminders, summaries).
 const STOP_WITHIN: Duration = Duration::from_secs(10);
@@ -89,13 +89,12 @@ pub async fn run(config: Config, secrets: &Secrets) -> Result<(), RunError> {
 
 /// Starts the bot: storage (migrated), provider, orchestrator (recovering queued messages), the
 /// background work, the Discord client. `extend` may add tools (tests use it for slow or failing
-/// tools).
+/// tools). The TLS provider must be installed first ([`install_crypto_provider`]).
 pub async fn start(
     config: Arc<Config>,
     secrets: &Secrets,
     extend: impl FnOnce(Registry) -> Registry,
 ) -> anyhow::Result<RunningBot> {
-    install_crypto_provider();
     let token = secrets
         .discord_token
         .clone()
@@ -278,7 +277,6 @@ pub async fn worker_until(
     secrets: &Secrets,
     stop: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<()> {
-    install_crypto_provider();
     let token = secrets
         .discord_token
         .clone()
@@ -332,7 +330,7 @@ async fn post_summaries(
 }
 
 /// A finished turn as the thought log's summary card.
-fn summary(turn: &crate::chat::orchestrator::TurnFinished) -> Notice {
+fn summary(turn: &crate::engine::orchestrator::TurnFinished) -> Notice {
     let report = &turn.report;
     Notice::TurnSummary {
         channel: turn.channel,

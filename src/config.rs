@@ -347,13 +347,9 @@ impl Config {
             .expect("config/default.toml is valid")
     }
 
-    fn validate(&self) -> Result<(), ConfigError> {
-        let key = |k: &str, problem: &str| ConfigError::Key {
-            key: k.to_owned(),
-            problem: problem.to_owned(),
-        };
+    /// Counts, sizes and durations where 0 would disable a limit or spin a loop: a table.
+    fn must_be_positive(&self) -> Vec<(String, u64)> {
         let (t, w) = (&self.turn, &self.image_worker);
-        // Counts, sizes and durations where 0 would disable a limit or spin a loop.
         let mut positive: Vec<(String, u64)> = [
             (
                 "tools.default_timeout_secs",
@@ -426,6 +422,16 @@ impl Config {
                 .iter()
                 .map(|(tool, secs)| (format!("tools.timeouts_secs.{tool}"), *secs)),
         );
+        positive
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let key = |k: &str, problem: &str| ConfigError::Key {
+            key: k.to_owned(),
+            problem: problem.to_owned(),
+        };
+        let (t, w) = (&self.turn, &self.image_worker);
+        let positive = self.must_be_positive();
         if let Some((name, _)) = positive.iter().find(|(_, value)| *value == 0) {
             return Err(key(name, "must be greater than 0"));
         }

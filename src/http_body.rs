@@ -82,8 +82,9 @@ pub async fn text_bounded(response: reqwest::Response, max: usize) -> String {
     }
 }
 
-/// Installs the TLS crypto provider every HTTPS client here uses (rustls with ring). Called
-/// once by `main`; calling it again does nothing, so embedding callers (tests) may too.
+/// Installs the TLS crypto provider every HTTPS client here uses (rustls with ring; reqwest is
+/// built without a default one). `main` calls it once, before any client is built; a program
+/// embedding the bot (the tests) calls it before `app::start`. A second call does nothing.
 pub fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -1,7 +1,11 @@
 //! persona-bot: a Discord persona bot with a built-in, role-scoped LLM tool loop.
 //!
-//! The core (`chat`, `tool_loop`, `tools`) knows nothing of Discord, HTTP or SQL; it reaches the
-//! outside only through the ports in [`chat::ports`].
+//! Layers, bottom-up (`tests/layers.rs` checks that none uses one above it): the base
+//! (`config`, `locale`, `redact`, `http_body`, `telemetry`, `shutdown`), the [`domain`] types and
+//! ports, the [`tools`], the tool-call stage ([`tool_loop`]), the [`engine`] that runs turns, the
+//! adapters (`discord`, `provider`, `storage`, `media`) and the [`app`] that wires them. Nothing
+//! below the adapters knows Discord, HTTP or SQL; it reaches the outside only through the ports in
+//! [`domain::ports`].
 // Outside tests nothing may panic on outside input: every such site is handled, or allowed
 // at the site with a one-line reason (clippy.toml exempts #[test] code).
 #![deny(
@@ -13,12 +17,16 @@
 
 /// Start-up and wiring for `run` and `worker`.
 pub mod app;
-/// The chat core: turn context, scope, ports and the provider-failure classifier.
-pub mod chat;
 /// Typed settings, layered loading (file defaults, local file, environment) and secrets.
 pub mod config;
 /// The Discord adapter (serenity and poise live only here): events, delivery, commands.
 pub mod discord;
+/// Domain types and ports: scope, roles, the turn, ledgers, notices and the provider-failure
+/// classifier.
+pub mod domain;
+/// The engine: the orchestrator, the pass loop, stream delivery, the reviewer, reminders and the
+/// image worker.
+pub mod engine;
 /// Reading HTTP answer bodies with a size bound, chunk by chunk.
 pub mod http_body;
 /// Localized strings (Fluent): English, Japanese, Simplified and Traditional Chinese.
@@ -29,8 +37,6 @@ pub mod media;
 pub mod provider;
 /// Secret redaction for everything moderators and operators read.
 pub mod redact;
-/// Reminders coming due become quiet turns.
-pub mod reminders;
 /// How the process stops: the root token, signals, one task tracker.
 pub mod shutdown;
 /// sqlx repositories (SQLite file or PostgreSQL) implementing the storage ports.
@@ -48,14 +54,10 @@ pub mod telemetry;
     reason = "test fakes: a fake called in a way its test did not expect panics, failing the test"
 )]
 pub mod testkit;
-/// Moderator notices: their data and rendering.
-pub mod thought_log;
 /// The tool-call stage: `execute_tool_call`, its gates, the watchdog and payload builders.
 pub mod tool_loop;
 /// The tool registry, role-scoped tool sessions and the built-in tools.
 pub mod tools;
-/// The image worker: claims planned images, makes them, posts them.
-pub mod worker;
 
 /// FNV-1a, 64-bit: a hash that stays the same across processes and versions (lock keys,
 /// generation seeds), unlike `std`'s randomized one.

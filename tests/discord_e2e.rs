@@ -15,11 +15,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use persona_bot::app::RunningBot;
-use persona_bot::chat::scope::{ChannelId, PersonaId, ServerId, UserId, Visibility};
-use persona_bot::chat::stores::{
+use persona_bot::config::{Config, ImageBackendKind, Secrets};
+use persona_bot::domain::ports::{
     AccessLists, NewReminder, ReminderStore, Repeat, ServerSettings, SettingsStore,
 };
-use persona_bot::config::{Config, ImageBackendKind, Secrets};
+use persona_bot::domain::scope::{ChannelId, PersonaId, ServerId, UserId, Visibility};
 use persona_bot::locale::Locale;
 use persona_bot::tools::ToolError;
 use secrecy::SecretString;
@@ -90,6 +90,7 @@ impl E2e {
             probe: probe_state.clone(),
             behaviour: probe,
         };
+        persona_bot::app::install_crypto_provider();
         let running = persona_bot::app::start(Arc::new(config), &secrets, |r| r.with(tool))
             .await
             .expect("bot starts");
@@ -790,7 +791,7 @@ async fn bots_webhooks_chatter_and_blocked_channels_get_no_turn() {
         .await;
     let blocked = ServerSettings {
         access: AccessLists {
-            blocked_channels: vec![persona_bot::chat::scope::ChannelId(PUBLIC_MODS)],
+            blocked_channels: vec![persona_bot::domain::scope::ChannelId(PUBLIC_MODS)],
             ..Default::default()
         },
         ..Default::default()

@@ -12,22 +12,22 @@ pub mod support {
 use std::sync::Arc;
 use std::time::Duration;
 
-use persona_bot::chat::history::EntryStatus;
-use persona_bot::chat::model::ChatMessage;
-use persona_bot::chat::ports::{EventOutcome, Sticker};
-use persona_bot::chat::review::{ReviewOutcome, ReviewPolicy, ReviewVerdict};
-use persona_bot::chat::role::Role;
-use persona_bot::chat::scope::ServerId;
-use persona_bot::chat::stores::{OutcomeStore, ServerSettings, SettingsStore, StoredOutcome};
-use persona_bot::chat::turn::{Turn, TurnStatus};
+use persona_bot::domain::history::EntryStatus;
+use persona_bot::domain::ports::ChatMessage;
+use persona_bot::domain::ports::{EventOutcome, Sticker};
+use persona_bot::domain::ports::{OutcomeStore, ServerSettings, SettingsStore, StoredOutcome};
+use persona_bot::domain::review::{ReviewOutcome, ReviewPolicy, ReviewVerdict};
+use persona_bot::domain::role::Role;
+use persona_bot::domain::scope::ServerId;
+use persona_bot::domain::turn::{Turn, TurnStatus};
+use persona_bot::engine::passes::TurnEnd;
+use persona_bot::engine::reviewer::ModelReviewer;
 use persona_bot::locale::Locale;
 use persona_bot::testkit::{
     Fakes, InMemoryQueue, InMemorySettings, ScriptedModel, ScriptedPass, ScriptedReviewer, Step,
     public_scope,
 };
 use persona_bot::tool_loop::ToolCallOutcome;
-use persona_bot::tool_loop::passes::TurnEnd;
-use persona_bot::tool_loop::review::ModelReviewer;
 use serde_json::json;
 use support::bot::{ALICE, Bot, CHANNEL, SERVER, message};
 use support::harness::{Behaviour, Harness, entry};

@@ -2,12 +2,10 @@
 //!
 //! ```text
 //! base      config, locale, redact, http_body, telemetry, shutdown (and the crate root's items)
-//! domain    chat (scope, roles, the turn, ledgers, ports, stores, the model port, calls,
-//!           reminder times, review policy and ledger), thought_log (notice data)
+//! domain    domain (types, ports, notices, the provider-failure classifier)
 //! tools     tools (the registry, sessions, the reviewer port, one tool per file)
 //! stage     tool_loop (execute_tool_call and its gates, payload builders)
-//! engine    chat::orchestrator, chat::stream, chat::segment, chat::context, tool_loop::passes,
-//!           tool_loop::review, reminders, worker
+//! engine    engine (orchestrator, pass loop, stream delivery, reviewer, reminders, worker)
 //! adapters  discord, provider, storage, media
 //! app       app, main, testkit (test fakes may use anything)
 //! ```
@@ -25,18 +23,10 @@ const LAYERS: &[(&str, u8)] = &[
     ("http_body", 0),
     ("telemetry", 0),
     ("shutdown", 0),
-    ("chat", 1),
-    ("thought_log", 1),
+    ("domain", 1),
     ("tools", 2),
     ("tool_loop", 3),
-    ("chat::orchestrator", 4),
-    ("chat::stream", 4),
-    ("chat::segment", 4),
-    ("chat::context", 4),
-    ("tool_loop::passes", 4),
-    ("tool_loop::review", 4),
-    ("reminders", 4),
-    ("worker", 4),
+    ("engine", 4),
     ("discord", 5),
     ("provider", 5),
     ("storage", 5),
@@ -63,7 +53,7 @@ fn layer(module: &str) -> u8 {
         .map_or(0, |(_, layer)| *layer)
 }
 
-/// `src/chat/orchestrator.rs` → `chat::orchestrator`; `src/tools/mod.rs` → `tools`.
+/// `src/engine/orchestrator.rs` → `engine::orchestrator`; `src/tools/mod.rs` → `tools`.
 fn module_of(src: &Path, file: &Path) -> String {
     let relative = file.strip_prefix(src).unwrap_or(file).with_extension("");
     let mut parts: Vec<String> = relative
@@ -275,19 +265,19 @@ fn no_module_uses_a_layer_above_it() {
 fn the_scan_finds_upward_uses_in_every_form() {
     let dir = tempfile::tempdir().expect("temp dir");
     let src = dir.path();
-    std::fs::create_dir_all(src.join("chat")).expect("dir");
+    std::fs::create_dir_all(src.join("domain/ports")).expect("dir");
     std::fs::create_dir_all(src.join("tools")).expect("dir");
     std::fs::write(
         src.join("tools/grab.rs"),
-        "use crate::chat::{scope::ServerId, orchestrator::Orchestrator};\n\
+        "use crate::{domain::scope::ServerId, engine::orchestrator::Orchestrator};\n\
          // use crate::discord::Ignored;\n\
          fn f() { crate::storage::Storage::open(); }\n\
          #[cfg(test)]\nmod tests {\n    use crate::app::Anything;\n}\n",
     )
     .expect("write");
     std::fs::write(
-        src.join("chat/scope.rs"),
-        "use super::stream::Delivery;\nuse super::turn::Turn;\n",
+        src.join("domain/ports/chat.rs"),
+        "use super::super::super::engine::stream::Delivery;\nuse super::super::turn::Turn;\n",
     )
     .expect("write");
     let found = violations(src);
@@ -295,12 +285,12 @@ fn the_scan_finds_upward_uses_in_every_form() {
     assert!(
         found
             .iter()
-            .any(|v| v.contains("uses chat::orchestrator (engine)"))
+            .any(|v| v.contains("uses engine::orchestrator (engine)"))
     );
     assert!(found.iter().any(|v| v.contains("uses storage (adapters)")));
     assert!(
         found
             .iter()
-            .any(|v| v.contains("chat::scope (domain) uses chat::stream"))
+            .any(|v| v.contains("domain::ports::chat (domain) uses engine::stream"))
     );
 }

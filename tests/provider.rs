@@ -13,13 +13,13 @@ pub mod support {
 
 use std::time::Duration;
 
-use persona_bot::chat::orchestrator::KillReport;
-use persona_bot::chat::ports::{Sticker, StickerSend};
-use persona_bot::chat::turn::TurnStatus;
 use persona_bot::config::{Config, ProviderConfig};
+use persona_bot::domain::ports::{Sticker, StickerSend};
+use persona_bot::domain::turn::TurnStatus;
+use persona_bot::engine::orchestrator::KillReport;
+use persona_bot::engine::passes::TurnEnd;
 use persona_bot::provider::OpenAiProvider;
 use persona_bot::testkit::Fakes;
-use persona_bot::tool_loop::passes::TurnEnd;
 use secrecy::SecretString;
 use serde_json::json;
 use support::bot::{ALICE, BOB, Bot, CHANNEL, message};

@@ -14,7 +14,7 @@ use async_openai::config::OpenAIConfig;
 use async_openai::error::OpenAIError;
 use async_openai::middleware::HttpRequestFactory;
 use futures::StreamExt;
-use persona_bot::chat::model::{ModelEvent, ModelStream};
+use persona_bot::domain::ports::{ModelEvent, ModelStream};
 use persona_bot::provider::assemble::{self, Assembler, MAX_CALLS_PER_PASS};
 use persona_bot::provider::transport::{CutReport, StreamLimits, bounded_body};
 use persona_bot::provider::wire::{Choice, Chunk, Delta, FunctionDelta, ToolCallDelta};

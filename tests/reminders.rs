@@ -10,14 +10,14 @@ pub mod support {
     pub mod harness;
 }
 
-use persona_bot::chat::role::Role;
-use persona_bot::chat::scope::{PersonaId, ServerId, UserId, Visibility};
-use persona_bot::chat::stores::{NewReminder, ReminderStore, Repeat};
-use persona_bot::chat::turn::TurnStatus;
+use persona_bot::domain::ports::{NewReminder, ReminderStore, Repeat};
+use persona_bot::domain::role::Role;
+use persona_bot::domain::scope::{PersonaId, ServerId, UserId, Visibility};
+use persona_bot::domain::thought_log::Notice;
+use persona_bot::domain::turn::TurnStatus;
+use persona_bot::engine::reminders::ReminderScheduler;
 use persona_bot::locale::Locale;
-use persona_bot::reminders::ReminderScheduler;
 use persona_bot::testkit::{Fakes, ScriptedModel, ScriptedPass, public_scope};
-use persona_bot::thought_log::Notice;
 use support::bot::{Bot, CHANNEL, SERVER};
 use support::db::TestDb;
 use support::harness::{Behaviour, Harness, code, entry};

@@ -12,18 +12,18 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use persona_bot::chat::ports::{
-    EventOutcome, FactAdded, MemoryStore, Metric, NewFact, NewImagePlan, PlanId, PlanStore,
-    ToolEvent, ToolEvents, UsageRecord, UsageStats,
-};
-use persona_bot::chat::role::Role;
-use persona_bot::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
-use persona_bot::chat::stores::{
+use persona_bot::config::Config;
+use persona_bot::domain::ports::{
     AccessLists, DeliberateSettings, NewQueuedMessage, OutcomeStore, Persona, PersonaStore, Pushed,
     QueueStore, ServerSettings, SettingsChange, SettingsStore, StoredOutcome, TaskStore,
 };
-use persona_bot::chat::turn::TurnId;
-use persona_bot::config::Config;
+use persona_bot::domain::ports::{
+    EventOutcome, FactAdded, MemoryStore, Metric, NewFact, NewImagePlan, PlanId, PlanStore,
+    ToolEvent, ToolEvents, UsageRecord, UsageStats,
+};
+use persona_bot::domain::role::Role;
+use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
+use persona_bot::domain::turn::TurnId;
 use persona_bot::storage::Database;
 use serde_json::json;
 use support::db::TestDb;
@@ -98,7 +98,7 @@ fn queued(message: u64, follow_up: bool) -> NewQueuedMessage {
         follow_up,
         enqueued_at_ms: message as i64,
         persona: persona(),
-        visibility: persona_bot::chat::scope::Visibility::Public,
+        visibility: persona_bot::domain::scope::Visibility::Public,
         locale: persona_bot::locale::Locale::Ja,
         quiet: false,
     }
@@ -117,7 +117,7 @@ fn plan(turn: TurnId, prompt: &str) -> NewImagePlan {
         aspect: "square".into(),
         part: None,
         at_ms: 1_000,
-        visibility: persona_bot::chat::scope::Visibility::Public,
+        visibility: persona_bot::domain::scope::Visibility::Public,
         locale: persona_bot::locale::Locale::ZhTw,
     }
 }
@@ -135,12 +135,12 @@ fn sample_settings() -> ServerSettings {
             allowed_roles: vec![77],
             ..AccessLists::default()
         },
-        review: persona_bot::chat::review::ReviewPolicy {
+        review: persona_bot::domain::review::ReviewPolicy {
             replies: false,
             prompt: Some("Be strict about names.".into()),
             ..Default::default()
         },
-        random: persona_bot::chat::stores::RandomTriggers {
+        random: persona_bot::domain::ports::RandomTriggers {
             enabled: true,
             percent: 5,
             per_hour: 4,
@@ -511,7 +511,7 @@ async fn plan_results_for_a_prompt_are_the_newest_few(db: TestDb) {
                 .unwrap()
         );
     }
-    let prompts = |results: Vec<persona_bot::chat::ports::PlanResult>| -> Vec<String> {
+    let prompts = |results: Vec<persona_bot::domain::ports::PlanResult>| -> Vec<String> {
         results.into_iter().map(|r| r.prompt).collect()
     };
     assert_eq!(
@@ -788,7 +788,7 @@ async fn the_tool_stage_writes_through_real_storage(db: TestDb) {
     let config = Arc::new(Config::shipped_defaults());
     let env = Arc::new(ToolEnv::new(s.ports(fakes.chat_ports()), config.clone()));
     let registry = Arc::new(Registry::builtin(&config));
-    let turn = Arc::new(persona_bot::chat::turn::Turn::new(
+    let turn = Arc::new(persona_bot::domain::turn::Turn::new(
         public_scope(),
         persona_bot::locale::Locale::En,
     ));

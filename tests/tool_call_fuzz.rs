@@ -7,8 +7,8 @@ pub mod support {
     pub mod harness;
 }
 
-use persona_bot::chat::history::EntryStatus;
-use persona_bot::chat::role::Role;
+use persona_bot::domain::history::EntryStatus;
+use persona_bot::domain::role::Role;
 use persona_bot::testkit::public_scope;
 use persona_bot::tool_loop::{ToolCallOutcome, ToolCallRequest, Truncation, execute_tool_call};
 use proptest::prelude::*;

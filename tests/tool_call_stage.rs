@@ -10,16 +10,16 @@ pub mod support {
 use std::sync::Arc;
 use std::time::Duration;
 
-use persona_bot::chat::history::EntryStatus;
-use persona_bot::chat::ports::{EventOutcome, HistoryMessage, Metric, Sticker, StickerSend};
-use persona_bot::chat::provider_failure::ProviderFailure;
-use persona_bot::chat::role::Role;
-use persona_bot::chat::scope::MessageId;
-use persona_bot::chat::stores::OutcomeStore;
-use persona_bot::chat::turn::{ExpressionState, ToolAdmission, Turn, TurnStatus};
+use persona_bot::domain::history::EntryStatus;
+use persona_bot::domain::ports::OutcomeStore;
+use persona_bot::domain::ports::{EventOutcome, HistoryMessage, Metric, Sticker, StickerSend};
+use persona_bot::domain::provider_failure::ProviderFailure;
+use persona_bot::domain::role::Role;
+use persona_bot::domain::scope::MessageId;
+use persona_bot::domain::thought_log::{FailureKind, Notice};
+use persona_bot::domain::turn::{ExpressionState, ToolAdmission, Turn, TurnStatus};
 use persona_bot::locale::Locale;
 use persona_bot::testkit::{Fakes, dm_scope, private_scope, public_scope};
-use persona_bot::thought_log::{FailureKind, Notice};
 use persona_bot::tool_loop::{ToolCallOutcome, ToolCallRequest, Truncation, execute_tool_call};
 use persona_bot::tools::ToolError;
 use serde_json::json;
@@ -1006,7 +1006,8 @@ async fn a_tool_reason_quoting_a_secret_argument_is_redacted_in_the_notice() {
     assert!(!reason.contains("sk-proj"), "{reason}");
     assert!(reason.contains(persona_bot::redact::REDACTED), "{reason}");
     assert!(!arguments.contains("sk-proj"), "{arguments}");
-    let card = persona_bot::thought_log::render(&notices[0].1, persona_bot::locale::Locale::En);
+    let card =
+        persona_bot::domain::thought_log::render(&notices[0].1, persona_bot::locale::Locale::En);
     assert!(
         card.fields.iter().all(|(_, v)| !v.contains("sk-proj")),
         "{card:?}"

@@ -7,12 +7,12 @@ pub mod support {
     pub mod harness;
 }
 
-use persona_bot::chat::history::EntryStatus;
-use persona_bot::chat::ports::EventOutcome;
-use persona_bot::chat::role::Role;
-use persona_bot::chat::turn::TurnStatus;
+use persona_bot::domain::history::EntryStatus;
+use persona_bot::domain::ports::EventOutcome;
+use persona_bot::domain::role::Role;
+use persona_bot::domain::thought_log::{FailureKind, Notice};
+use persona_bot::domain::turn::TurnStatus;
 use persona_bot::testkit::{dm_scope, public_scope};
-use persona_bot::thought_log::{FailureKind, Notice};
 use persona_bot::tool_loop::{ToolCallOutcome, execute_tool_call};
 use persona_bot::tools::session::CallError;
 use persona_bot::tools::{SessionError, ToolError};

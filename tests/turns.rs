@@ -12,17 +12,17 @@ pub mod support {
 use std::sync::Arc;
 use std::time::Duration;
 
-use persona_bot::chat::model::{Attempt, ChatMessage, ModelError};
-use persona_bot::chat::orchestrator::KillReport;
-use persona_bot::chat::ports::{EventOutcome, HistoryMessage, Sticker, StickerSend};
-use persona_bot::chat::provider_failure::FailureClass;
-use persona_bot::chat::scope::{ChannelId, MessageId};
-use persona_bot::chat::stores::OutcomeStore;
-use persona_bot::chat::turn::{TurnId, TurnStatus};
 use persona_bot::config::{Config, KillPermission};
+use persona_bot::domain::ports::OutcomeStore;
+use persona_bot::domain::ports::{Attempt, ChatMessage, ModelError};
+use persona_bot::domain::ports::{EventOutcome, HistoryMessage, Sticker, StickerSend};
+use persona_bot::domain::provider_failure::FailureClass;
+use persona_bot::domain::scope::{ChannelId, MessageId};
+use persona_bot::domain::turn::{TurnId, TurnStatus};
+use persona_bot::engine::orchestrator::KillReport;
+use persona_bot::engine::passes::TurnEnd;
 use persona_bot::locale::{self, Locale};
 use persona_bot::testkit::{Fakes, InMemoryQueue, ScriptedModel, ScriptedPass, Step};
-use persona_bot::tool_loop::passes::TurnEnd;
 use support::bot::{ALICE, BOB, Bot, CHANNEL, message, message_in};
 use support::harness::{Behaviour, Harness};
 

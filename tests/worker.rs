@@ -15,19 +15,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use persona_bot::chat::media::{GeneratedImage, ImageBackend, ImagePoster, ImageRequest, Posted};
-use persona_bot::chat::ports::{NewImagePlan, PlanId, PlanStore};
-use persona_bot::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
-use persona_bot::chat::stores::TaskStore;
-use persona_bot::chat::turn::TurnId;
 use persona_bot::config::{Config, ImageWorkerConfig};
+use persona_bot::domain::ports::TaskStore;
+use persona_bot::domain::ports::{GeneratedImage, ImageBackend, ImagePoster, ImageRequest, Posted};
+use persona_bot::domain::ports::{NewImagePlan, PlanId, PlanStore};
+use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
+use persona_bot::domain::thought_log::Notice;
+use persona_bot::domain::turn::TurnId;
+use persona_bot::engine::worker::{Handled, ImageWorker, WorkerPorts};
 use persona_bot::locale::Locale;
 use persona_bot::media::comfyui::ComfyUi;
 use persona_bot::media::openai_images::OpenAiImages;
 use persona_bot::storage::Storage;
 use persona_bot::testkit::{ManualClock, RecordingSink, RecordingThoughtLog};
-use persona_bot::thought_log::Notice;
-use persona_bot::worker::{Handled, ImageWorker, WorkerPorts};
 use secrecy::SecretString;
 use serde_json::Value;
 use support::db::TestDb;
@@ -148,7 +148,7 @@ impl Rig {
     }
 
     fn clock_now(&self) -> i64 {
-        use persona_bot::chat::ports::Clock;
+        use persona_bot::domain::ports::Clock;
         self.clock.now_ms()
     }
 

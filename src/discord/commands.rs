@@ -7,9 +7,9 @@ use poise::CreateReply;
 use serenity::all::{ChannelId as SerenityChannelId, Permissions};
 
 use super::{BotData, Context, Error};
-use crate::chat::orchestrator::KillReport;
-use crate::chat::scope::{ChannelId, ServerId, UserId};
-use crate::chat::stores::SettingsChange;
+use crate::domain::ports::SettingsChange;
+use crate::domain::scope::{ChannelId, ServerId, UserId};
+use crate::engine::orchestrator::KillReport;
 use crate::locale::{self, Locale};
 
 /// Every command, localized.
@@ -298,7 +298,10 @@ pub async fn list(ctx: Context<'_>) -> Result<(), Error> {
                 ("when", when),
                 ("zone", tz.name().to_owned()),
                 ("repeat", r.reminder.repeat.as_str().to_owned()),
-                ("text", crate::thought_log::cut(&r.reminder.text, 80)),
+                (
+                    "text",
+                    crate::domain::thought_log::cut(&r.reminder.text, 80),
+                ),
             ],
         ));
     }

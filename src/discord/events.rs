@@ -4,10 +4,10 @@
 use serenity::all::{FullEvent, Message};
 
 use super::BotData;
-use crate::chat::admission::{MessageFacts, admit, triggers};
-use crate::chat::ports::{Clock, SystemClock};
-use crate::chat::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
-use crate::chat::stores::{NewQueuedMessage, ServerSettings};
+use crate::domain::admission::{MessageFacts, admit, triggers};
+use crate::domain::ports::{Clock, SystemClock};
+use crate::domain::ports::{NewQueuedMessage, ServerSettings};
+use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
 
 /// Handles one gateway event.
 pub async fn handle(event: &FullEvent, data: &BotData) {

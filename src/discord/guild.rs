@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 
 use serenity::all::{Cache, ChannelType, GuildChannel, GuildId, Permissions, RoleId, UserId};
 
-use crate::chat::scope::{ChannelId, ServerId, Visibility};
+use crate::domain::scope::{ChannelId, ServerId, Visibility};
 use crate::locale::Locale;
 
 /// The client's cache, set once the client exists (it is built after the ports).

@@ -11,10 +11,10 @@ use secrecy::SecretString;
 use serenity::all::{ClientBuilder, GatewayIntents, HttpBuilder, ShardManager};
 use tokio::task::JoinHandle;
 
-use crate::chat::admission::Cooldowns;
-use crate::chat::orchestrator::Orchestrator;
-use crate::chat::stores::{Persona, SettingsStore};
 use crate::config::Config;
+use crate::domain::admission::Cooldowns;
+use crate::domain::ports::{Persona, SettingsStore};
+use crate::engine::orchestrator::Orchestrator;
 use crate::locale::Locale;
 use crate::shutdown::Shutdown;
 
@@ -35,8 +35,8 @@ pub struct BotData {
     /// The persona that answers (its trigger words and name).
     pub persona: Persona,
     pub cooldowns: Cooldowns,
-    pub random: crate::chat::admission::RandomBudget,
-    pub reminders: Arc<dyn crate::chat::stores::ReminderStore>,
+    pub random: crate::domain::admission::RandomBudget,
+    pub reminders: Arc<dyn crate::domain::ports::ReminderStore>,
     pub cache: guild::CacheCell,
     pub bot: sink::BotId,
     pub default_locale: Locale,

@@ -9,10 +9,10 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::rest::{DiscordRest, SendError, nonce};
-use crate::chat::ports::{
+use crate::domain::ports::{
     ChannelHistory, ChatSink, HistoryMessage, PortError, Sticker, StickerCatalog, StickerSend,
 };
-use crate::chat::scope::{ChannelId, MessageId, ServerId};
+use crate::domain::scope::{ChannelId, MessageId, ServerId};
 
 /// The bot's own user id, known once the gateway says READY (0 before).
 #[derive(Debug, Default, Clone)]
@@ -223,15 +223,15 @@ impl StickerCatalog for DiscordSink {
 }
 
 #[async_trait]
-impl crate::chat::media::ImagePoster for DiscordSink {
+impl crate::domain::ports::ImagePoster for DiscordSink {
     async fn post_image(
         &self,
         channel: ChannelId,
-        image: &crate::chat::media::GeneratedImage,
+        image: &crate::domain::ports::GeneratedImage,
         caption: Option<&str>,
         nonce: &str,
-    ) -> crate::chat::media::Posted {
-        use crate::chat::media::Posted;
+    ) -> crate::domain::ports::Posted {
+        use crate::domain::ports::Posted;
         let body = json!({
             "content": caption.unwrap_or_default(),
             "allowed_mentions": { "parse": [] },

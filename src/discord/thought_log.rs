@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 
 use super::guild::CacheCell;
 use super::rest::{DiscordRest, nonce};
-use crate::chat::ports::ThoughtLog;
-use crate::chat::scope::{ChannelId, ServerId};
-use crate::chat::stores::SettingsStore;
+use crate::domain::ports::SettingsStore;
+use crate::domain::ports::ThoughtLog;
+use crate::domain::scope::{ChannelId, ServerId};
+use crate::domain::thought_log::{Card, Notice, cut, render};
 use crate::locale::Locale;
-use crate::thought_log::{Card, Notice, cut, render};
 
 /// Discord's `SUPPRESS_NOTIFICATIONS` message flag.
 const SUPPRESS_NOTIFICATIONS: u64 = 1 << 12;

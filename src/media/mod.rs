@@ -1,4 +1,4 @@
-//! Image backends (HTTP adapters of [`crate::chat::media::ImageBackend`]): ComfyUI, and any
+//! Image backends (HTTP adapters of [`crate::domain::ports::ImageBackend`]): ComfyUI, and any
 //! OpenAI-compatible images endpoint. A failure carries the HTTP status and the backend's text
 //! for classification only (SPEC T8); the only value a reason may name is the model file the
 //! ComfyUI workflow sent.
@@ -20,8 +20,8 @@ pub(crate) fn failure(
     status: Option<u16>,
     message: String,
     workflow_model_file: Option<String>,
-) -> crate::chat::provider_failure::ProviderFailure {
-    crate::chat::provider_failure::ProviderFailure {
+) -> crate::domain::provider_failure::ProviderFailure {
+    crate::domain::provider_failure::ProviderFailure {
         status,
         message,
         workflow_model_file,
@@ -34,7 +34,7 @@ pub(crate) fn body_failure(
     what: &str,
     error: &crate::http_body::BodyError,
     workflow_model_file: Option<String>,
-) -> crate::chat::provider_failure::ProviderFailure {
+) -> crate::domain::provider_failure::ProviderFailure {
     let status = match error {
         crate::http_body::BodyError::Read(_) => None,
         _ => Some(502),
@@ -46,11 +46,11 @@ pub(crate) fn body_failure(
 pub fn backend(
     config: &crate::config::ImageWorkerConfig,
     secrets: &crate::config::Secrets,
-) -> anyhow::Result<std::sync::Arc<dyn crate::chat::media::ImageBackend>> {
+) -> anyhow::Result<std::sync::Arc<dyn crate::domain::ports::ImageBackend>> {
     use crate::config::ImageBackendKind;
     use anyhow::Context as _;
     Ok(match config.backend {
-        ImageBackendKind::None => std::sync::Arc::new(crate::chat::media::NoBackend),
+        ImageBackendKind::None => std::sync::Arc::new(crate::domain::ports::NoBackend),
         ImageBackendKind::Comfyui => {
             let text = std::fs::read_to_string(&config.comfyui_workflow).with_context(|| {
                 format!(

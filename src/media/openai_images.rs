@@ -8,8 +8,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{body_failure, failure, http};
-use crate::chat::media::{GeneratedImage, ImageBackend, ImageRequest};
-use crate::chat::provider_failure::ProviderFailure;
+use crate::domain::ports::{GeneratedImage, ImageBackend, ImageRequest};
+use crate::domain::provider_failure::ProviderFailure;
 use crate::http_body::{ERROR_TEXT_MAX, json_bounded, text_bounded};
 
 pub struct OpenAiImages {

@@ -13,9 +13,9 @@ use futures::stream::BoxStream;
 
 use super::transport::{Cut, CutReport};
 use super::wire::{Chunk, ToolCallDelta};
-use crate::chat::call::{ToolCallRequest, Truncation};
-use crate::chat::model::{Finish, ModelError, ModelEvent, ModelStream, TokenUsage};
-use crate::chat::provider_failure::{FailureClass, classify};
+use crate::domain::call::{ToolCallRequest, Truncation};
+use crate::domain::ports::{Finish, ModelError, ModelEvent, ModelStream, TokenUsage};
+use crate::domain::provider_failure::{FailureClass, classify};
 
 /// Most calls one pass keeps. One call runs per pass (the rest are refused, SPEC C9), so a
 /// few are plenty; past them a server cannot make the assembler keep, and search, thousands.

@@ -13,9 +13,9 @@ use futures::StreamExt;
 use secrecy::{ExposeSecret, SecretString};
 use tokio::time::Instant;
 
-use crate::chat::model::{Attempt, ChatModel, ModelError, ModelRequest, ModelStream};
-use crate::chat::provider_failure::FailureClass;
 use crate::config::ProviderConfig;
+use crate::domain::ports::{Attempt, ChatModel, ModelError, ModelRequest, ModelStream};
+use crate::domain::provider_failure::FailureClass;
 use transport::{CutReport, NoRetryTransport, StreamLimits};
 
 pub mod assemble;
@@ -38,13 +38,9 @@ pub struct OpenAiProvider {
     config: ProviderConfig,
 }
 
-/// Installs rustls's ring provider once (reqwest is built without a default provider).
-fn install_crypto() {}
-
 impl OpenAiProvider {
     /// A provider on `config.base_url` with `keys` (none: a keyless local server).
     pub fn new(config: ProviderConfig, keys: &[SecretString]) -> Result<Self, reqwest::Error> {
-        install_crypto();
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .tcp_nodelay(true)
@@ -210,6 +206,7 @@ mod tests {
         let mut config = crate::config::Config::shipped_defaults().provider;
         config.key_cooldown_secs = u64::MAX;
         let keys = [SecretString::from("a"), SecretString::from("b")];
+        crate::http_body::install_crypto_provider();
         let provider = OpenAiProvider::new(config, &keys).expect("provider");
         let first = provider.attempts().remove(0);
         assert_eq!(first.key_index, 0);

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::chat::model::{ChatMessage, ModelRequest};
+use crate::domain::ports::{ChatMessage, ModelRequest};
 
 /// The JSON body of one streamed pass.
 pub fn request_body(
@@ -119,7 +119,7 @@ pub struct StreamError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::model::AssistantToolCall;
+    use crate::domain::ports::AssistantToolCall;
 
     #[test]
     fn odd_chunks_parse() {

@@ -6,9 +6,9 @@ use sqlx::{AnyConnection, AssertSqlSafe, FromRow};
 
 use super::writer::{Write, WriteQueue};
 use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, sql_id, storable};
-use crate::chat::ports::{PortError, ToolEvent, ToolEvents};
-use crate::chat::scope::ServerId;
-use crate::chat::turn::TurnId;
+use crate::domain::ports::{PortError, ToolEvent, ToolEvents};
+use crate::domain::scope::ServerId;
+use crate::domain::turn::TurnId;
 
 /// A stored tool event, as read back.
 #[derive(Debug, Clone, PartialEq, Eq, FromRow)]

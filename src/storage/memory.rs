@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 
 use super::{Backend, Database, from_sql_id, port_error, sql_id, storable};
-use crate::chat::ports::{Fact, FactAdded, MemoryStore, NewFact, PortError};
-use crate::chat::scope::{ChannelId, PersonaId, ServerId, UserId};
+use crate::domain::ports::{Fact, FactAdded, MemoryStore, NewFact, PortError};
+use crate::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
 
 pub struct MemoryRepo {
     db: Database,

@@ -14,8 +14,8 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Executor};
 
-use crate::chat::ports::{ChatPorts, PortError, Ports};
 use crate::config::DatabaseConfig;
+use crate::domain::ports::{ChatPorts, PortError, Ports};
 
 pub mod events;
 pub mod memory;

@@ -14,9 +14,9 @@ use sqlx::{AnyConnection, AssertSqlSafe};
 
 use super::writer::{Write, WriteQueue};
 use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, storable};
-use crate::chat::ports::PortError;
-use crate::chat::stores::{OutcomeStore, StoredOutcome};
-use crate::chat::turn::TurnId;
+use crate::domain::ports::PortError;
+use crate::domain::ports::{OutcomeStore, StoredOutcome};
+use crate::domain::turn::TurnId;
 
 pub struct OutcomeRepo {
     db: Database,

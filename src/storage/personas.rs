@@ -4,9 +4,9 @@
 use async_trait::async_trait;
 
 use super::{Database, port_error, storable};
-use crate::chat::ports::{Clock, PortError, SystemClock};
-use crate::chat::scope::PersonaId;
-use crate::chat::stores::{Persona, PersonaStore};
+use crate::domain::ports::{Clock, PortError, SystemClock};
+use crate::domain::ports::{Persona, PersonaStore};
+use crate::domain::scope::PersonaId;
 
 pub struct PersonaRepo {
     db: Database,

@@ -9,10 +9,10 @@ use serde_json::Value;
 
 use super::queue::{visibility_from, visibility_str};
 use super::{Backend, Database, from_sql_id, port_error, sql_id, storable};
-use crate::chat::ports::{NewImagePlan, PlanId, PlanPart, PlanResult, PlanStore, PortError};
-use crate::chat::scope::{ChannelId, PersonaId, ServerId, UserId};
-use crate::chat::stores::{ClaimedTask, TaskStore};
-use crate::chat::turn::TurnId;
+use crate::domain::ports::{ClaimedTask, TaskStore};
+use crate::domain::ports::{NewImagePlan, PlanId, PlanPart, PlanResult, PlanStore, PortError};
+use crate::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
+use crate::domain::turn::TurnId;
 use crate::locale::Locale;
 
 pub struct PlanRepo {

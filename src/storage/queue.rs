@@ -5,9 +5,9 @@
 use async_trait::async_trait;
 
 use super::{Backend, Database, from_sql_id, port_error, sql_id, storable};
-use crate::chat::ports::PortError;
-use crate::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
-use crate::chat::stores::{NewQueuedMessage, Pushed, QueueStore, QueuedMessage};
+use crate::domain::ports::PortError;
+use crate::domain::ports::{NewQueuedMessage, Pushed, QueueStore, QueuedMessage};
+use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use crate::locale::Locale;
 
 pub struct QueueRepo {

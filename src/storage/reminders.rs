@@ -6,9 +6,9 @@ use async_trait::async_trait;
 
 use super::queue::{visibility_from, visibility_str};
 use super::{Database, from_sql_id, port_error, sql_id, storable};
-use crate::chat::ports::PortError;
-use crate::chat::scope::{ChannelId, PersonaId, ServerId, UserId};
-use crate::chat::stores::{NewReminder, Reminder, ReminderStore, Repeat};
+use crate::domain::ports::PortError;
+use crate::domain::ports::{NewReminder, Reminder, ReminderStore, Repeat};
+use crate::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
 use crate::locale::Locale;
 
 pub struct ReminderRepo {

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::{Database, from_sql_id, port_error, sql_id, storable};
-use crate::chat::ports::{Clock, PortError, SystemClock};
-use crate::chat::scope::{ChannelId, ServerId};
-use crate::chat::stores::{ServerSettings, SettingsChange, SettingsStore};
+use crate::domain::ports::{Clock, PortError, SystemClock};
+use crate::domain::ports::{ServerSettings, SettingsChange, SettingsStore};
+use crate::domain::scope::{ChannelId, ServerId};
 
 fn json_error(e: serde_json::Error) -> PortError {
     PortError::Unavailable {

@@ -9,8 +9,8 @@ use sqlx::{AnyConnection, AssertSqlSafe};
 
 use super::writer::{Write, WriteQueue};
 use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, sql_id, storable};
-use crate::chat::ports::{PortError, UsageRecord, UsageStats};
-use crate::chat::scope::{PersonaId, ServerId, UserId};
+use crate::domain::ports::{PortError, UsageRecord, UsageStats};
+use crate::domain::scope::{PersonaId, ServerId, UserId};
 
 pub struct UsageRepo {
     db: Database,

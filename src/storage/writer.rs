@@ -39,12 +39,12 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::{Backend, Database, events, outcomes, usage};
-use crate::chat::ports::{EventOutcome, Metric, ToolEvent, UsageRecord};
-use crate::chat::role::Role;
-use crate::chat::scope::{ChannelId, PersonaId, ServerId, UserId};
-use crate::chat::stores::StoredOutcome;
-use crate::chat::turn::TurnId;
 use crate::config::DatabaseConfig;
+use crate::domain::ports::StoredOutcome;
+use crate::domain::ports::{EventOutcome, Metric, ToolEvent, UsageRecord};
+use crate::domain::role::Role;
+use crate::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
+use crate::domain::turn::TurnId;
 
 /// One deferred write.
 #[derive(Debug, Clone)]

@@ -27,8 +27,8 @@ pub use stores::{
 pub use tool_stores::{FixedHistory, FixedStickers, InMemoryMemory, InMemoryPlans};
 pub use unexpected::Unexpected;
 
-use crate::chat::ports::{HistoryMessage, Ports, Sticker};
-use crate::chat::scope::{ChannelId, PersonaId, Scope, ServerId, UserId, Visibility};
+use crate::domain::ports::{HistoryMessage, Ports, Sticker};
+use crate::domain::scope::{ChannelId, PersonaId, Scope, ServerId, UserId, Visibility};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -106,8 +106,8 @@ impl Fakes {
     }
 
     /// The chat-facing fakes, to combine with real storage.
-    pub fn chat_ports(&self) -> crate::chat::ports::ChatPorts {
-        crate::chat::ports::ChatPorts {
+    pub fn chat_ports(&self) -> crate::domain::ports::ChatPorts {
+        crate::domain::ports::ChatPorts {
             sink: self.sink.clone(),
             thought_log: self.thought_log.clone(),
             stickers: self.stickers.clone(),

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use async_trait::async_trait;
 
 use super::{lock, unexpected};
-use crate::chat::ports::{
+use crate::domain::ports::{
     ChatSink, Clock, PortError, Sticker, StickerSend, ThoughtLog, ToolEvent, ToolEvents,
     UsageRecord, UsageStats,
 };
-use crate::chat::scope::{ChannelId, MessageId, ServerId};
-use crate::thought_log::Notice;
+use crate::domain::scope::{ChannelId, MessageId, ServerId};
+use crate::domain::thought_log::Notice;
 
 /// Accepts and drops everything a turn reports (notices, stats, events, progress): for
 /// benchmarks, where recording would grow without bound. Sticker sends are confirmed.

@@ -24,14 +24,14 @@ pub enum Step {
     /// The stream stops yielding, forever (a hung provider).
     Hang,
     /// The stream fails here.
-    Fail(crate::chat::model::ModelError),
+    Fail(crate::domain::ports::ModelError),
 }
 
 /// A scripted pass: the stream, or a failure to open it.
 #[derive(Debug, Clone)]
 pub enum ScriptedPass {
     Stream(Vec<Step>),
-    OpenError(crate::chat::model::ModelError),
+    OpenError(crate::domain::ports::ModelError),
 }
 
 impl ScriptedPass {
@@ -49,24 +49,24 @@ impl ScriptedPass {
     }
 }
 
-type Responder = dyn Fn(&crate::chat::model::ModelRequest) -> ScriptedPass + Send + Sync;
+type Responder = dyn Fn(&crate::domain::ports::ModelRequest) -> ScriptedPass + Send + Sync;
 
 /// An in-process model: each pass answers from a queue of scripted passes, or from a function
 /// of the request. Records requests and attempts; counts streams dropped before their end.
 pub struct ScriptedModel {
     script: Mutex<VecDeque<ScriptedPass>>,
     responder: Option<Box<Responder>>,
-    attempts: Vec<crate::chat::model::Attempt>,
+    attempts: Vec<crate::domain::ports::Attempt>,
     requests: Mutex<
         Vec<(
-            crate::chat::model::Attempt,
-            crate::chat::model::ModelRequest,
+            crate::domain::ports::Attempt,
+            crate::domain::ports::ModelRequest,
         )>,
     >,
     failures: Mutex<
         Vec<(
-            crate::chat::model::Attempt,
-            crate::chat::provider_failure::FailureClass,
+            crate::domain::ports::Attempt,
+            crate::domain::provider_failure::FailureClass,
         )>,
     >,
     dropped: Arc<std::sync::atomic::AtomicUsize>,
@@ -80,7 +80,7 @@ impl ScriptedModel {
 
     /// Every pass answered by `responder` (benchmarks, open-ended tests).
     pub fn responding(
-        responder: impl Fn(&crate::chat::model::ModelRequest) -> ScriptedPass + Send + Sync + 'static,
+        responder: impl Fn(&crate::domain::ports::ModelRequest) -> ScriptedPass + Send + Sync + 'static,
     ) -> Self {
         Self::build(Vec::new(), Some(Box::new(responder)))
     }
@@ -89,7 +89,7 @@ impl ScriptedModel {
         Self {
             script: Mutex::new(passes.into()),
             responder,
-            attempts: vec![crate::chat::model::Attempt {
+            attempts: vec![crate::domain::ports::Attempt {
                 model: "scripted".into(),
                 model_index: 0,
                 key_index: 0,
@@ -101,7 +101,7 @@ impl ScriptedModel {
     }
 
     /// Offers these attempts (models and keys) for every pass.
-    pub fn with_attempts(mut self, attempts: Vec<crate::chat::model::Attempt>) -> Self {
+    pub fn with_attempts(mut self, attempts: Vec<crate::domain::ports::Attempt>) -> Self {
         self.attempts = attempts;
         self
     }
@@ -110,8 +110,8 @@ impl ScriptedModel {
     pub fn requests(
         &self,
     ) -> Vec<(
-        crate::chat::model::Attempt,
-        crate::chat::model::ModelRequest,
+        crate::domain::ports::Attempt,
+        crate::domain::ports::ModelRequest,
     )> {
         lock(&self.requests).clone()
     }
@@ -119,8 +119,8 @@ impl ScriptedModel {
     pub fn failures(
         &self,
     ) -> Vec<(
-        crate::chat::model::Attempt,
-        crate::chat::provider_failure::FailureClass,
+        crate::domain::ports::Attempt,
+        crate::domain::provider_failure::FailureClass,
     )> {
         lock(&self.failures).clone()
     }
@@ -151,17 +151,17 @@ impl Drop for DropProbe {
 }
 
 #[async_trait]
-impl crate::chat::model::ChatModel for ScriptedModel {
-    fn attempts(&self) -> Vec<crate::chat::model::Attempt> {
+impl crate::domain::ports::ChatModel for ScriptedModel {
+    fn attempts(&self) -> Vec<crate::domain::ports::Attempt> {
         self.attempts.clone()
     }
 
     async fn stream(
         &self,
-        attempt: &crate::chat::model::Attempt,
-        request: &crate::chat::model::ModelRequest,
-    ) -> Result<crate::chat::model::ModelStream, crate::chat::model::ModelError> {
-        use crate::chat::model::{Finish, ModelEvent};
+        attempt: &crate::domain::ports::Attempt,
+        request: &crate::domain::ports::ModelRequest,
+    ) -> Result<crate::domain::ports::ModelStream, crate::domain::ports::ModelError> {
+        use crate::domain::ports::{Finish, ModelEvent};
         use crate::tool_loop::{ToolCallRequest, Truncation};
         // Scripted tests inspect requests; a responder serves benchmarks, where keeping every
         // request would only measure this fake.
@@ -236,8 +236,8 @@ impl crate::chat::model::ChatModel for ScriptedModel {
 
     fn report_failure(
         &self,
-        attempt: &crate::chat::model::Attempt,
-        class: crate::chat::provider_failure::FailureClass,
+        attempt: &crate::domain::ports::Attempt,
+        class: crate::domain::provider_failure::FailureClass,
     ) {
         lock(&self.failures).push((attempt.clone(), class));
     }
@@ -247,12 +247,12 @@ impl crate::chat::model::ChatModel for ScriptedModel {
 /// what it was shown. An unscripted review panics; `slow` makes each review wait first.
 #[derive(Default)]
 pub struct ScriptedReviewer {
-    requests: Mutex<VecDeque<crate::chat::review::ReviewOutcome>>,
-    replies: Mutex<VecDeque<crate::chat::review::ReviewOutcome>>,
+    requests: Mutex<VecDeque<crate::domain::review::ReviewOutcome>>,
+    replies: Mutex<VecDeque<crate::domain::review::ReviewOutcome>>,
     seen_requests: Mutex<
         Vec<(
             crate::tools::PreparedCall,
-            Vec<crate::chat::review::ReviewedCall>,
+            Vec<crate::domain::review::ReviewedCall>,
         )>,
     >,
     seen_replies: Mutex<Vec<String>>,
@@ -262,12 +262,12 @@ pub struct ScriptedReviewer {
 }
 
 impl ScriptedReviewer {
-    pub fn on_request(&self, outcome: crate::chat::review::ReviewOutcome) -> &Self {
+    pub fn on_request(&self, outcome: crate::domain::review::ReviewOutcome) -> &Self {
         lock(&self.requests).push_back(outcome);
         self
     }
 
-    pub fn on_reply(&self, outcome: crate::chat::review::ReviewOutcome) -> &Self {
+    pub fn on_reply(&self, outcome: crate::domain::review::ReviewOutcome) -> &Self {
         lock(&self.replies).push_back(outcome);
         self
     }
@@ -287,7 +287,7 @@ impl ScriptedReviewer {
         &self,
     ) -> Vec<(
         crate::tools::PreparedCall,
-        Vec<crate::chat::review::ReviewedCall>,
+        Vec<crate::domain::review::ReviewedCall>,
     )> {
         lock(&self.seen_requests).clone()
     }
@@ -310,7 +310,7 @@ impl crate::tools::Reviewer for ScriptedReviewer {
         &self,
         author: &crate::tools::ToolSession,
         request: &crate::tools::PreparedCall,
-    ) -> crate::chat::review::ReviewOutcome {
+    ) -> crate::domain::review::ReviewOutcome {
         let earlier = author.turn().state().review.calls.clone();
         lock(&self.seen_requests).push((request.clone(), earlier));
         self.wait().await;
@@ -326,7 +326,7 @@ impl crate::tools::Reviewer for ScriptedReviewer {
         &self,
         _author: &crate::tools::ToolSession,
         draft: &str,
-    ) -> crate::chat::review::ReviewOutcome {
+    ) -> crate::domain::review::ReviewOutcome {
         lock(&self.seen_replies).push(draft.to_owned());
         self.wait().await;
         lock(&self.replies)

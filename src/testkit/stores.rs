@@ -8,10 +8,10 @@ use std::sync::atomic::Ordering;
 use async_trait::async_trait;
 
 use super::lock;
-use crate::chat::ports::PortError;
-use crate::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
-use crate::chat::stores::{OutcomeStore, StoredOutcome};
-use crate::chat::turn::TurnId;
+use crate::domain::ports::PortError;
+use crate::domain::ports::{OutcomeStore, StoredOutcome};
+use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
+use crate::domain::turn::TurnId;
 
 /// Completed tool outcomes, by turn.
 #[derive(Default)]
@@ -48,24 +48,24 @@ pub struct InMemoryQueue {
 
 #[derive(Default)]
 struct QueueEntries {
-    by_id: std::collections::BTreeMap<i64, crate::chat::stores::QueuedMessage>,
+    by_id: std::collections::BTreeMap<i64, crate::domain::ports::QueuedMessage>,
     /// (channel, message) to id: a redelivered message keeps one entry.
     by_message: HashMap<(ChannelId, MessageId), i64>,
 }
 
 impl InMemoryQueue {
-    pub fn entries(&self) -> Vec<crate::chat::stores::QueuedMessage> {
+    pub fn entries(&self) -> Vec<crate::domain::ports::QueuedMessage> {
         lock(&self.entries).by_id.values().cloned().collect()
     }
 }
 
 #[async_trait]
-impl crate::chat::stores::QueueStore for InMemoryQueue {
+impl crate::domain::ports::QueueStore for InMemoryQueue {
     async fn push(
         &self,
-        message: &crate::chat::stores::NewQueuedMessage,
-    ) -> Result<crate::chat::stores::Pushed, PortError> {
-        use crate::chat::stores::Pushed;
+        message: &crate::domain::ports::NewQueuedMessage,
+    ) -> Result<crate::domain::ports::Pushed, PortError> {
+        use crate::domain::ports::Pushed;
         let mut entries = lock(&self.entries);
         let key = (message.channel, message.message);
         if let Some(id) = entries.by_message.get(&key) {
@@ -75,7 +75,7 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
         entries.by_message.insert(key, id);
         entries.by_id.insert(
             id,
-            crate::chat::stores::QueuedMessage {
+            crate::domain::ports::QueuedMessage {
                 id,
                 entry: message.clone(),
             },
@@ -103,7 +103,7 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
     async fn pending(
         &self,
         channel: ChannelId,
-    ) -> Result<Vec<crate::chat::stores::QueuedMessage>, PortError> {
+    ) -> Result<Vec<crate::domain::ports::QueuedMessage>, PortError> {
         Ok(lock(&self.entries)
             .by_id
             .values()
@@ -135,7 +135,7 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
         &self,
         channel: ChannelId,
         _owner: &str,
-    ) -> Result<Option<crate::chat::stores::QueuedMessage>, PortError> {
+    ) -> Result<Option<crate::domain::ports::QueuedMessage>, PortError> {
         Ok(lock(&self.entries)
             .by_id
             .values()
@@ -147,15 +147,15 @@ impl crate::chat::stores::QueueStore for InMemoryQueue {
 /// Server settings in memory (defaults for servers never set).
 #[derive(Default)]
 pub struct InMemorySettings {
-    settings: Mutex<HashMap<ServerId, crate::chat::stores::ServerSettings>>,
+    settings: Mutex<HashMap<ServerId, crate::domain::ports::ServerSettings>>,
 }
 
 #[async_trait]
-impl crate::chat::stores::SettingsStore for InMemorySettings {
+impl crate::domain::ports::SettingsStore for InMemorySettings {
     async fn settings(
         &self,
         server: ServerId,
-    ) -> Result<crate::chat::stores::ServerSettings, PortError> {
+    ) -> Result<crate::domain::ports::ServerSettings, PortError> {
         Ok(lock(&self.settings)
             .get(&server)
             .cloned()
@@ -165,7 +165,7 @@ impl crate::chat::stores::SettingsStore for InMemorySettings {
     async fn save_settings(
         &self,
         server: ServerId,
-        settings: &crate::chat::stores::ServerSettings,
+        settings: &crate::domain::ports::ServerSettings,
     ) -> Result<(), PortError> {
         lock(&self.settings).insert(server, settings.clone());
         Ok(())
@@ -175,23 +175,23 @@ impl crate::chat::stores::SettingsStore for InMemorySettings {
 /// Personas in memory.
 #[derive(Default)]
 pub struct InMemoryPersonas {
-    personas: Mutex<Vec<crate::chat::stores::Persona>>,
+    personas: Mutex<Vec<crate::domain::ports::Persona>>,
 }
 
 #[async_trait]
-impl crate::chat::stores::PersonaStore for InMemoryPersonas {
+impl crate::domain::ports::PersonaStore for InMemoryPersonas {
     async fn persona(
         &self,
         id: &PersonaId,
-    ) -> Result<Option<crate::chat::stores::Persona>, PortError> {
+    ) -> Result<Option<crate::domain::ports::Persona>, PortError> {
         Ok(lock(&self.personas).iter().find(|p| &p.id == id).cloned())
     }
 
-    async fn personas(&self) -> Result<Vec<crate::chat::stores::Persona>, PortError> {
+    async fn personas(&self) -> Result<Vec<crate::domain::ports::Persona>, PortError> {
         Ok(lock(&self.personas).clone())
     }
 
-    async fn save_persona(&self, persona: &crate::chat::stores::Persona) -> Result<(), PortError> {
+    async fn save_persona(&self, persona: &crate::domain::ports::Persona) -> Result<(), PortError> {
         let mut personas = lock(&self.personas);
         personas.retain(|p| p.id != persona.id);
         personas.push(persona.clone());
@@ -202,23 +202,23 @@ impl crate::chat::stores::PersonaStore for InMemoryPersonas {
 /// Reminders in memory, with the same ownership and take-once rules as the store.
 #[derive(Default)]
 pub struct InMemoryReminders {
-    reminders: Mutex<Vec<(crate::chat::stores::Reminder, bool)>>,
+    reminders: Mutex<Vec<(crate::domain::ports::Reminder, bool)>>,
 }
 
 impl InMemoryReminders {
     /// Every reminder with whether it is still active.
-    pub fn all(&self) -> Vec<(crate::chat::stores::Reminder, bool)> {
+    pub fn all(&self) -> Vec<(crate::domain::ports::Reminder, bool)> {
         lock(&self.reminders).clone()
     }
 }
 
 #[async_trait]
-impl crate::chat::stores::ReminderStore for InMemoryReminders {
-    async fn create(&self, reminder: &crate::chat::stores::NewReminder) -> Result<i64, PortError> {
+impl crate::domain::ports::ReminderStore for InMemoryReminders {
+    async fn create(&self, reminder: &crate::domain::ports::NewReminder) -> Result<i64, PortError> {
         let mut all = lock(&self.reminders);
         let id = i64::try_from(all.len()).unwrap_or(i64::MAX) + 1;
         all.push((
-            crate::chat::stores::Reminder {
+            crate::domain::ports::Reminder {
                 id,
                 reminder: reminder.clone(),
                 fired: 0,
@@ -231,7 +231,7 @@ impl crate::chat::stores::ReminderStore for InMemoryReminders {
     async fn for_user(
         &self,
         user: UserId,
-    ) -> Result<Vec<crate::chat::stores::Reminder>, PortError> {
+    ) -> Result<Vec<crate::domain::ports::Reminder>, PortError> {
         Ok(lock(&self.reminders)
             .iter()
             .filter(|(r, active)| {
@@ -266,7 +266,7 @@ impl crate::chat::stores::ReminderStore for InMemoryReminders {
         &self,
         now_ms: i64,
         limit: u32,
-    ) -> Result<Vec<crate::chat::stores::Reminder>, PortError> {
+    ) -> Result<Vec<crate::domain::ports::Reminder>, PortError> {
         Ok(lock(&self.reminders)
             .iter()
             .filter(|(r, active)| *active && r.reminder.due_at_ms <= now_ms)

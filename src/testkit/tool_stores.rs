@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 
 use super::lock;
-use crate::chat::ports::{
+use crate::domain::ports::{
     ChannelHistory, Fact, FactAdded, HistoryMessage, MemoryStore, NewFact, NewImagePlan, PlanStore,
     PortError, Sticker, StickerCatalog,
 };
-use crate::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
+use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 
 /// Memories in a map and a list. `fail_with` makes every call fail (a database outage).
 #[derive(Default)]
@@ -146,7 +146,7 @@ impl PlanStore for InMemoryPlans {
 
     async fn plan(
         &self,
-        id: &crate::chat::ports::PlanId,
+        id: &crate::domain::ports::PlanId,
     ) -> Result<Option<NewImagePlan>, PortError> {
         Ok(lock(&self.plans).iter().find(|p| &p.id == id).cloned())
     }
@@ -157,7 +157,7 @@ impl PlanStore for InMemoryPlans {
         _: ChannelId,
         _: i64,
         _: u32,
-    ) -> Result<Vec<crate::chat::ports::PlanResult>, PortError> {
+    ) -> Result<Vec<crate::domain::ports::PlanResult>, PortError> {
         Ok(Vec::new())
     }
 }

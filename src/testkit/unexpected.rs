@@ -3,15 +3,15 @@
 use async_trait::async_trait;
 
 use super::unexpected;
-use crate::chat::ports::{
+use crate::domain::ports::{
     ChannelHistory, ChatSink, Fact, FactAdded, HistoryMessage, MemoryStore, NewFact, NewImagePlan,
     PlanStore, PortError, Sticker, StickerCatalog, StickerSend, ThoughtLog, ToolEvent, ToolEvents,
     UsageRecord, UsageStats,
 };
-use crate::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
-use crate::chat::stores::{OutcomeStore, StoredOutcome};
-use crate::chat::turn::TurnId;
-use crate::thought_log::Notice;
+use crate::domain::ports::{OutcomeStore, StoredOutcome};
+use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
+use crate::domain::thought_log::Notice;
+use crate::domain::turn::TurnId;
 
 /// Panics on every call: stands in for a port a test must not touch.
 pub struct Unexpected;
@@ -93,7 +93,7 @@ impl PlanStore for Unexpected {
     }
     async fn plan(
         &self,
-        _: &crate::chat::ports::PlanId,
+        _: &crate::domain::ports::PlanId,
     ) -> Result<Option<NewImagePlan>, PortError> {
         unexpected("PlanStore::plan")
     }
@@ -102,7 +102,7 @@ impl PlanStore for Unexpected {
         _: ChannelId,
         _: i64,
         _: u32,
-    ) -> Result<Vec<crate::chat::ports::PlanResult>, PortError> {
+    ) -> Result<Vec<crate::domain::ports::PlanResult>, PortError> {
         unexpected("PlanStore::results_since")
     }
 }

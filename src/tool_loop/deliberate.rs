@@ -5,10 +5,10 @@
 
 use std::collections::HashMap;
 
-use crate::chat::role::Role;
-pub use crate::chat::stores::DeliberateSettings;
-use crate::chat::turn::ToolAdmission;
 use crate::config::DeliberateConfig;
+pub use crate::domain::ports::DeliberateSettings;
+use crate::domain::role::Role;
+use crate::domain::turn::ToolAdmission;
 use crate::tools::Registry;
 
 /// The built-in trigger phrases, lower-cased once, per tool (all locales together: a user may

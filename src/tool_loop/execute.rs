@@ -11,15 +11,15 @@ use super::payload::{Failure, StickerWithheld, review_rejected, success_payload}
 use super::review_gate::{self, Rejection, Review};
 use super::watchdog::{Watched, run_under_watchdog};
 use super::{ToolCallOutcome, ToolCallRequest};
-use crate::chat::history::{EntryStatus, ToolHistoryEntry};
-use crate::chat::ports::{EventOutcome, Metric, UsageRecord};
-use crate::chat::review::ReviewedCall;
-use crate::chat::role::Role;
-use crate::chat::stores::StoredOutcome;
-use crate::chat::turn::{Turn, TurnStatus};
+use crate::domain::history::{EntryStatus, ToolHistoryEntry};
+use crate::domain::ports::StoredOutcome;
+use crate::domain::ports::{EventOutcome, Metric, UsageRecord};
+use crate::domain::review::ReviewedCall;
+use crate::domain::role::Role;
+use crate::domain::thought_log::{FailureKind, Notice};
+use crate::domain::turn::{Turn, TurnStatus};
 use crate::locale;
 use crate::redact::{redact_arguments, redact_text};
-use crate::thought_log::{FailureKind, Notice};
 use crate::tools::registry::canonical_json;
 use crate::tools::update_short_term_memory::UpdateShortTermMemory;
 use crate::tools::{

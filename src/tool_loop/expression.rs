@@ -1,8 +1,8 @@
 //! Expression (sticker) delivery: at most one per persona turn (SPEC T9). The allowance lives on
 //! the turn, so it survives passes, restarts, key rotation, fallback and retries.
 
-use crate::chat::ports::{ChatSink, Sticker, StickerSend};
-use crate::chat::turn::{ExpressionState, Turn};
+use crate::domain::ports::{ChatSink, Sticker, StickerSend};
+use crate::domain::turn::{ExpressionState, Turn};
 
 /// What happened to a sticker the model selected.
 #[derive(Debug, Clone, PartialEq, Eq)]

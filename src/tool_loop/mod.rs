@@ -11,17 +11,15 @@
 pub mod deliberate;
 mod execute;
 pub mod expression;
-pub mod passes;
 pub mod payload;
-pub mod review;
 mod review_gate;
 pub mod watchdog;
 
-pub use crate::chat::call::{ToolCallRequest, Truncation};
+pub use crate::domain::call::{ToolCallRequest, Truncation};
 pub use execute::execute_tool_call;
 
-use crate::chat::history::ToolHistoryEntry;
-use crate::chat::turn::TurnStatus;
+use crate::domain::history::ToolHistoryEntry;
+use crate::domain::turn::TurnStatus;
 
 /// What the loop does after one tool call.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,9 +5,9 @@
 
 use serde_json::{Value, json};
 
-use crate::chat::provider_failure::recovery_tips;
+use crate::domain::provider_failure::recovery_tips;
+use crate::domain::thought_log::FailureKind;
 use crate::locale::Locale;
-use crate::thought_log::FailureKind;
 use crate::tool_loop::Truncation;
 use crate::tools::{SessionError, ToolError, ToolOutput};
 
@@ -264,8 +264,8 @@ fn list(names: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::ports::{PortError, Sticker};
-    use crate::chat::provider_failure::ProviderFailure;
+    use crate::domain::ports::{PortError, Sticker};
+    use crate::domain::provider_failure::ProviderFailure;
 
     // SPEC T7: no data becomes {"status":"completed"}; message sits beside result.
     #[test]

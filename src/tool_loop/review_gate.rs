@@ -6,10 +6,10 @@
 //! [`Rejection`] into its one `review_rejected` entry. The reviewer itself (a model in its
 //! own role) is `review.rs`; this file is the stage's side of it.
 
-use crate::chat::review::{
+use crate::domain::review::{
     Gate, NoteVerdict, ReviewLedger, ReviewNote, ReviewOutcome, ReviewVerdict,
 };
-use crate::chat::turn::TurnStatus;
+use crate::domain::turn::TurnStatus;
 use crate::tools::{PreparedCall, RegisteredTool, Reviewer, ToolSession};
 
 /// What the gate decided for one prepared request.

@@ -1,5 +1,5 @@
 //! `create_reminder`: a reminder for the person asking (or the channel), once or repeating, in
-//! their time zone. It fires later as a quiet turn (`crate::reminders`). Who set it and where
+//! their time zone. It fires later as a quiet turn (`crate::engine::reminders`). Who set it and where
 //! come from the turn; only its creator or its target may cancel it (`/reminders`).
 
 use async_trait::async_trait;
@@ -10,10 +10,10 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{ArgError, Tool, ToolContext, ToolError, ToolOutput};
-use crate::chat::role::{Role, RoleSet};
-use crate::chat::schedule::local_to_utc_ms;
-use crate::chat::stores::{NewReminder, Repeat};
 use crate::config::RemindersConfig;
+use crate::domain::ports::{NewReminder, Repeat};
+use crate::domain::role::{Role, RoleSet};
+use crate::domain::schedule::local_to_utc_ms;
 
 fn utc() -> String {
     "UTC".to_owned()

@@ -9,8 +9,8 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{ArgError, ContextRestart, Tool, ToolContext, ToolError, ToolOutput};
-use crate::chat::role::{Role, RoleSet};
 use crate::config::ToolsConfig;
+use crate::domain::role::{Role, RoleSet};
 
 fn default_count() -> u8 {
     20

@@ -14,12 +14,12 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::chat::ports::{HistoryMessage, PortError, Ports, Sticker};
-use crate::chat::provider_failure::ProviderFailure;
-use crate::chat::role::{Role, RoleSet};
-use crate::chat::scope::Scope;
-use crate::chat::turn::Turn;
 use crate::config::Config;
+use crate::domain::ports::{HistoryMessage, PortError, Ports, Sticker};
+use crate::domain::provider_failure::ProviderFailure;
+use crate::domain::role::{Role, RoleSet};
+use crate::domain::scope::Scope;
+use crate::domain::turn::Turn;
 
 pub mod registry;
 pub mod reviewer;

@@ -2,7 +2,7 @@
 //! generates the image later and posts it; a plan is a request accepted, not an image made
 //! (SPEC S5). Identical plans in one turn are recorded once; distinct plans are capped per turn;
 //! a promised set ("three pictures") is checked for completeness before the turn is delivered
-//! ([`crate::chat::ledger::PlanLedger::verify_complete`]).
+//! ([`crate::domain::ledger::PlanLedger::verify_complete`]).
 
 use async_trait::async_trait;
 use schemars::JsonSchema;
@@ -13,10 +13,10 @@ use uuid::Uuid;
 
 use super::registry::canonical_json;
 use super::{ArgError, Tool, ToolContext, ToolError, ToolOutput};
-use crate::chat::ledger::PlanRefusal;
-use crate::chat::ports::{NewImagePlan, PlanId, PlanPart};
-use crate::chat::role::{Role, RoleSet};
 use crate::config::ImageConfig;
+use crate::domain::ledger::PlanRefusal;
+use crate::domain::ports::{NewImagePlan, PlanId, PlanPart};
+use crate::domain::role::{Role, RoleSet};
 
 /// The image's shape.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]

@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{ArgError, Tool, ToolContext, ToolError, ToolOutput};
-use crate::chat::role::{Role, RoleSet};
 use crate::config::Config;
+use crate::domain::role::{Role, RoleSet};
 
 /// A tool with its type erased, so tools of different argument types share one map.
 #[async_trait]

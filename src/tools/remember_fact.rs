@@ -8,9 +8,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{ArgError, Tool, ToolContext, ToolError, ToolOutput};
-use crate::chat::ports::{FactAdded, NewFact};
-use crate::chat::role::{Role, RoleSet};
 use crate::config::MemoryConfig;
+use crate::domain::ports::{FactAdded, NewFact};
+use crate::domain::role::{Role, RoleSet};
 
 /// Whom a fact is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]

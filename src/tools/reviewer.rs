@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::{PreparedCall, ToolSession};
-use crate::chat::review::ReviewOutcome;
+use crate::domain::review::ReviewOutcome;
 
 /// The private reviewer.
 #[async_trait]

@@ -8,7 +8,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{ArgError, Tool, ToolContext, ToolError, ToolOutput};
-use crate::chat::role::{Role, RoleSet};
+use crate::domain::role::{Role, RoleSet};
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

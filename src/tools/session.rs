@@ -15,9 +15,9 @@ use super::update_short_term_memory::UpdateShortTermMemory;
 use super::{
     ArgError, RegisteredTool, Registry, Tool, ToolContext, ToolEnv, ToolError, ToolOutput,
 };
-use crate::chat::ports::{EventOutcome, ToolEvent};
-use crate::chat::role::Role;
-use crate::chat::turn::Turn;
+use crate::domain::ports::{EventOutcome, ToolEvent};
+use crate::domain::role::Role;
+use crate::domain::turn::Turn;
 use crate::redact::redact_parsed;
 
 /// Why a session refused a call before running it (SPEC S4).
@@ -64,8 +64,8 @@ pub struct PreparedCall {
 
 impl PreparedCall {
     /// What review remembers of it.
-    pub fn key(&self) -> crate::chat::review::RequestKey<'_> {
-        crate::chat::review::RequestKey {
+    pub fn key(&self) -> crate::domain::review::RequestKey<'_> {
+        crate::domain::review::RequestKey {
             name: self.name,
             identity: &self.identity,
         }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 use super::{ArgError, Tool, ToolContext, ToolError, ToolOutput};
-use crate::chat::role::{Role, RoleSet};
+use crate::domain::role::{Role, RoleSet};
 
 /// The reviewer's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -8,8 +8,8 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{ArgError, Tool, ToolContext, ToolError, ToolOutput};
-use crate::chat::role::{Role, RoleSet};
 use crate::config::MemoryConfig;
+use crate::domain::role::{Role, RoleSet};
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -5,15 +5,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use persona_bot::chat::model::ChatModel;
-use persona_bot::chat::orchestrator::{Orchestrator, OrchestratorDeps, TurnFinished};
-use persona_bot::chat::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
-use persona_bot::chat::stores::NewQueuedMessage;
 use persona_bot::config::Config;
+use persona_bot::domain::ports::ChatModel;
+use persona_bot::domain::ports::NewQueuedMessage;
+use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
+use persona_bot::engine::orchestrator::{Orchestrator, OrchestratorDeps, TurnFinished};
+use persona_bot::engine::passes::TurnDeps;
 use persona_bot::locale::Locale;
 use persona_bot::testkit::{Fakes, InMemoryPersonas, InMemoryQueue, InMemorySettings};
 use persona_bot::tool_loop::deliberate::KeywordPacks;
-use persona_bot::tool_loop::passes::TurnDeps;
 use tokio::sync::broadcast;
 
 use super::harness::{Behaviour, Harness};

@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use persona_bot::chat::history::ToolHistoryEntry;
-use persona_bot::chat::provider_failure::ProviderFailure;
-use persona_bot::chat::role::{Role, RoleSet};
-use persona_bot::chat::scope::Scope;
-use persona_bot::chat::turn::Turn;
 use persona_bot::config::Config;
+use persona_bot::domain::history::ToolHistoryEntry;
+use persona_bot::domain::provider_failure::ProviderFailure;
+use persona_bot::domain::role::{Role, RoleSet};
+use persona_bot::domain::scope::Scope;
+use persona_bot::domain::turn::Turn;
 use persona_bot::locale::Locale;
 use persona_bot::testkit::Fakes;
 use persona_bot::tool_loop::{ToolCallOutcome, ToolCallRequest, execute_tool_call};

@@ -15,19 +15,19 @@ use std::ops::ControlFlow;
 use std::sync::Arc;
 
 use self::attempts::PassKind;
-use super::payload::Failure;
-use super::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
-use crate::chat::context::{LoadedContext, Trigger};
-use crate::chat::history::{EntryStatus, ToolHistoryEntry};
-use crate::chat::model::{ChatModel, TokenUsage};
-use crate::chat::provider_failure::user_message;
-use crate::chat::review::ReviewNote;
-use crate::chat::role::Role;
-use crate::chat::stores::{OutcomeStore, Persona};
-use crate::chat::stream::{PassEnd, ReplyDelivery};
-use crate::chat::turn::{Turn, TurnStatus};
 use crate::config::TurnConfig;
+use crate::domain::history::{EntryStatus, ToolHistoryEntry};
+use crate::domain::ports::{ChatModel, TokenUsage};
+use crate::domain::ports::{OutcomeStore, Persona};
+use crate::domain::provider_failure::user_message;
+use crate::domain::review::ReviewNote;
+use crate::domain::role::Role;
+use crate::domain::turn::{Turn, TurnStatus};
+use crate::engine::context::{LoadedContext, Trigger};
+use crate::engine::stream::{PassEnd, ReplyDelivery};
 use crate::locale;
+use crate::tool_loop::payload::Failure;
+use crate::tool_loop::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::tools::{Registry, ToolEnv, ToolSession};
 
 /// What a turn needs besides its own state.
@@ -136,7 +136,7 @@ impl<'a> TurnRun<'a> {
         // A turn resumed after a restart reuses what it completed before (SPEC R4, D4).
         seed_stored_outcomes(turn, ports.outcomes.as_ref()).await;
         let context =
-            crate::chat::context::load(turn, persona, ports, trigger, config.history_messages)
+            crate::engine::context::load(turn, persona, ports, trigger, config.history_messages)
                 .await;
         let session = ToolSession::new(
             Role::Persona,

@@ -2,12 +2,12 @@
 //! brought in, recent channel history, the trigger, and the turn's tool history. Loaded once per
 //! turn; the request is rebuilt for every pass.
 
-use super::history::ToolHistoryEntry;
-use super::model::{AssistantToolCall, ChatMessage, ModelRequest};
-use super::ports::{Fact, HistoryMessage, Ports};
-use super::scope::{MessageId, UserId};
-use super::stores::Persona;
-use super::turn::Turn;
+use crate::domain::history::ToolHistoryEntry;
+use crate::domain::ports::Persona;
+use crate::domain::ports::{AssistantToolCall, ChatMessage, ModelRequest};
+use crate::domain::ports::{Fact, HistoryMessage, Ports};
+use crate::domain::scope::{MessageId, UserId};
+use crate::domain::turn::Turn;
 
 /// The message a turn answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -168,7 +168,7 @@ impl LoadedContext {
         continuation: Option<&str>,
         tail: &[ChatMessage],
         tools: Vec<serde_json::Value>,
-    ) -> crate::chat::model::ModelRequest {
+    ) -> crate::domain::ports::ModelRequest {
         let mut messages = Vec::with_capacity(self.recent.len() + entries.len() * 2 + 4);
         messages.push(ChatMessage::System {
             content: self.system.clone(),

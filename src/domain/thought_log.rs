@@ -4,7 +4,7 @@
 //! The core decides *whether* a notice is posted (never from a DM or a private channel, SPEC
 //! T11); the Discord adapter turns a rendered [`Card`] into an embed.
 
-use crate::chat::scope::ChannelId;
+use crate::domain::scope::ChannelId;
 use crate::locale::{self, Locale};
 pub use crate::redact::cut;
 use crate::redact::redact_text;

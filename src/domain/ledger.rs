@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::ports::{PlanId, PlanPart};
+use crate::domain::ports::{PlanId, PlanPart};
 
 /// The image plans a turn has recorded.
 #[derive(Debug, Default)]

@@ -9,14 +9,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt;
 
-use super::payload::Failure;
-use super::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
-use crate::chat::model::{
+use crate::domain::ports::{
     AssistantToolCall, ChatMessage, ChatModel, ModelError, ModelEvent, ModelRequest,
 };
-use crate::chat::provider_failure::{FailureClass, Retry};
-use crate::chat::review::{ReviewOutcome, ReviewVerdict};
-use crate::chat::role::Role;
+use crate::domain::provider_failure::{FailureClass, Retry};
+use crate::domain::review::{ReviewOutcome, ReviewVerdict};
+use crate::domain::role::Role;
+use crate::tool_loop::payload::Failure;
+use crate::tool_loop::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::tools::Reviewer;
 use crate::tools::submit_review::{Decision, SubmitReview, SubmittedVerdict};
 use crate::tools::{PreparedCall, Tool, ToolSession};
@@ -117,7 +117,7 @@ impl ModelReviewer {
             let first: Vec<_> = attempts
                 .iter()
                 .filter(|a| a.model_index == 0)
-                .map(|a| crate::chat::model::Attempt {
+                .map(|a| crate::domain::ports::Attempt {
                     model: model.to_owned(),
                     model_index: usize::MAX,
                     key_index: a.key_index,

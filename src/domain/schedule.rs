@@ -5,7 +5,7 @@
 use chrono::{Days, TimeZone};
 use chrono_tz::Tz;
 
-use super::stores::{NewReminder, Repeat};
+use crate::domain::ports::{NewReminder, Repeat};
 
 /// Milliseconds since the epoch for a local time in `tz` (the earlier one when ambiguous; an
 /// hour later when it falls in a daylight-saving gap).

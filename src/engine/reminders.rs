@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::chat::orchestrator::Orchestrator;
-use crate::chat::ports::Clock;
-pub use crate::chat::schedule::{local_to_utc_ms, next_occurrence};
-use crate::chat::scope::MessageId;
-use crate::chat::stores::{NewQueuedMessage, Reminder, ReminderStore};
+use crate::domain::ports::Clock;
+use crate::domain::ports::{NewQueuedMessage, Reminder, ReminderStore};
+pub use crate::domain::schedule::{local_to_utc_ms, next_occurrence};
+use crate::domain::scope::MessageId;
+use crate::engine::orchestrator::Orchestrator;
 use crate::locale;
 
 /// A made-up message id for one occurrence: above every Discord snowflake, unique per reminder
@@ -119,8 +119,8 @@ fn quiet_message(reminder: &Reminder, now_ms: i64) -> NewQueuedMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::scope::{ChannelId, PersonaId, UserId, Visibility};
-    use crate::chat::stores::{NewReminder, Repeat};
+    use crate::domain::ports::{NewReminder, Repeat};
+    use crate::domain::scope::{ChannelId, PersonaId, UserId, Visibility};
     use crate::locale::Locale;
     use chrono_tz::Tz;
 

@@ -14,10 +14,10 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::ledger::{OutcomeLedger, PlanLedger};
-use super::ports::HistoryMessage;
-use super::review::{ReviewLedger, ReviewPolicy};
-use super::scope::{ChannelId, MessageId, Scope};
+use crate::domain::ledger::{OutcomeLedger, PlanLedger};
+use crate::domain::ports::HistoryMessage;
+use crate::domain::review::{ReviewLedger, ReviewPolicy};
+use crate::domain::scope::{ChannelId, MessageId, Scope};
 use crate::locale::Locale;
 
 /// A turn's id: a UUIDv7, unique across restarts and processes.
@@ -392,7 +392,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::scope::{PersonaId, UserId, Visibility};
+    use crate::domain::scope::{PersonaId, UserId, Visibility};
 
     fn dm_scope() -> Scope {
         Scope {

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::scope::{ChannelId, UserId};
-use super::stores::ServerSettings;
+use crate::domain::ports::ServerSettings;
+use crate::domain::scope::{ChannelId, UserId};
 
 /// What the adapter knows about one incoming message.
 #[derive(Debug, Clone, Default)]
@@ -173,7 +173,7 @@ pub fn admit(
 #[derive(Debug, Default)]
 pub struct RandomBudget {
     /// Server to (hour number, turns started in it).
-    used: Mutex<HashMap<super::scope::ServerId, (u64, u32)>>,
+    used: Mutex<HashMap<crate::domain::scope::ServerId, (u64, u32)>>,
 }
 
 impl RandomBudget {
@@ -181,8 +181,8 @@ impl RandomBudget {
     /// in 0..100) is under its chance, and its hour's budget is not spent.
     pub fn roll(
         &self,
-        server: super::scope::ServerId,
-        random: &super::stores::RandomTriggers,
+        server: crate::domain::scope::ServerId,
+        random: &crate::domain::ports::RandomTriggers,
         roll: u8,
         now_ms: i64,
     ) -> bool {
@@ -207,7 +207,7 @@ impl RandomBudget {
 
     /// Gives back a turn [`roll`](Self::roll) granted in the hour of `now_ms` that did not start
     /// (the message was not admitted).
-    pub fn refund(&self, server: super::scope::ServerId, now_ms: i64) {
+    pub fn refund(&self, server: crate::domain::scope::ServerId, now_ms: i64) {
         let hour = u64::try_from(now_ms / 3_600_000).unwrap_or(0);
         let mut used = self
             .used
@@ -222,7 +222,7 @@ impl RandomBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chat::stores::AccessLists;
+    use crate::domain::ports::AccessLists;
 
     fn facts(content: &str) -> MessageFacts<'_> {
         MessageFacts {
@@ -424,8 +424,8 @@ mod tests {
     // Random triggers: off by default, a chance per message, a budget per server per hour.
     #[test]
     fn random_triggers_are_off_by_default_and_bounded_per_hour() {
-        use crate::chat::scope::ServerId;
-        use crate::chat::stores::RandomTriggers;
+        use crate::domain::ports::RandomTriggers;
+        use crate::domain::scope::ServerId;
         let budget = RandomBudget::default();
         let off = RandomTriggers::default();
         assert!(!budget.roll(ServerId(1), &off, 0, 0), "off by default");

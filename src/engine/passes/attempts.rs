@@ -3,10 +3,10 @@
 //! (SPEC R4); text an attempt already sent stays sent, and the next attempt continues after it.
 
 use super::TurnRun;
-use crate::chat::model::{Attempt, ChatMessage, ChatModel, ModelError};
-use crate::chat::provider_failure::{FailureClass, Retry};
-use crate::chat::stream::PassEnd;
-use crate::chat::turn::{Turn, TurnStatus};
+use crate::domain::ports::{Attempt, ChatMessage, ChatModel, ModelError};
+use crate::domain::provider_failure::{FailureClass, Retry};
+use crate::domain::turn::{Turn, TurnStatus};
+use crate::engine::stream::PassEnd;
 use crate::tool_loop::expression;
 
 /// What a pass asks the model for.

@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use futures::stream::BoxStream;
 use serde_json::Value;
 
-use super::call::ToolCallRequest;
-use super::provider_failure::FailureClass;
+use crate::domain::call::ToolCallRequest;
+use crate::domain::provider_failure::FailureClass;
 
 /// One message of the conversation sent to the model.
 #[derive(Debug, Clone, PartialEq, Eq)]

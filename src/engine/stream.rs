@@ -6,12 +6,12 @@
 
 use futures::StreamExt;
 
-use super::call::ToolCallRequest;
-use super::model::{Finish, ModelError, ModelEvent, ModelStream, TokenUsage};
-use super::ports::ChatSink;
-use super::scope::MessageId;
-use super::segment::Segmenter;
-use super::turn::{Turn, TurnStatus};
+use crate::domain::call::ToolCallRequest;
+use crate::domain::ports::ChatSink;
+use crate::domain::ports::{Finish, ModelError, ModelEvent, ModelStream, TokenUsage};
+use crate::domain::scope::MessageId;
+use crate::domain::turn::{Turn, TurnStatus};
+use crate::engine::segment::Segmenter;
 
 /// How a pass ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -221,7 +221,7 @@ impl<'a> ReplyDelivery<'a> {
                     // The provider always ends with `End`; a bare end is a cut stream.
                     self.segmenter.discard();
                     return PassEnd::Failed(ModelError::new(
-                        super::provider_failure::FailureClass::Network,
+                        crate::domain::provider_failure::FailureClass::Network,
                         None,
                         "stream ended without an end event",
                     ));

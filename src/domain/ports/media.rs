@@ -1,12 +1,12 @@
 //! Media ports: an image backend that makes a planned image, and a poster that puts it in the
-//! channel. The worker (`crate::worker`) drives them; `media/` and `discord/` implement them.
+//! channel. The worker (`crate::engine::worker`) drives them; `media/` and `discord/` implement them.
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::ports::PortError;
-use super::provider_failure::ProviderFailure;
-use super::scope::{ChannelId, MessageId};
+use super::PortError;
+use crate::domain::provider_failure::ProviderFailure;
+use crate::domain::scope::{ChannelId, MessageId};
 
 /// What to make.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,14 +15,14 @@ use std::time::Duration;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::chat::media::{ImageBackend, ImagePoster, ImageRequest, Posted};
-use crate::chat::ports::{ChatSink, Clock, NewImagePlan, PlanStore, ThoughtLog};
-use crate::chat::provider_failure::{FailureClass, ProviderFailure, recovery_tips};
-use crate::chat::scope::Visibility;
-use crate::chat::stores::{ClaimedTask, TaskStore};
 use crate::config::ImageWorkerConfig;
+use crate::domain::ports::{ChatSink, Clock, NewImagePlan, PlanStore, ThoughtLog};
+use crate::domain::ports::{ClaimedTask, TaskStore};
+use crate::domain::ports::{ImageBackend, ImagePoster, ImageRequest, Posted};
+use crate::domain::provider_failure::{FailureClass, ProviderFailure, recovery_tips};
+use crate::domain::scope::Visibility;
+use crate::domain::thought_log::{FailureKind, Notice, cut};
 use crate::locale;
-use crate::thought_log::{FailureKind, Notice, cut};
 use crate::tool_loop::payload::Failure;
 use crate::tools::ToolError;
 
@@ -180,7 +180,7 @@ impl ImageWorker {
         &self,
         task: &ClaimedTask,
         plan: &NewImagePlan,
-        image: &crate::chat::media::GeneratedImage,
+        image: &crate::domain::ports::GeneratedImage,
     ) -> Handled {
         let nonce = format!("plan-{}", task.id);
         let posted = self

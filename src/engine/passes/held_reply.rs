@@ -4,10 +4,10 @@
 
 use super::TurnRun;
 use super::attempts::PassKind;
-use crate::chat::model::ChatMessage;
-use crate::chat::review::{NoteVerdict, ReviewNote, ReviewOutcome, ReviewVerdict};
-use crate::chat::stream::PassEnd;
-use crate::chat::turn::TurnStatus;
+use crate::domain::ports::ChatMessage;
+use crate::domain::review::{NoteVerdict, ReviewNote, ReviewOutcome, ReviewVerdict};
+use crate::domain::turn::TurnStatus;
+use crate::engine::stream::PassEnd;
 use crate::tools::Reviewer;
 
 impl TurnRun<'_> {

@@ -27,16 +27,18 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::context::Trigger;
-use super::ports::PortError;
-use super::role::Role;
-use super::scope::{ChannelId, MessageId, Scope, UserId};
-use super::stores::{NewQueuedMessage, Persona, PersonaStore, Pushed, QueueStore, SettingsStore};
-use super::turn::{ChannelActivity, Turn, TurnId, TurnStatus};
 use crate::config::{Config, KillPermission};
+use crate::domain::ports::PortError;
+use crate::domain::ports::{
+    NewQueuedMessage, Persona, PersonaStore, Pushed, QueueStore, SettingsStore,
+};
+use crate::domain::role::Role;
+use crate::domain::scope::{ChannelId, MessageId, Scope, UserId};
+use crate::domain::turn::{ChannelActivity, Turn, TurnId, TurnStatus};
+use crate::engine::context::Trigger;
+use crate::engine::passes::{TurnDeps, TurnEnd, TurnReport, run_turn};
 use crate::locale;
 use crate::tool_loop::deliberate::{self, KeywordPacks};
-use crate::tool_loop::passes::{TurnDeps, TurnEnd, TurnReport, run_turn};
 
 /// Everything the orchestrator's workers use.
 pub struct OrchestratorDeps {
@@ -712,7 +714,7 @@ async fn forget(deps: &OrchestratorDeps, channel: ChannelId, pending: &Pending) 
 }
 
 /// The persona by id, or the shipped one when the store has none.
-async fn persona(deps: &OrchestratorDeps, id: &super::scope::PersonaId) -> Persona {
+async fn persona(deps: &OrchestratorDeps, id: &crate::domain::scope::PersonaId) -> Persona {
     match deps.personas.persona(id).await {
         Ok(Some(persona)) => return persona,
         Ok(None) => tracing::warn!(persona = %id, "unknown persona; using the configured one"),

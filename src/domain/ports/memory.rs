@@ -1,0 +1,69 @@
+//! Short-term channel summaries and long-term facts.
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use super::PortError;
+use crate::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
+
+/// A long-term fact the persona remembers.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Fact {
+    pub id: i64,
+    /// `None`: about the server; `Some`: about that user.
+    pub about: Option<UserId>,
+    pub text: String,
+    pub at_ms: i64,
+}
+
+/// A fact to store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewFact {
+    /// `None` in a DM.
+    pub server: Option<ServerId>,
+    pub persona: PersonaId,
+    pub about: Option<UserId>,
+    pub text: String,
+    pub at_ms: i64,
+}
+
+/// The result of storing a fact under a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FactAdded {
+    Stored {
+        id: i64,
+    },
+    /// The bucket (server-wide, or about this user) is full; nothing was stored.
+    LimitReached {
+        limit: u32,
+    },
+}
+
+/// Short-term channel summaries and long-term facts.
+#[async_trait]
+pub trait MemoryStore: Send + Sync {
+    /// Replaces the channel's working summary for the persona.
+    async fn set_summary(
+        &self,
+        channel: ChannelId,
+        persona: &PersonaId,
+        summary: &str,
+        at_ms: i64,
+    ) -> Result<(), PortError>;
+    async fn summary(
+        &self,
+        channel: ChannelId,
+        persona: &PersonaId,
+    ) -> Result<Option<String>, PortError>;
+    /// Stores a fact unless its bucket already holds `limit` facts; the check and the insert
+    /// are one step.
+    async fn add_fact(&self, fact: NewFact, limit: u32) -> Result<FactAdded, PortError>;
+    /// Facts about the server plus, when `about` is set, facts about that user; newest first.
+    async fn facts(
+        &self,
+        server: Option<ServerId>,
+        persona: &PersonaId,
+        about: Option<UserId>,
+        limit: u32,
+    ) -> Result<Vec<Fact>, PortError>;
+}

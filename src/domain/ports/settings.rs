@@ -1,0 +1,158 @@
+//! Server settings: access lists, deliberate tool mode, random triggers, review (SPEC C1, C2, T4,
+//! C8), changed one atomic update at a time.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+
+use super::PortError;
+use crate::domain::review::ReviewPolicy;
+use crate::domain::scope::{ChannelId, ServerId};
+
+/// A server's deliberate-tool-mode settings (SPEC T4).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliberateSettings {
+    pub enabled: bool,
+    /// Extra trigger phrases per tool name.
+    #[serde(default)]
+    pub custom_phrases: BTreeMap<String, Vec<String>>,
+}
+
+/// Who may trigger turns where (SPEC C2): block beats allow; empty allow lists allow everyone.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AccessLists {
+    #[serde(default)]
+    pub allowed_channels: Vec<ChannelId>,
+    #[serde(default)]
+    pub blocked_channels: Vec<ChannelId>,
+    /// Discord role ids.
+    #[serde(default)]
+    pub allowed_roles: Vec<u64>,
+    #[serde(default)]
+    pub blocked_roles: Vec<u64>,
+    /// Channels where every message triggers a turn (SPEC C1).
+    #[serde(default)]
+    pub always_reply_channels: Vec<ChannelId>,
+}
+
+/// One server's settings; a server never configured has the defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerSettings {
+    /// Response Drafting (SPEC C8).
+    pub drafting: bool,
+    /// The hidden moderators' channel (SPEC T11); `None` means no thought log.
+    pub thought_log_channel: Option<ChannelId>,
+    pub deliberate: DeliberateSettings,
+    pub access: AccessLists,
+    /// What Response Drafting's reviewer checks here (SPEC C8).
+    pub review: ReviewPolicy,
+    /// Random quiet turns (off by default).
+    pub random: RandomTriggers,
+}
+
+/// One change a moderator makes to a server's settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsChange {
+    Drafting(bool),
+    ThoughtLog(Option<ChannelId>),
+    /// Random quiet turns on or off; a chance or hourly bound given is clamped to its range.
+    Random {
+        enabled: bool,
+        percent: Option<u8>,
+        per_hour: Option<u32>,
+    },
+}
+
+impl SettingsChange {
+    pub fn apply(self, settings: &mut ServerSettings) {
+        match self {
+            Self::Drafting(on) => settings.drafting = on,
+            Self::ThoughtLog(channel) => settings.thought_log_channel = channel,
+            Self::Random {
+                enabled,
+                percent,
+                per_hour,
+            } => {
+                let random = &mut settings.random;
+                random.enabled = enabled;
+                if let Some(percent) = percent {
+                    random.percent = percent.clamp(1, 100);
+                }
+                if let Some(per_hour) = per_hour {
+                    random.per_hour = per_hour.clamp(1, 60);
+                }
+            }
+        }
+    }
+}
+
+/// Random triggers: a small chance per message, in channels the server allows, to start a quiet
+/// turn; bounded per server per hour.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RandomTriggers {
+    #[serde(default)]
+    pub enabled: bool,
+    /// Chance per message, in percent.
+    #[serde(default = "two")]
+    pub percent: u8,
+    /// Most random turns per server per hour.
+    #[serde(default = "three")]
+    pub per_hour: u32,
+}
+
+fn two() -> u8 {
+    2
+}
+
+fn three() -> u32 {
+    3
+}
+
+impl Default for RandomTriggers {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            percent: two(),
+            per_hour: three(),
+        }
+    }
+}
+
+#[async_trait]
+pub trait SettingsStore: Send + Sync {
+    /// The server's settings, or the defaults when it has none stored.
+    async fn settings(&self, server: ServerId) -> Result<ServerSettings, PortError>;
+    async fn save_settings(
+        &self,
+        server: ServerId,
+        settings: &ServerSettings,
+    ) -> Result<(), PortError>;
+
+    /// Applies one change to the stored settings and returns the result. A store shared by
+    /// several processes does it atomically, on the stored row (not a cached copy), so two
+    /// moderators changing two settings at once both win. This default (read, change, save)
+    /// suits a store only one process uses.
+    async fn update(
+        &self,
+        server: ServerId,
+        change: SettingsChange,
+    ) -> Result<ServerSettings, PortError> {
+        let mut settings = self.settings(server).await?;
+        change.apply(&mut settings);
+        self.save_settings(server, &settings).await?;
+        Ok(settings)
+    }
+
+    /// The settings a message is handled with: the defaults in a DM, and (with a warning) when
+    /// the store cannot be read, so a database hiccup never silences the bot.
+    async fn settings_or_default(&self, server: Option<ServerId>) -> ServerSettings {
+        let Some(server) = server else {
+            return ServerSettings::default();
+        };
+        self.settings(server).await.unwrap_or_else(|error| {
+            tracing::warn!(%server, %error, "settings unavailable; using defaults");
+            ServerSettings::default()
+        })
+    }
+}

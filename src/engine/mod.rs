@@ -1,0 +1,14 @@
+//! The engine: what runs turns on top of the tool-call stage. The [`orchestrator`] takes
+//! triggering messages, one turn at a time per channel; the pass loop ([`passes`]) calls the
+//! model and the stage until the turn ends; [`stream`] and [`segment`] deliver the streamed text;
+//! [`context`] builds what the model sees; [`reviewer`] runs the reviewer's own pass; due
+//! [`reminders`] become turns; the image [`worker`] makes planned images.
+
+pub mod context;
+pub mod orchestrator;
+pub mod passes;
+pub mod reminders;
+pub mod reviewer;
+pub mod segment;
+pub mod stream;
+pub mod worker;
