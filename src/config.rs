@@ -111,11 +111,15 @@ pub struct ReviewConfig {
 pub struct DiscordConfig {
     /// Base URL all REST traffic (and the gateway lookup) goes to; empty means Discord itself.
     pub api_base_url: String,
-    /// Messages the bot allows itself per channel per 5 seconds (Discord allows 5).
+    /// Messages the bot allows itself per channel in any 5 seconds while Discord's rate-limit
+    /// headers say nothing (before a channel's first answer, or behind a proxy that drops them).
     pub channel_messages_per_5s: u32,
+    /// Requests the bot allows itself in any second, over every REST request of the process
+    /// (Discord's global limit is 50).
+    pub global_requests_per_second: u32,
     /// Most times one message is re-sent after a 429 before it is reported lost.
     pub max_rate_limit_waits: u32,
-    /// A channel's send budget unused this long (and refilled) is forgotten.
+    /// A bucket's rate-limit state unused this long (and with its window over) is forgotten.
     pub rate_bucket_idle_secs: u64,
 }
 
@@ -400,6 +404,10 @@ impl Config {
             (
                 "discord.channel_messages_per_5s",
                 self.discord.channel_messages_per_5s.into(),
+            ),
+            (
+                "discord.global_requests_per_second",
+                self.discord.global_requests_per_second.into(),
             ),
             (
                 "discord.rate_bucket_idle_secs",

@@ -21,6 +21,7 @@ use crate::shutdown::Shutdown;
 pub mod commands;
 pub mod events;
 pub mod guild;
+pub mod ratelimit;
 pub mod rest;
 pub mod sink;
 pub mod thought_log;

@@ -2,21 +2,19 @@
 //! HTTP client, because delivery must see every 429 itself: serenity with its rate limiter off
 //! (required behind a proxy) turns a 429 into a decode error and loses `retry_after`.
 //!
-//! Every message send waits for the channel's budget (a token bucket of N per 5 s), waits out a
-//! 429 for exactly its `retry_after` (a global one holds every channel), and retries a 5xx or a
-//! lost connection with the same `nonce` and `enforce_nonce`, so Discord never posts it twice.
-//! Text is never dropped for a rate limit.
+//! Every request waits in the [`Scheduler`] until the limits it knows allow it (the bucket's
+//! window from Discord's headers, the process's global budget), a 429 is still waited out for
+//! exactly its `retry_after` (a global one holds every request), and a message send retries a
+//! 5xx or a lost connection with the same `nonce` and `enforce_nonce`, so Discord never posts it
+//! twice. Text is never dropped for a rate limit.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
-use secrecy::{ExposeSecret, SecretString};
-use serde_json::Value;
-use tokio::time::Instant;
-
+use super::ratelimit::{RateHeaders, Route, Scheduler};
 use crate::config::DiscordConfig;
 use crate::http_body::{ERROR_TEXT_MAX, json_bounded};
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::Value;
 
 /// Retries of one message after a 5xx or a lost connection.
 const SERVER_RETRIES: u32 = 3;
@@ -68,51 +66,18 @@ impl std::fmt::Display for SendError {
     }
 }
 
-/// A token bucket per channel.
-#[derive(Debug, Clone, Copy)]
-struct Bucket {
-    tokens: f64,
-    at: Instant,
-}
-
-/// Every channel's bucket, reaped of idle ones now and then so a bot that has spoken in many
-/// channels (DMs above all) does not keep one per channel forever.
-#[derive(Debug)]
-struct Buckets {
-    by_channel: HashMap<u64, Bucket>,
-    /// The last reaping; the next comes an idle time later.
-    swept_at: Instant,
-}
-
-impl Buckets {
-    /// Drops the buckets unused for `idle` whose budget has refilled (so forgetting them loses
-    /// nothing: a new bucket starts full). Runs at most once per `idle`.
-    fn reap(&mut self, now: Instant, idle: Duration, per_5s: f64) {
-        if now.duration_since(self.swept_at) < idle {
-            return;
-        }
-        self.swept_at = now;
-        self.by_channel.retain(|_, bucket| {
-            let unused = now.duration_since(bucket.at);
-            let refilled = bucket.tokens + unused.as_secs_f64() * per_5s / 5.0;
-            unused < idle || refilled < per_5s
-        });
-    }
-}
+const MESSAGES: &str = "POST /channels/{}/messages";
+const TYPING: &str = "POST /channels/{}/typing";
 
 pub struct DiscordRest {
     http: reqwest::Client,
     /// `{base}/api/v10`
     api: String,
     authorization: SecretString,
-    per_5s: f64,
+    /// Message creates allowed per channel in any 5 s while Discord's headers say nothing.
+    per_5s: u32,
     max_rate_limit_waits: u32,
-    /// How long a channel's bucket is kept unused before it is reaped.
-    bucket_idle: Duration,
-    /// Locked only to take a token or reap, never across an await.
-    buckets: Mutex<Buckets>,
-    /// A global 429 holds every send until then.
-    global_until: Mutex<Option<Instant>>,
+    scheduler: Scheduler,
 }
 
 impl DiscordRest {
@@ -138,14 +103,12 @@ impl DiscordRest {
                 .build()?,
             api: format!("{base}/api/v10"),
             authorization: SecretString::from(authorization),
-            per_5s: f64::from(config.channel_messages_per_5s),
+            per_5s: config.channel_messages_per_5s,
             max_rate_limit_waits: config.max_rate_limit_waits,
-            bucket_idle: Duration::from_secs(config.rate_bucket_idle_secs),
-            buckets: Mutex::new(Buckets {
-                by_channel: HashMap::new(),
-                swept_at: Instant::now(),
-            }),
-            global_until: Mutex::new(None),
+            scheduler: Scheduler::new(
+                config.global_requests_per_second,
+                Duration::from_secs(config.rate_bucket_idle_secs),
+            ),
         })
     }
 
@@ -158,45 +121,11 @@ impl DiscordRest {
             )
     }
 
-    /// Waits for the channel's send budget.
-    async fn take_budget(&self, channel: u64) {
-        loop {
-            let wait = {
-                let mut buckets = self
-                    .buckets
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                let now = Instant::now();
-                buckets.reap(now, self.bucket_idle, self.per_5s);
-                let bucket = buckets.by_channel.entry(channel).or_insert(Bucket {
-                    tokens: self.per_5s,
-                    at: now,
-                });
-                let refill = now.duration_since(bucket.at).as_secs_f64() * self.per_5s / 5.0;
-                bucket.tokens = (bucket.tokens + refill).min(self.per_5s);
-                bucket.at = now;
-                if bucket.tokens >= 1.0 {
-                    bucket.tokens -= 1.0;
-                    return;
-                }
-                // At most 5 s / per_5s (a validated positive count); bounded all the same.
-                bounded_wait(
-                    (1.0 - bucket.tokens) * 5.0 / self.per_5s,
-                    Duration::from_secs(5),
-                )
-                .unwrap_or(Duration::from_secs(5))
-            };
-            tokio::time::sleep(wait).await;
-        }
-    }
-
-    async fn wait_global(&self) {
-        let until = *self
-            .global_until
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(until) = until {
-            tokio::time::sleep_until(until).await;
+    fn messages(&self, channel: u64) -> Route {
+        Route {
+            template: MESSAGES,
+            major: channel,
+            local_per_5s: Some(self.per_5s),
         }
     }
 
@@ -241,103 +170,114 @@ impl DiscordRest {
         .await
     }
 
-    /// One message post with the budget, 429 waits and server retries; `make` builds the
-    /// request afresh for each attempt (a multipart body cannot be replayed).
+    /// One message post: scheduled, 429s waited out, server failures retried (the nonce makes
+    /// that safe); `make` builds the request afresh for each attempt (a multipart body cannot be
+    /// replayed).
     async fn post_message(
         &self,
         channel: u64,
         make: impl Fn() -> reqwest::RequestBuilder,
     ) -> Result<Value, SendError> {
+        let response = self
+            .exchange(self.messages(channel), make, Retry::ServerFailures)
+            .await?;
+        let status = response.status();
+        if status.is_success() {
+            return json_bounded(response, ANSWER_MAX)
+                .await
+                .map_err(|e| SendError::Unconfirmed(e.to_string()));
+        }
+        let error: Value = json_bounded(response, ERROR_TEXT_MAX)
+            .await
+            .unwrap_or(Value::Null);
+        Err(SendError::Refused {
+            status: status.as_u16(),
+            code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        })
+    }
+
+    /// Sends one request under the scheduler and returns the first answer that is not a 429:
+    /// each attempt waits for room in its bucket and the global budget, a 429 is waited out
+    /// (through the scheduler, so the bucket or, for a global one, every request waits), and
+    /// with [`Retry::ServerFailures`] a 5xx or a lost connection is tried again.
+    async fn exchange(
+        &self,
+        route: Route,
+        make: impl Fn() -> reqwest::RequestBuilder,
+        retry: Retry,
+    ) -> Result<reqwest::Response, SendError> {
+        let mut permit = self.scheduler.acquire(route).await;
         let mut server_failures = 0;
         let mut rate_limited = 0;
         loop {
-            self.take_budget(channel).await;
-            self.wait_global().await;
-            let sent = make().send().await;
-            let response = match sent {
+            permit.ready().await;
+            let response = match make().send().await {
                 Ok(response) => response,
                 Err(error) => {
-                    server_failures += 1;
-                    if server_failures > SERVER_RETRIES {
-                        return Err(SendError::Unconfirmed(error.without_url().to_string()));
+                    let error = error.without_url().to_string();
+                    if retry == Retry::Never || server_failures >= SERVER_RETRIES {
+                        return Err(SendError::Unconfirmed(error));
                     }
-                    tracing::warn!(channel, error = %error.without_url(), "message send failed; retrying");
+                    server_failures += 1;
+                    tracing::warn!(route = route.template, %error, "Discord request failed; retrying");
                     tokio::time::sleep(Duration::from_millis(250 * u64::from(server_failures)))
                         .await;
                     continue;
                 }
             };
+            let headers = RateHeaders::read(response.headers());
+            permit.observe(&headers);
             let status = response.status();
-            if status.is_success() {
-                return json_bounded(response, ANSWER_MAX)
-                    .await
-                    .map_err(|e| SendError::Unconfirmed(e.to_string()));
-            }
             if status.as_u16() == 429 {
                 rate_limited += 1;
-                let wait = self
-                    .rate_limit_wait(response, rate_limited, server_failures)
+                let (wait, global) = self
+                    .rate_limit_wait(response, &headers, rate_limited, server_failures)
                     .await?;
                 tracing::info!(
-                    channel,
+                    route = route.template,
+                    global,
                     wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
                     "rate limited; waiting retry_after"
                 );
-                tokio::time::sleep(wait).await;
+                permit.rate_limited(wait, global);
                 continue;
             }
-            if status.is_server_error() {
-                server_failures += 1;
-                if server_failures > SERVER_RETRIES {
+            if status.is_server_error() && retry == Retry::ServerFailures {
+                if server_failures >= SERVER_RETRIES {
                     return Err(SendError::Unconfirmed(format!("Discord answered {status}")));
                 }
+                server_failures += 1;
                 tokio::time::sleep(Duration::from_millis(250 * u64::from(server_failures))).await;
                 continue;
             }
-            let error: Value = json_bounded(response, ERROR_TEXT_MAX)
-                .await
-                .unwrap_or(Value::Null);
-            return Err(SendError::Refused {
-                status: status.as_u16(),
-                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-            });
+            return Ok(response);
         }
     }
 
-    /// How long to wait out a 429 (its `rate_limited`-th in a row): the body's `retry_after`,
-    /// else the headers, bounded by [`LONGEST_RATE_LIMIT_WAIT`]. A global limit holds every
-    /// channel. Past the allowed waits, or asked to wait too long, the send is given up.
+    /// How long to wait out a 429 (its `rate_limited`-th in a row) and whether it is global:
+    /// the body's `retry_after`, else the headers, bounded by [`LONGEST_RATE_LIMIT_WAIT`]. Past
+    /// the allowed waits, or asked to wait too long, the request is given up.
     async fn rate_limit_wait(
         &self,
         response: reqwest::Response,
+        headers: &RateHeaders,
         rate_limited: u32,
         server_failures: u32,
-    ) -> Result<Duration, SendError> {
-        let header = |name: &str| {
-            response
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|secs| !secs.is_nan())
-        };
-        let from_headers = header("x-ratelimit-reset-after").or_else(|| header("retry-after"));
-        let global_header = response
-            .headers()
-            .get("x-ratelimit-global")
-            .is_some_and(|v| v.as_bytes() == b"true");
+    ) -> Result<(Duration, bool), SendError> {
         let body: Value = json_bounded(response, ERROR_TEXT_MAX)
             .await
             .unwrap_or(Value::Null);
+        let global = headers.global || body.get("global").and_then(Value::as_bool) == Some(true);
         let asked = body
             .get("retry_after")
             .and_then(Value::as_f64)
-            .or(from_headers);
+            .or(headers.reset_after.map(|wait| wait.as_secs_f64()))
+            .or(headers.retry_after);
         let wait = match asked {
             Some(secs) => bounded_wait(secs, LONGEST_RATE_LIMIT_WAIT),
             None => Some(DEFAULT_RATE_LIMIT_WAIT),
@@ -346,16 +286,7 @@ impl DiscordRest {
             Some(_) if rate_limited > self.max_rate_limit_waits => {
                 format!("still rate limited after {rate_limited} waits")
             }
-            Some(wait) => {
-                if global_header || body.get("global").and_then(Value::as_bool) == Some(true) {
-                    *self
-                        .global_until
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner) =
-                        Instant::now().checked_add(wait);
-                }
-                return Ok(wait);
-            }
+            Some(wait) => return Ok((wait, global)),
             None => format!(
                 "rate limited for longer than {}s",
                 LONGEST_RATE_LIMIT_WAIT.as_secs()
@@ -376,20 +307,26 @@ impl DiscordRest {
     /// Shows the typing indicator. Best effort: a failure is only logged.
     pub async fn trigger_typing(&self, channel: u64) {
         let path = format!("/channels/{channel}/typing");
-        match self.request(reqwest::Method::POST, &path).send().await {
+        let route = Route {
+            template: TYPING,
+            major: channel,
+            local_per_5s: None,
+        };
+        let make = || self.request(reqwest::Method::POST, &path);
+        match self.exchange(route, make, Retry::Never).await {
             Ok(r) if r.status().is_success() => {}
             Ok(r) => tracing::debug!(channel, status = %r.status(), "typing refused"),
-            Err(e) => tracing::debug!(channel, error = %e.without_url(), "typing failed"),
+            Err(error) => tracing::debug!(channel, %error, "typing failed"),
         }
     }
 
-    /// `GET` a JSON value (history, stickers).
-    pub async fn get(&self, path: &str) -> Result<Value, String> {
+    /// `GET` a JSON value (history, stickers) on `route`.
+    pub async fn get(&self, route: Route, path: &str) -> Result<Value, String> {
+        let make = || self.request(reqwest::Method::GET, path);
         let response = self
-            .request(reqwest::Method::GET, path)
-            .send()
+            .exchange(route, make, Retry::Never)
             .await
-            .map_err(|e| e.without_url().to_string())?;
+            .map_err(|e| e.to_string())?;
         let status = response.status();
         if !status.is_success() {
             return Err(format!("Discord answered {status} for {path}"));
@@ -398,6 +335,14 @@ impl DiscordRest {
             .await
             .map_err(|e| format!("{path}: {e}"))
     }
+}
+
+/// Whether a request may be sent again after a 5xx or a lost connection: only a message create
+/// with a nonce, which Discord posts once however often it arrives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Retry {
+    ServerFailures,
+    Never,
 }
 
 /// A fresh nonce for `enforce_nonce` (Discord accepts up to 25 characters).
@@ -426,52 +371,6 @@ mod tests {
         for too_long in [60.001, 1e20, 1e300, f64::INFINITY, f64::MAX] {
             assert_eq!(bounded_wait(too_long, longest), None, "{too_long}");
         }
-    }
-
-    fn rest(idle_secs: u64) -> DiscordRest {
-        let mut config = crate::config::Config::shipped_defaults().discord;
-        config.api_base_url = "http://127.0.0.1:9".into();
-        config.rate_bucket_idle_secs = idle_secs;
-        crate::http_body::install_crypto_provider();
-        DiscordRest::new(&config, &SecretString::from("t")).expect("client")
-    }
-
-    fn channels(rest: &DiscordRest) -> Vec<u64> {
-        let buckets = rest.buckets.lock().expect("lock");
-        let mut channels: Vec<u64> = buckets.by_channel.keys().copied().collect();
-        channels.sort_unstable();
-        channels
-    }
-
-    // Issue 10: a channel's bucket is forgotten once it has been idle (and full again) for the
-    // configured time, so the map holds the channels spoken in lately, not every channel ever.
-    #[tokio::test(start_paused = true)]
-    async fn idle_rate_buckets_are_reaped() {
-        let rest = rest(60);
-        rest.take_budget(1).await;
-        rest.take_budget(2).await;
-        tokio::time::advance(Duration::from_secs(30)).await;
-        rest.take_budget(2).await;
-        assert_eq!(channels(&rest), vec![1, 2], "nothing idle for 60 s yet");
-        tokio::time::advance(Duration::from_secs(31)).await;
-        rest.take_budget(3).await;
-        assert_eq!(channels(&rest), vec![2, 3], "1 was idle for 61 s");
-    }
-
-    // A drained bucket is kept until it has refilled, even past the idle time: forgetting it
-    // early would let the channel burst past its budget.
-    #[tokio::test(start_paused = true)]
-    async fn a_drained_bucket_is_kept_until_it_refills() {
-        let rest = rest(1);
-        for _ in 0..5 {
-            rest.take_budget(1).await;
-        }
-        tokio::time::advance(Duration::from_secs(2)).await;
-        rest.take_budget(2).await;
-        assert_eq!(channels(&rest), vec![1, 2], "1 has 2 of 5 tokens back");
-        tokio::time::advance(Duration::from_secs(4)).await;
-        rest.take_budget(2).await;
-        assert_eq!(channels(&rest), vec![2]);
     }
 
     #[test]

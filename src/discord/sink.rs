@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::ratelimit::Route;
 use super::rest::{DiscordRest, SendError, nonce};
 use crate::domain::ports::{
     ChannelHistory, ChatSink, HistoryMessage, PortError, Sticker, StickerCatalog, StickerSend,
@@ -160,7 +161,14 @@ impl ChannelHistory for DiscordSink {
         }
         let messages = self
             .rest
-            .get(&path)
+            .get(
+                Route {
+                    template: "GET /channels/{}/messages",
+                    major: channel.0,
+                    local_per_5s: None,
+                },
+                &path,
+            )
             .await
             .map_err(|detail| PortError::Unavailable {
                 what: "discord",
@@ -201,7 +209,14 @@ impl StickerCatalog for DiscordSink {
     async fn stickers(&self, server: ServerId) -> Result<Vec<Sticker>, PortError> {
         let stickers = self
             .rest
-            .get(&format!("/guilds/{}/stickers", server.0))
+            .get(
+                Route {
+                    template: "GET /guilds/{}/stickers",
+                    major: server.0,
+                    local_per_5s: None,
+                },
+                &format!("/guilds/{}/stickers", server.0),
+            )
             .await
             .map_err(|detail| PortError::Unavailable {
                 what: "discord",
