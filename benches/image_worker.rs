@@ -16,8 +16,10 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use persona_bot::config::Config;
-use persona_bot::domain::ports::{GeneratedImage, ImageBackend, ImagePoster, ImageRequest, Posted};
-use persona_bot::domain::ports::{NewImagePlan, PlanId, PlanStore, SystemClock};
+use persona_bot::domain::ports::{
+    GeneratedImage, ImageBackend, ImagePoster, ImageRequest, NewImagePlan, PlanId, PlanStore,
+    Posted, SystemClock,
+};
 use persona_bot::domain::provider_failure::ProviderFailure;
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use persona_bot::domain::turn::TurnId;

@@ -13,9 +13,9 @@ use std::time::Instant;
 
 use persona_bot::config::Config;
 use persona_bot::domain::ports::{
-    EventOutcome, Metric, ToolEvent, ToolEvents, UsageRecord, UsageStats,
+    EventOutcome, Metric, OutcomeStore, StoredOutcome, ToolEvent, ToolEvents, UsageRecord,
+    UsageStats,
 };
-use persona_bot::domain::ports::{OutcomeStore, StoredOutcome};
 use persona_bot::domain::role::Role;
 use persona_bot::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
 use persona_bot::domain::turn::TurnId;

@@ -14,8 +14,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use persona_bot::config::Config;
-use persona_bot::domain::ports::ChatMessage;
-use persona_bot::domain::ports::NewQueuedMessage;
+use persona_bot::domain::ports::{ChatMessage, NewQueuedMessage};
 use persona_bot::domain::role::{Role, RoleSet};
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use persona_bot::engine::orchestrator::{KillReport, Orchestrator, OrchestratorDeps};

@@ -9,12 +9,11 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::domain::admission::Cooldowns;
-use crate::domain::ports::{ChatPorts, ChatSink, SystemClock, ThoughtLog};
+use crate::domain::ports::{ChatPorts, ChatSink, Persona, PersonaStore, SystemClock, ThoughtLog};
 use crate::engine::orchestrator::{Orchestrator, OrchestratorDeps};
 
 use crate::config::{Config, Secrets};
 use crate::discord::{self, BotData, Connection, DiscordClient, guild, sink};
-use crate::domain::ports::{Persona, PersonaStore};
 use crate::domain::scope::PersonaId;
 use crate::domain::thought_log::Notice;
 use crate::engine::passes::TurnDeps;

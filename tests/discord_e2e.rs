@@ -257,9 +257,9 @@ async fn a_mention_gets_a_streamed_reply_cut_at_paragraphs() {
     );
     for message in e.posted(GENERAL) {
         assert_eq!(
-            message["allowed_mentions"]["parse"],
-            json!(["users"]),
-            "no everyone/here/role pings"
+            message["allowed_mentions"],
+            json!({ "parse": [], "users": [ALICE.to_string()], "replied_user": false }),
+            "only the asker may be notified: no everyone/here/role pings, no other user"
         );
         assert!(
             message.get("message_reference").is_none(),

@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use persona_bot::domain::history::EntryStatus;
-use persona_bot::domain::ports::ChatMessage;
-use persona_bot::domain::ports::{EventOutcome, Sticker};
-use persona_bot::domain::ports::{OutcomeStore, ServerSettings, SettingsStore, StoredOutcome};
+use persona_bot::domain::ports::{
+    ChatMessage, EventOutcome, OutcomeStore, ServerSettings, SettingsStore, Sticker, StoredOutcome,
+};
 use persona_bot::domain::review::{ReviewOutcome, ReviewPolicy, ReviewVerdict};
 use persona_bot::domain::role::Role;
 use persona_bot::domain::scope::ServerId;

@@ -14,12 +14,10 @@ use std::time::Duration;
 
 use persona_bot::config::Config;
 use persona_bot::domain::ports::{
-    AccessLists, DeliberateSettings, NewQueuedMessage, OutcomeStore, Persona, PersonaStore, Pushed,
-    QueueStore, ServerSettings, SettingsChange, SettingsStore, StoredOutcome, TaskStore,
-};
-use persona_bot::domain::ports::{
-    EventOutcome, FactAdded, MemoryStore, Metric, NewFact, NewImagePlan, PlanId, PlanStore,
-    ToolEvent, ToolEvents, UsageRecord, UsageStats,
+    AccessLists, DeliberateSettings, EventOutcome, FactAdded, MemoryStore, Metric, NewFact,
+    NewImagePlan, NewQueuedMessage, OutcomeStore, Persona, PersonaStore, PlanId, PlanStore, Pushed,
+    QueueStore, ServerSettings, SettingsChange, SettingsStore, StoredOutcome, TaskStore, ToolEvent,
+    ToolEvents, UsageRecord, UsageStats,
 };
 use persona_bot::domain::role::Role;
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};

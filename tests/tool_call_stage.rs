@@ -11,8 +11,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use persona_bot::domain::history::EntryStatus;
-use persona_bot::domain::ports::OutcomeStore;
-use persona_bot::domain::ports::{EventOutcome, HistoryMessage, Metric, Sticker, StickerSend};
+use persona_bot::domain::ports::{
+    EventOutcome, HistoryMessage, Metric, OutcomeStore, Sticker, StickerSend,
+};
 use persona_bot::domain::provider_failure::ProviderFailure;
 use persona_bot::domain::role::Role;
 use persona_bot::domain::scope::MessageId;

@@ -13,11 +13,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use persona_bot::config::{Config, KillPermission};
-use persona_bot::domain::ports::OutcomeStore;
-use persona_bot::domain::ports::{Attempt, ChatMessage, ModelError};
-use persona_bot::domain::ports::{EventOutcome, HistoryMessage, Sticker, StickerSend};
+use persona_bot::domain::ports::{
+    Attempt, ChatMessage, EventOutcome, HistoryMessage, ModelError, OutcomeStore, Sticker,
+    StickerSend,
+};
 use persona_bot::domain::provider_failure::FailureClass;
-use persona_bot::domain::scope::{ChannelId, MessageId};
+use persona_bot::domain::scope::{ChannelId, MessageId, UserId};
 use persona_bot::domain::turn::{TurnId, TurnStatus};
 use persona_bot::engine::orchestrator::KillReport;
 use persona_bot::engine::passes::TurnEnd;
@@ -77,6 +78,22 @@ async fn turns_in_a_channel_run_one_at_a_time_in_order() {
         bot.queue.entries().is_empty(),
         "answered messages leave the store"
     );
+}
+
+// Issue 12: every message of a reply may notify the person it answers and the users they
+// named, and no one else (the Discord adapter turns this into `allowed_mentions`); the bot's
+// own notices notify nobody.
+#[tokio::test(start_paused = true)]
+async fn a_reply_may_notify_only_the_asker_and_who_they_named() {
+    let mut bot = Bot::new(ScriptedModel::new(vec![ScriptedPass::text(&[
+        "Sure <@55>, and <@77> too.",
+    ])]));
+    bot.say(message(1, ALICE, "say hi to <@55> and <@!56>"))
+        .await;
+    bot.next().await;
+    let texts = bot.h.fakes.sink.texts();
+    assert_eq!(texts.len(), 1);
+    assert_eq!(texts[0].pings, vec![ALICE, UserId(55), UserId(56)]);
 }
 
 // SPEC C3: channels run in parallel.

@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use persona_bot::config::{Config, ImageWorkerConfig};
-use persona_bot::domain::ports::TaskStore;
-use persona_bot::domain::ports::{GeneratedImage, ImageBackend, ImagePoster, ImageRequest, Posted};
-use persona_bot::domain::ports::{NewImagePlan, PlanId, PlanStore};
+use persona_bot::domain::ports::{
+    GeneratedImage, ImageBackend, ImagePoster, ImageRequest, NewImagePlan, PlanId, PlanStore,
+    Posted, TaskStore,
+};
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use persona_bot::domain::thought_log::Notice;
 use persona_bot::domain::turn::TurnId;

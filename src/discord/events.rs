@@ -5,8 +5,7 @@ use serenity::all::{FullEvent, Message};
 
 use super::BotData;
 use crate::domain::admission::{MessageFacts, admit, triggers};
-use crate::domain::ports::{Clock, SystemClock};
-use crate::domain::ports::{NewQueuedMessage, ServerSettings};
+use crate::domain::ports::{Clock, NewQueuedMessage, ServerSettings, SystemClock};
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
 
 /// Handles one gateway event.

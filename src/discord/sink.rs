@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 use super::ratelimit::Route;
 use super::rest::{DiscordRest, SendError, nonce};
 use crate::domain::ports::{
-    ChannelHistory, ChatSink, HistoryMessage, PortError, Sticker, StickerCatalog, StickerSend,
+    ChannelHistory, ChatSink, HistoryMessage, Pings, PortError, Sticker, StickerCatalog,
+    StickerSend,
 };
 use crate::domain::scope::{ChannelId, MessageId, ServerId};
 
@@ -41,9 +42,11 @@ impl DiscordSink {
     }
 }
 
-/// No `@everyone`, `@here` or role pings; users may be mentioned; a reply pings its author.
-fn allowed_mentions() -> Value {
-    json!({ "parse": ["users"], "replied_user": true })
+/// Only `pings` (and, on a reply, the replied-to author) get a notification: another user the
+/// text names shows as a mention without one; `@everyone`, `@here` and roles never notify.
+fn allowed_mentions(pings: &Pings, replying: bool) -> Value {
+    let users: Vec<String> = pings.users.iter().map(|user| user.0.to_string()).collect();
+    json!({ "parse": [], "users": users, "replied_user": replying })
 }
 
 fn port_error(error: SendError) -> PortError {
@@ -60,6 +63,7 @@ impl ChatSink for DiscordSink {
         channel: ChannelId,
         text: String,
         reply_to: Option<MessageId>,
+        pings: &Pings,
     ) -> Result<(), PortError> {
         let reference = reply_to.map(|reply_to| {
             json!({
@@ -69,7 +73,7 @@ impl ChatSink for DiscordSink {
         });
         let mut body = json!({
             "content": text,
-            "allowed_mentions": allowed_mentions(),
+            "allowed_mentions": allowed_mentions(pings, reply_to.is_some()),
             "nonce": nonce(),
             "enforce_nonce": true,
         });
@@ -111,7 +115,7 @@ impl ChatSink for DiscordSink {
     }
 
     async fn send_progress(&self, channel: ChannelId, text: String) {
-        if let Err(error) = self.send_text(channel, text, None).await {
+        if let Err(error) = self.send_text(channel, text, None, &Pings::none()).await {
             tracing::warn!(%channel, %error, "progress line not posted");
         }
     }
@@ -275,6 +279,24 @@ impl crate::domain::ports::ImagePoster for DiscordSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::scope::UserId;
+
+    // Issue 12: a reply notifies only the people it answers; no `parse` list, so `<@id>` of
+    // anyone else, `@everyone`, `@here` and roles stay silent.
+    #[test]
+    fn only_the_answered_people_are_notified() {
+        let pings = Pings {
+            users: vec![UserId(7), UserId(11)],
+        };
+        assert_eq!(
+            allowed_mentions(&pings, true),
+            json!({ "parse": [], "users": ["7", "11"], "replied_user": true })
+        );
+        assert_eq!(
+            allowed_mentions(&Pings::none(), false),
+            json!({ "parse": [], "users": [], "replied_user": false })
+        );
+    }
 
     // Issue 10: history feeds the prompt, so a page is cut at the limit asked for, whatever the
     // server sent; the bot's own messages are told apart.

@@ -10,8 +10,7 @@ use serde_json::{Value, json};
 
 use super::guild::CacheCell;
 use super::rest::{DiscordRest, nonce};
-use crate::domain::ports::SettingsStore;
-use crate::domain::ports::ThoughtLog;
+use crate::domain::ports::{SettingsStore, ThoughtLog};
 use crate::domain::scope::{ChannelId, ServerId};
 use crate::domain::thought_log::{Card, Notice, cut, render};
 use crate::locale::Locale;

@@ -3,9 +3,9 @@
 //! turn; the request is rebuilt for every pass.
 
 use crate::domain::history::ToolHistoryEntry;
-use crate::domain::ports::Persona;
-use crate::domain::ports::{AssistantToolCall, ChatMessage, ModelRequest};
-use crate::domain::ports::{Fact, HistoryMessage, Ports};
+use crate::domain::ports::{
+    AssistantToolCall, ChatMessage, Fact, HistoryMessage, ModelRequest, Persona, Ports,
+};
 use crate::domain::scope::{MessageId, UserId};
 use crate::domain::turn::Turn;
 

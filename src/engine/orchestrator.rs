@@ -28,9 +28,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::{Config, KillPermission};
-use crate::domain::ports::PortError;
 use crate::domain::ports::{
-    NewQueuedMessage, Persona, PersonaStore, Pushed, QueueStore, SettingsStore,
+    NewQueuedMessage, Persona, PersonaStore, Pings, PortError, Pushed, QueueStore, SettingsStore,
 };
 use crate::domain::role::Role;
 use crate::domain::scope::{ChannelId, MessageId, Scope, UserId};
@@ -528,7 +527,12 @@ impl Worker {
                 .env
                 .ports
                 .sink
-                .send_text(self.channel, notice, Some(dropped.message.message))
+                .send_text(
+                    self.channel,
+                    notice,
+                    Some(dropped.message.message),
+                    &Pings::none(),
+                )
                 .await
             {
                 tracing::warn!(channel = %self.channel, %error, "could not post the queue-full notice");
@@ -749,7 +753,10 @@ async fn crashed(deps: &OrchestratorDeps, turn: &Turn, panic: String) -> TurnRep
     );
     let notice = locale::text(turn.locale, "turn-crashed");
     let sink = &deps.turn.env.ports.sink;
-    if let Err(error) = sink.send_text(turn.scope.channel, notice, None).await {
+    if let Err(error) = sink
+        .send_text(turn.scope.channel, notice, None, &Pings::none())
+        .await
+    {
         tracing::warn!(channel = %turn.scope.channel, %error, "could not post the error notice");
     }
     TurnReport {

@@ -17,8 +17,7 @@ use std::sync::Arc;
 use self::attempts::PassKind;
 use crate::config::TurnConfig;
 use crate::domain::history::{EntryStatus, ToolHistoryEntry};
-use crate::domain::ports::{ChatModel, TokenUsage};
-use crate::domain::ports::{OutcomeStore, Persona};
+use crate::domain::ports::{ChatModel, OutcomeStore, Persona, Pings, TokenUsage};
 use crate::domain::provider_failure::user_message;
 use crate::domain::review::ReviewNote;
 use crate::domain::role::Role;
@@ -145,7 +144,8 @@ impl<'a> TurnRun<'a> {
             deps.env.clone(),
         );
         let reply_to = trigger.reply.then_some(trigger.message);
-        let mut delivery = ReplyDelivery::new(turn, ports.sink.as_ref(), reply_to);
+        let pings = Pings::answering(trigger.author, &trigger.content);
+        let mut delivery = ReplyDelivery::new(turn, ports.sink.as_ref(), reply_to, pings);
         let holding = turn.drafting && turn.review.replies && deps.env.reviewer.is_some();
         if holding {
             delivery.hold();

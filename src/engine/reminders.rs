@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::ports::Clock;
-use crate::domain::ports::{NewQueuedMessage, Reminder, ReminderStore};
+use crate::domain::ports::{Clock, NewQueuedMessage, Reminder, ReminderStore};
 pub use crate::domain::schedule::{local_to_utc_ms, next_occurrence};
 use crate::domain::scope::MessageId;
 use crate::engine::orchestrator::Orchestrator;

@@ -7,8 +7,9 @@
 use futures::StreamExt;
 
 use crate::domain::call::ToolCallRequest;
-use crate::domain::ports::ChatSink;
-use crate::domain::ports::{Finish, ModelError, ModelEvent, ModelStream, TokenUsage};
+use crate::domain::ports::{
+    ChatSink, Finish, ModelError, ModelEvent, ModelStream, Pings, TokenUsage,
+};
 use crate::domain::scope::MessageId;
 use crate::domain::turn::{Turn, TurnStatus};
 use crate::engine::segment::Segmenter;
@@ -34,6 +35,8 @@ pub struct ReplyDelivery<'a> {
     segmenter: Segmenter,
     /// The first message of the turn replies to this (a queued trigger), once.
     reply_to: Option<MessageId>,
+    /// Who the turn's messages may notify.
+    pings: Pings,
     /// Messages sent this turn.
     pub sent: usize,
     /// Text this pass has sent so far.
@@ -45,12 +48,18 @@ pub struct ReplyDelivery<'a> {
 }
 
 impl<'a> ReplyDelivery<'a> {
-    pub fn new(turn: &'a Turn, sink: &'a dyn ChatSink, reply_to: Option<MessageId>) -> Self {
+    pub fn new(
+        turn: &'a Turn,
+        sink: &'a dyn ChatSink,
+        reply_to: Option<MessageId>,
+        pings: Pings,
+    ) -> Self {
         Self {
             turn,
             sink,
             segmenter: Segmenter::default(),
             reply_to,
+            pings,
             sent: 0,
             sent_this_pass: String::new(),
             usage: TokenUsage::default(),
@@ -114,7 +123,11 @@ impl<'a> ReplyDelivery<'a> {
     async fn deliver(&mut self, text: String) {
         let reply_to = self.reply_to.take();
         let channel = self.turn.scope.channel;
-        if let Err(error) = self.sink.send_text(channel, text.clone(), reply_to).await {
+        if let Err(error) = self
+            .sink
+            .send_text(channel, text.clone(), reply_to, &self.pings)
+            .await
+        {
             tracing::warn!(turn = %self.turn.id, %error, "a reply message could not be sent");
             return;
         }

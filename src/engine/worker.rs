@@ -16,9 +16,10 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ImageWorkerConfig;
-use crate::domain::ports::{ChatSink, Clock, NewImagePlan, PlanStore, ThoughtLog};
-use crate::domain::ports::{ClaimedTask, TaskStore};
-use crate::domain::ports::{ImageBackend, ImagePoster, ImageRequest, Posted};
+use crate::domain::ports::{
+    ChatSink, ClaimedTask, Clock, ImageBackend, ImagePoster, ImageRequest, NewImagePlan, Pings,
+    PlanStore, Posted, TaskStore, ThoughtLog,
+};
 use crate::domain::provider_failure::{FailureClass, ProviderFailure, recovery_tips};
 use crate::domain::scope::Visibility;
 use crate::domain::thought_log::{FailureKind, Notice, cut};
@@ -285,7 +286,7 @@ impl ImageWorker {
         if let Err(error) = self
             .ports
             .sink
-            .send_text(plan.channel, lines.join("\n"), None)
+            .send_text(plan.channel, lines.join("\n"), None, &Pings::none())
             .await
         {
             tracing::warn!(task = task.id, %error, "could not tell the channel an image failed");

@@ -14,8 +14,7 @@ use sqlx::{AnyConnection, AssertSqlSafe};
 
 use super::writer::{Write, WriteQueue};
 use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, storable};
-use crate::domain::ports::PortError;
-use crate::domain::ports::{OutcomeStore, StoredOutcome};
+use crate::domain::ports::{OutcomeStore, PortError, StoredOutcome};
 use crate::domain::turn::TurnId;
 
 pub struct OutcomeRepo {

@@ -4,8 +4,7 @@
 use async_trait::async_trait;
 
 use super::{Database, port_error, storable};
-use crate::domain::ports::{Clock, PortError, SystemClock};
-use crate::domain::ports::{Persona, PersonaStore};
+use crate::domain::ports::{Clock, Persona, PersonaStore, PortError, SystemClock};
 use crate::domain::scope::PersonaId;
 
 pub struct PersonaRepo {

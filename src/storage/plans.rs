@@ -9,8 +9,9 @@ use serde_json::Value;
 
 use super::queue::{visibility_from, visibility_str};
 use super::{Backend, Database, from_sql_id, port_error, sql_id, storable};
-use crate::domain::ports::{ClaimedTask, TaskStore};
-use crate::domain::ports::{NewImagePlan, PlanId, PlanPart, PlanResult, PlanStore, PortError};
+use crate::domain::ports::{
+    ClaimedTask, NewImagePlan, PlanId, PlanPart, PlanResult, PlanStore, PortError, TaskStore,
+};
 use crate::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
 use crate::domain::turn::TurnId;
 use crate::locale::Locale;

@@ -5,8 +5,7 @@
 use async_trait::async_trait;
 
 use super::{Backend, Database, from_sql_id, port_error, sql_id, storable};
-use crate::domain::ports::PortError;
-use crate::domain::ports::{NewQueuedMessage, Pushed, QueueStore, QueuedMessage};
+use crate::domain::ports::{NewQueuedMessage, PortError, Pushed, QueueStore, QueuedMessage};
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use crate::locale::Locale;
 

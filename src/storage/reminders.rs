@@ -6,8 +6,7 @@ use async_trait::async_trait;
 
 use super::queue::{visibility_from, visibility_str};
 use super::{Database, from_sql_id, port_error, sql_id, storable};
-use crate::domain::ports::PortError;
-use crate::domain::ports::{NewReminder, Reminder, ReminderStore, Repeat};
+use crate::domain::ports::{NewReminder, PortError, Reminder, ReminderStore, Repeat};
 use crate::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
 use crate::locale::Locale;
 

@@ -8,8 +8,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::{Database, from_sql_id, port_error, sql_id, storable};
-use crate::domain::ports::{Clock, PortError, SystemClock};
-use crate::domain::ports::{ServerSettings, SettingsChange, SettingsStore};
+use crate::domain::ports::{
+    Clock, PortError, ServerSettings, SettingsChange, SettingsStore, SystemClock,
+};
 use crate::domain::scope::{ChannelId, ServerId};
 
 fn json_error(e: serde_json::Error) -> PortError {

@@ -40,8 +40,7 @@ use tokio::time::Instant;
 
 use super::{Backend, Database, events, outcomes, usage};
 use crate::config::DatabaseConfig;
-use crate::domain::ports::StoredOutcome;
-use crate::domain::ports::{EventOutcome, Metric, ToolEvent, UsageRecord};
+use crate::domain::ports::{EventOutcome, Metric, StoredOutcome, ToolEvent, UsageRecord};
 use crate::domain::role::Role;
 use crate::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
 use crate::domain::turn::TurnId;

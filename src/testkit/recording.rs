@@ -9,10 +9,10 @@ use async_trait::async_trait;
 
 use super::{lock, unexpected};
 use crate::domain::ports::{
-    ChatSink, Clock, PortError, Sticker, StickerSend, ThoughtLog, ToolEvent, ToolEvents,
+    ChatSink, Clock, Pings, PortError, Sticker, StickerSend, ThoughtLog, ToolEvent, ToolEvents,
     UsageRecord, UsageStats,
 };
-use crate::domain::scope::{ChannelId, MessageId, ServerId};
+use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId};
 use crate::domain::thought_log::Notice;
 
 /// Accepts and drops everything a turn reports (notices, stats, events, progress): for
@@ -27,6 +27,7 @@ impl ChatSink for Discard {
         _: ChannelId,
         _: String,
         _: Option<MessageId>,
+        _: &Pings,
     ) -> Result<(), PortError> {
         Ok(())
     }
@@ -58,6 +59,8 @@ pub struct SentText {
     pub channel: ChannelId,
     pub text: String,
     pub reply_to: Option<MessageId>,
+    /// Who the message may notify.
+    pub pings: Vec<UserId>,
 }
 
 /// A chat sink that records what was posted. Each sticker send needs a scripted answer.
@@ -134,6 +137,7 @@ impl ChatSink for RecordingSink {
         channel: ChannelId,
         text: String,
         reply_to: Option<MessageId>,
+        pings: &Pings,
     ) -> Result<(), PortError> {
         while self.hang.load(Ordering::Relaxed) {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -146,6 +150,7 @@ impl ChatSink for RecordingSink {
             channel,
             text,
             reply_to,
+            pings: pings.users.clone(),
         });
         Ok(())
     }

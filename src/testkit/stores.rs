@@ -8,8 +8,7 @@ use std::sync::atomic::Ordering;
 use async_trait::async_trait;
 
 use super::lock;
-use crate::domain::ports::PortError;
-use crate::domain::ports::{OutcomeStore, StoredOutcome};
+use crate::domain::ports::{OutcomeStore, PortError, StoredOutcome};
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 use crate::domain::turn::TurnId;
 

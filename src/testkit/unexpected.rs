@@ -5,10 +5,9 @@ use async_trait::async_trait;
 use super::unexpected;
 use crate::domain::ports::{
     ChannelHistory, ChatSink, Fact, FactAdded, HistoryMessage, MemoryStore, NewFact, NewImagePlan,
-    PlanStore, PortError, Sticker, StickerCatalog, StickerSend, ThoughtLog, ToolEvent, ToolEvents,
-    UsageRecord, UsageStats,
+    OutcomeStore, Pings, PlanStore, PortError, Sticker, StickerCatalog, StickerSend, StoredOutcome,
+    ThoughtLog, ToolEvent, ToolEvents, UsageRecord, UsageStats,
 };
-use crate::domain::ports::{OutcomeStore, StoredOutcome};
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 use crate::domain::thought_log::Notice;
 use crate::domain::turn::TurnId;
@@ -23,6 +22,7 @@ impl ChatSink for Unexpected {
         _: ChannelId,
         _: String,
         _: Option<MessageId>,
+        _: &Pings,
     ) -> Result<(), PortError> {
         unexpected("ChatSink::send_text")
     }

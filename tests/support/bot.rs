@@ -6,8 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use persona_bot::config::Config;
-use persona_bot::domain::ports::ChatModel;
-use persona_bot::domain::ports::NewQueuedMessage;
+use persona_bot::domain::ports::{ChatModel, NewQueuedMessage};
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use persona_bot::engine::orchestrator::{Orchestrator, OrchestratorDeps, TurnFinished};
 use persona_bot::engine::passes::TurnDeps;

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::PortError;
-use crate::domain::scope::{ChannelId, MessageId, ServerId};
+use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId};
 
 /// A server sticker the persona may send.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -25,16 +25,63 @@ pub enum StickerSend {
     Unconfirmed,
 }
 
+/// Who a message may notify: the replied-to author (when it replies) and these users. Anyone
+/// else the text names (`<@id>`) shows as a mention without a notification; `@everyone`,
+/// `@here` and roles never notify.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Pings {
+    pub users: Vec<UserId>,
+}
+
+/// Most users one message may notify (Discord's own limit for `allowed_mentions.users`).
+const PINGS_MAX: usize = 100;
+
+impl Pings {
+    /// Nobody but a replied-to author.
+    pub fn none() -> Self {
+        Self::default()
+    }
+
+    /// A reply to `author`'s message: `author` and the users their message mentions
+    /// (`<@id>` or `<@!id>`), so the answer can name them with a notification.
+    pub fn answering(author: UserId, content: &str) -> Self {
+        let mut users = vec![author];
+        let mut rest = content;
+        while let Some(at) = rest.find("<@") {
+            rest = rest.get(at + 2..).unwrap_or_default();
+            let digits = rest.strip_prefix('!').unwrap_or(rest);
+            let end = digits
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(digits.len());
+            let closed = digits
+                .get(end..)
+                .is_some_and(|after| after.starts_with('>'));
+            let id = digits.get(..end).map(str::parse::<u64>);
+            if let (true, Some(Ok(id))) = (closed, id)
+                && !users.contains(&UserId(id))
+            {
+                users.push(UserId(id));
+            }
+            if users.len() >= PINGS_MAX {
+                break;
+            }
+        }
+        Self { users }
+    }
+}
+
 /// Where the persona speaks.
 #[async_trait]
 pub trait ChatSink: Send + Sync {
-    /// Posts one message (at most 2000 characters), as a reply to `reply_to` when given. The
-    /// adapter waits out rate limits itself; an error means Discord would not take it.
+    /// Posts one message (at most 2000 characters), as a reply to `reply_to` when given,
+    /// notifying only `pings`. The adapter waits out rate limits itself; an error means Discord
+    /// would not take it.
     async fn send_text(
         &self,
         channel: ChannelId,
         text: String,
         reply_to: Option<MessageId>,
+        pings: &Pings,
     ) -> Result<(), PortError>;
     /// Shows the typing indicator (Discord keeps it about 10 s).
     async fn typing(&self, channel: ChannelId);
@@ -72,4 +119,49 @@ pub trait ChannelHistory: Send + Sync {
         before: Option<MessageId>,
         limit: u8,
     ) -> Result<Vec<HistoryMessage>, PortError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ids(pings: &Pings) -> Vec<u64> {
+        pings.users.iter().map(|user| user.0).collect()
+    }
+
+    #[test]
+    fn an_answer_may_notify_the_author_and_the_users_they_named() {
+        let pings = Pings::answering(
+            UserId(7),
+            "ask <@11> and <@!12>, not <@&13> or <#14>; <@11>",
+        );
+        assert_eq!(ids(&pings), vec![7, 11, 12]);
+    }
+
+    #[test]
+    fn broken_mentions_notify_nobody() {
+        for text in [
+            "<@>",
+            "<@12",
+            "<@!>",
+            "<@1x>",
+            "<@ 5>",
+            "<@99999999999999999999999>",
+            "<@<@",
+        ] {
+            assert_eq!(ids(&Pings::answering(UserId(7), text)), vec![7], "{text}");
+        }
+    }
+
+    proptest! {
+        // The content is the user's: any text ends, stays within Discord's 100 users, and
+        // the author comes first.
+        #[test]
+        fn any_content_gives_a_bounded_list(content in "(<@!?[0-9]{1,4}>|[^<]{0,3}|<){0,400}") {
+            let pings = Pings::answering(UserId(1), &content);
+            prop_assert!(pings.users.len() <= PINGS_MAX);
+            prop_assert_eq!(pings.users.first().copied(), Some(UserId(1)));
+        }
+    }
 }
