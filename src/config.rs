@@ -209,6 +209,9 @@ pub struct TurnConfig {
     pub stale_after_secs: u64,
     /// How often the typing indicator is renewed while a turn works.
     pub typing_interval_secs: u64,
+    /// The first typing indicator waits this long, and is not sent if the turn has posted by
+    /// then (a quick reply costs no typing request). At most a minute.
+    pub typing_delay_ms: u64,
     /// A channel's worker with nothing running and nothing waiting for this long is stopped
     /// (a new message starts a new one), so idle channels hold no memory.
     pub worker_idle_secs: u64,
@@ -442,6 +445,12 @@ impl Config {
         let positive = self.must_be_positive();
         if let Some((name, _)) = positive.iter().find(|(_, value)| *value == 0) {
             return Err(key(name, "must be greater than 0"));
+        }
+        if t.typing_delay_ms > 60_000 {
+            return Err(key(
+                "turn.typing_delay_ms",
+                "must be at most 60000 (a minute)",
+            ));
         }
         if w.lease_secs <= w.timeout_secs {
             // Otherwise a slow image is taken over by a second worker while the first works.

@@ -275,7 +275,8 @@ async fn a_mention_gets_a_streamed_reply_cut_at_paragraphs() {
         .cloned()
         .unwrap();
     assert_eq!(last["content"], "[alice] @Aria hello there");
-    assert!(e.discord.typing_count(GENERAL) >= 1, "typing shown");
+    // Typing waits for turn.typing_delay_ms and is skipped when the reply is already posted;
+    // tests/turns.rs checks it with paused time.
     e.assert_fakes_used();
     e.stop().await;
 }

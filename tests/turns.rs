@@ -840,7 +840,8 @@ async fn completed_sticker_is_not_sent_again_after_key_rotation() {
 
 // ---------------------------------------------------------------- C4 (typing), D4
 
-// SPEC C4: typing shows while the turn works, renewed every 8 s.
+// SPEC C4: typing shows while the turn works, first after turn.typing_delay_ms (1.5 s), then
+// renewed every 8 s.
 #[tokio::test(start_paused = true)]
 async fn typing_is_shown_while_a_turn_works() {
     let mut bot = Bot::new(ScriptedModel::new(vec![ScriptedPass::Stream(vec![
@@ -852,7 +853,27 @@ async fn typing_is_shown_while_a_turn_works() {
     assert_eq!(
         bot.h.fakes.sink.typing_count(CHANNEL),
         3,
-        "at 0, 8 and 16 s"
+        "at 1.5, 9.5 and 17.5 s"
+    );
+}
+
+// Issue 12: a reply ready within the typing delay costs no typing request; one that has posted
+// before the delay skips the first pulse, and a longer turn still renews it.
+#[tokio::test(start_paused = true)]
+async fn a_quick_reply_sends_no_typing() {
+    let mut bot = Bot::new(ScriptedModel::new(vec![
+        ScriptedPass::Stream(vec![delay(1), text("quick.")]),
+        ScriptedPass::Stream(vec![text("first.\n\n"), delay(12), text("second.")]),
+    ]));
+    bot.say(message(1, ALICE, "fast")).await;
+    bot.next().await;
+    assert_eq!(bot.h.fakes.sink.typing_count(CHANNEL), 0);
+    bot.say(message(2, ALICE, "longer")).await;
+    bot.next().await;
+    assert_eq!(
+        bot.h.fakes.sink.typing_count(CHANNEL),
+        1,
+        "none at 1.5 s (the first message was up), one at 9.5 s"
     );
 }
 
@@ -1101,7 +1122,8 @@ async fn a_panicking_worker_is_replaced_and_its_message_answered() {
     let fakes = Fakes::default();
     fakes.sink.panic_on_next_typing();
     let model = ScriptedModel::responding(|_| ScriptedPass::text(&["Answered."]));
-    let mut bot = Bot::build(model, Behaviour::succeed(), |_| {}, fakes);
+    let at_once = |c: &mut Config| c.turn.typing_delay_ms = 0;
+    let mut bot = Bot::build(model, Behaviour::succeed(), at_once, fakes);
     bot.say(message(1, ALICE, "hi")).await;
     let answered = bot.next().await;
     assert_eq!(answered.message, MessageId(1));

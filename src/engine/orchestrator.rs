@@ -344,7 +344,10 @@ struct RunningTurn {
     pending: Pending,
     future: TurnFuture,
     follow_ups: u32,
+    /// The next typing pulse: the first after `turn.typing_delay_ms`, then every interval.
     next_typing: Instant,
+    /// Typing pulses due so far.
+    typed: u32,
 }
 
 struct Worker {
@@ -411,7 +414,12 @@ impl Worker {
                 () = sleep_until_opt(next_typing) => {
                     if let Some(running) = &mut self.running {
                         running.next_typing = Instant::now() + typing_every;
-                        self.deps.turn.env.ports.sink.typing(self.channel).await;
+                        // The first pulse is for a turn that has shown nothing yet.
+                        let shown = running.typed == 0 && running.turn.state().response_delivered;
+                        running.typed += 1;
+                        if !shown {
+                            self.deps.turn.env.ports.sink.typing(self.channel).await;
+                        }
                     }
                 }
                 _ = stale_check.tick(), if self.running.is_some() => self.release_if_stale(),
@@ -591,15 +599,15 @@ impl Worker {
                 Err(panic) => crashed(&deps, &for_future, panic_text(panic.as_ref())).await,
             }
         });
-        self.deps.turn.env.ports.sink.typing(self.channel).await;
-        let typing_every = Duration::from_secs(self.deps.config.turn.typing_interval_secs);
+        let typing_delay = Duration::from_millis(self.deps.config.turn.typing_delay_ms);
         self.running = Some(RunningTurn {
             turn,
             started: Instant::now(),
             pending,
             future,
             follow_ups: 0,
-            next_typing: Instant::now() + typing_every,
+            next_typing: Instant::now() + typing_delay,
+            typed: 0,
         });
     }
 
