@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+use crate::config::{Config, Secrets};
+use crate::discord::recent::RecentMessages;
+use crate::discord::{self, BotData, Connection, DiscordClient, guild, sink};
 use crate::domain::admission::Cooldowns;
 use crate::domain::ports::{ChatPorts, ChatSink, Persona, PersonaStore, SystemClock, ThoughtLog};
-use crate::engine::orchestrator::{Orchestrator, OrchestratorDeps};
-
-use crate::config::{Config, Secrets};
-use crate::discord::{self, BotData, Connection, DiscordClient, guild, sink};
 use crate::domain::scope::PersonaId;
 use crate::domain::thought_log::Notice;
+use crate::engine::orchestrator::{Orchestrator, OrchestratorDeps};
 use crate::engine::passes::TurnDeps;
 use crate::engine::reminders::ReminderScheduler;
 use crate::engine::reviewer::ModelReviewer;
@@ -26,6 +26,8 @@ use crate::storage::Storage;
 use crate::tool_loop::deliberate::KeywordPacks;
 use crate::tools::{Registry, Reviewer, ToolEnv};
 
+/// Recent messages kept per channel beyond a turn's history (edits and deletes eat into it).
+const RECENT_MARGIN: usize = 20;
 /// How long a stop waits for background tasks (the image worker, reminders, summaries).
 const STOP_WITHIN: Duration = Duration::from_secs(10);
 
@@ -106,7 +108,14 @@ pub async fn start(
     let rest = discord::discord_rest(&config, &token)?;
     let bot = sink::BotId::default();
     let cache = guild::CacheCell::default();
-    let sink = Arc::new(sink::DiscordSink::new(rest.clone(), bot.clone()));
+    let recent = Arc::new(RecentMessages::new(
+        usize::from(config.turn.history_messages) + RECENT_MARGIN,
+    ));
+    let sink = Arc::new(sink::DiscordSink::new(
+        rest.clone(),
+        bot.clone(),
+        recent.clone(),
+    ));
     let thought_log: Arc<dyn ThoughtLog> = Arc::new(discord::thought_log::DiscordThoughtLog::new(
         rest,
         storage.settings.clone(),
@@ -148,6 +157,7 @@ pub async fn start(
         reminders: storage.reminders.clone(),
         cache: cache.clone(),
         bot: bot.clone(),
+        recent,
         default_locale: config.general.default_locale,
     });
     let connection = Connection { data, bot, cache };
@@ -292,7 +302,12 @@ pub async fn worker_until(
         guild::CacheCell::default(),
         config.general.default_locale,
     ));
-    let sink = Arc::new(sink::DiscordSink::new(rest, sink::BotId::default()));
+    // The worker only posts: it reads no history, so it keeps no recent messages.
+    let sink = Arc::new(sink::DiscordSink::new(
+        rest,
+        sink::BotId::default(),
+        Arc::new(RecentMessages::new(1)),
+    ));
     let worker = image_worker(&config, secrets, &storage, sink, thought_log)?;
     tracing::info!(worker = %worker.id, "image worker started");
     worker.run(stop).await;

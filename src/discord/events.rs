@@ -4,6 +4,7 @@
 use serenity::all::{FullEvent, Message};
 
 use super::BotData;
+use super::sink::history_message;
 use crate::domain::admission::{MessageFacts, admit, triggers};
 use crate::domain::ports::{Clock, NewQueuedMessage, ServerSettings, SystemClock};
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
@@ -11,9 +12,49 @@ use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
 /// Handles one gateway event.
 pub async fn handle(event: &FullEvent, data: &BotData) {
     match event {
-        FullEvent::Ready { data_about_bot } => data.bot.set(data_about_bot.user.id.get()),
-        FullEvent::Message { new_message } => on_message(data, new_message).await,
+        FullEvent::Ready { data_about_bot } => {
+            data.bot.set(data_about_bot.user.id.get());
+            // A new session: messages sent while disconnected were never delivered.
+            data.recent.clear();
+        }
+        FullEvent::Message { new_message } => {
+            remember(data, new_message);
+            on_message(data, new_message).await;
+        }
+        FullEvent::MessageUpdate { event, .. } => {
+            if let Some(content) = &event.content {
+                data.recent
+                    .edited(event.channel_id.get(), event.id.get(), content);
+            }
+        }
+        FullEvent::MessageDelete {
+            channel_id,
+            deleted_message_id,
+            ..
+        } => data
+            .recent
+            .deleted(channel_id.get(), &[deleted_message_id.get()]),
+        FullEvent::MessageDeleteBulk {
+            channel_id,
+            multiple_deleted_messages_ids,
+            ..
+        } => {
+            let ids: Vec<u64> = multiple_deleted_messages_ids
+                .iter()
+                .map(|id| id.get())
+                .collect();
+            data.recent.deleted(channel_id.get(), &ids);
+        }
         _ => {}
+    }
+}
+
+/// Every delivered message (the bot's own and other bots' too) joins the channel's recent
+/// history, read as a REST page would be.
+fn remember(data: &BotData, message: &Message) {
+    let json = serde_json::to_value(message).unwrap_or_default();
+    if let Some(history) = history_message(&json, data.bot.get()) {
+        data.recent.created(message.channel_id.get(), history);
     }
 }
 

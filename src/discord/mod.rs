@@ -22,6 +22,7 @@ pub mod commands;
 pub mod events;
 pub mod guild;
 pub mod ratelimit;
+pub mod recent;
 pub mod rest;
 pub mod sink;
 pub mod thought_log;
@@ -40,6 +41,8 @@ pub struct BotData {
     pub reminders: Arc<dyn crate::domain::ports::ReminderStore>,
     pub cache: guild::CacheCell,
     pub bot: sink::BotId,
+    /// Recent messages as the gateway delivers them (history without a REST call).
+    pub recent: Arc<recent::RecentMessages>,
     pub default_locale: Locale,
 }
 

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::ratelimit::Route;
+use super::recent::RecentMessages;
 use super::rest::{DiscordRest, SendError, nonce};
 use crate::domain::ports::{
     ChannelHistory, ChatSink, HistoryMessage, Pings, PortError, Sticker, StickerCatalog,
@@ -34,11 +35,12 @@ impl BotId {
 pub struct DiscordSink {
     rest: Arc<DiscordRest>,
     bot: BotId,
+    recent: Arc<RecentMessages>,
 }
 
 impl DiscordSink {
-    pub fn new(rest: Arc<DiscordRest>, bot: BotId) -> Self {
-        Self { rest, bot }
+    pub fn new(rest: Arc<DiscordRest>, bot: BotId, recent: Arc<RecentMessages>) -> Self {
+        Self { rest, bot, recent }
     }
 }
 
@@ -155,6 +157,11 @@ impl ChannelHistory for DiscordSink {
         before: Option<MessageId>,
         limit: u8,
     ) -> Result<Vec<HistoryMessage>, PortError> {
+        let wanted = usize::from(limit.clamp(1, 100));
+        let before_id = before.map(|b| b.0);
+        if let Some(page) = self.recent.older(channel.0, before_id, wanted) {
+            return Ok(page);
+        }
         let mut path = format!(
             "/channels/{}/messages?limit={}",
             channel.0,
@@ -178,7 +185,9 @@ impl ChannelHistory for DiscordSink {
                 what: "discord",
                 detail,
             })?;
-        Ok(history_page(&messages, self.bot.get(), limit))
+        let page = history_page(&messages, self.bot.get(), limit);
+        self.recent.learn(channel.0, before_id, wanted, &page);
+        Ok(page)
     }
 }
 
@@ -189,23 +198,26 @@ fn history_page(messages: &Value, bot: Option<u64>, limit: u8) -> Vec<HistoryMes
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|m| {
-            let id = snowflake(m.get("id")?)?;
-            let author = m.pointer("/author/id").and_then(snowflake);
-            Some(HistoryMessage {
-                id: MessageId(id),
-                author: author_name(m),
-                from_bot: author.is_some() && author == bot,
-                content: m
-                    .get("content")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                at_ms: m.get("timestamp").map_or(0, timestamp_ms),
-            })
-        })
+        .filter_map(|m| history_message(m, bot))
         .take(usize::from(limit))
         .collect()
+}
+
+/// One message in Discord's JSON (a REST page's, or a gateway event's) as history.
+pub fn history_message(m: &Value, bot: Option<u64>) -> Option<HistoryMessage> {
+    let id = snowflake(m.get("id")?)?;
+    let author = m.pointer("/author/id").and_then(snowflake);
+    Some(HistoryMessage {
+        id: MessageId(id),
+        author: author_name(m),
+        from_bot: author.is_some() && author == bot,
+        content: m
+            .get("content")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        at_ms: m.get("timestamp").map_or(0, timestamp_ms),
+    })
 }
 
 #[async_trait]
