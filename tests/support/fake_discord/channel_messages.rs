@@ -1,6 +1,6 @@
-//! `POST /channels/{id}/messages`: scripted answers first, then Discord's checks (empty
-//! message, content over 2000 characters, unknown sticker or replied-to message), then the
-//! message as Discord returns it.
+//! `POST /channels/{id}/messages`: scripted answers first, then Discord's checks (the bot's
+//! permissions, empty message, content over 2000 characters, unknown sticker or replied-to
+//! message), then the message as Discord returns it.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::Upload;
 use super::message_objects::reference_json;
-use super::rest::{error, invalid_form_body, ok, parse_id};
+use super::permissions::{ATTACH_FILES, READ_MESSAGE_HISTORY};
+use super::rest::{SEND, error, invalid_form_body, ok, parse_id, refusal_without};
 use super::state::Shared;
 
 pub(super) const SETTABLE_MESSAGE_FLAGS: u64 = 1 << 2 | 1 << 12 | 1 << 13 | 1 << 15;
@@ -230,6 +231,16 @@ pub(super) fn create_message(
             }
         }
         return response;
+    }
+    let mut needed = SEND;
+    if !files.is_empty() {
+        needed |= ATTACH_FILES;
+    }
+    if body.get("message_reference").is_some_and(Value::is_object) {
+        needed |= READ_MESSAGE_HISTORY;
+    }
+    if let Some(refusal) = refusal_without(shared, channel_id, needed) {
+        return refusal;
     }
     let message = match build_message(shared, channel_id, guild_id, &body, files) {
         Ok(m) => m,

@@ -1,5 +1,6 @@
 //! The REST entry point: records every request, parses its body (JSON or multipart), checks
-//! the bot token, and hands it to the routes; and the answers they give.
+//! the bot token, and hands it to the routes; and the answers they give, Discord's permission
+//! refusals among them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::permissions::{SEND_MESSAGES, VIEW_CHANNEL};
 use super::routes::route;
 use super::state::Shared;
 use super::{Recorded, Upload};
@@ -50,6 +52,24 @@ pub(super) fn invalid_form_body(field: &str, code: &str, message: &str) -> Respo
         }),
     )
 }
+
+/// Discord's refusal when the bot lacks one of `needed` in a guild channel: 50001 Missing Access
+/// without VIEW_CHANNEL, 50013 Missing Permissions for the rest. A DM needs nothing.
+pub(super) fn refusal_without(shared: &Shared, channel_id: u64, needed: u64) -> Option<Response> {
+    let world = &shared.world;
+    world.channel(channel_id)?;
+    let has = world.permissions_in(world.bot_id, channel_id);
+    if has & VIEW_CHANNEL == 0 {
+        return Some(error(403, "Missing Access", 50001));
+    }
+    if has & needed != needed {
+        return Some(error(403, "Missing Permissions", 50013));
+    }
+    None
+}
+
+/// What sending a message in a channel needs.
+pub(super) const SEND: u64 = VIEW_CHANNEL | SEND_MESSAGES;
 
 /// The JSON body and files of a request (JSON, or multipart with `payload_json`).
 fn parse_body(headers: &HeaderMap, body: &[u8]) -> (Value, Vec<Upload>) {
