@@ -1,6 +1,6 @@
 //! `POST /channels/{id}/messages`: scripted answers first, then Discord's checks (the bot's
 //! permissions, empty message, content over 2000 characters, unknown sticker or replied-to
-//! message), then the message as Discord returns it.
+//! message, `allowed_mentions`), then the message as Discord returns it.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -10,10 +10,12 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::Upload;
+use super::mentions::{Pings, pings};
 use super::message_objects::reference_json;
 use super::permissions::{ATTACH_FILES, READ_MESSAGE_HISTORY};
 use super::rest::{SEND, error, invalid_form_body, ok, parse_id, refusal_without};
 use super::state::Shared;
+use super::world::World;
 
 pub(super) const SETTABLE_MESSAGE_FLAGS: u64 = 1 << 2 | 1 << 12 | 1 << 13 | 1 << 15;
 pub(super) const EPHEMERAL: u64 = 1 << 6;
@@ -111,19 +113,7 @@ pub(super) fn build_message(
     if let Some(components) = body.get("components").filter(|c| c.is_array()) {
         message["components"] = components.clone();
     }
-    let mentions: Vec<Value> = mentioned_users(content)
-        .into_iter()
-        .map(|uid| {
-            let mut user = world.user(uid);
-            if let Some(g) = guild_id
-                && (uid == world.bot_id || world.member(g, uid).is_some())
-            {
-                user["member"] = world.partial_member_json(g, uid);
-            }
-            user
-        })
-        .collect();
-    message["mentions"] = json!(mentions);
+    let mut replied_author = None;
     if let Some(reference) = body.get("message_reference").filter(|r| r.is_object()) {
         let ref_id = match &reference["message_id"] {
             Value::String(s) => parse_id(s),
@@ -149,34 +139,38 @@ pub(super) fn build_message(
                     "Unknown message",
                 ));
             }
-            if referenced.is_some() {
+            if let Some(referenced) = referenced {
+                replied_author = referenced["author"]["id"].as_str().and_then(parse_id);
                 message["type"] = json!(19);
                 message["message_reference"] = reference_json(ref_id, ref_channel, guild_id);
-                message["referenced_message"] = referenced.unwrap_or(Value::Null);
+                message["referenced_message"] = referenced;
             }
         }
     }
+    let pinged = pings(world, channel_id, guild_id, content, body, replied_author)?;
+    set_pings(world, &mut message, guild_id, &pinged);
     Ok(message)
 }
 
-/// User ids mentioned as `<@id>` or `<@!id>`.
-fn mentioned_users(content: &str) -> Vec<u64> {
-    let mut out = Vec::new();
-    let mut rest = content;
-    while let Some(at) = rest.find("<@") {
-        rest = &rest[at + 2..];
-        let digits = rest.strip_prefix('!').unwrap_or(rest);
-        let end = digits
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(digits.len());
-        if digits[end..].starts_with('>')
-            && let Some(id) = parse_id(&digits[..end])
-            && !out.contains(&id)
-        {
-            out.push(id);
-        }
-    }
-    out
+/// Writes who a message pings into its `mentions` (users, with their member in a guild),
+/// `mention_roles` and `mention_everyone`.
+pub(super) fn set_pings(world: &World, message: &mut Value, guild_id: Option<u64>, pinged: &Pings) {
+    let mentions: Vec<Value> = pinged
+        .users
+        .iter()
+        .map(|uid| {
+            let mut user = world.user(*uid);
+            if let Some(g) = guild_id
+                && (*uid == world.bot_id || world.member(g, *uid).is_some())
+            {
+                user["member"] = world.partial_member_json(g, *uid);
+            }
+            user
+        })
+        .collect();
+    message["mentions"] = json!(mentions);
+    message["mention_roles"] = json!(pinged.roles.iter().map(u64::to_string).collect::<Vec<_>>());
+    message["mention_everyone"] = json!(pinged.everyone);
 }
 
 /// An embed as Discord returns it: `type: rich`, media with `proxy_url`.

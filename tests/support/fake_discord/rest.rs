@@ -43,13 +43,18 @@ fn not_found() -> Response {
 }
 
 pub(super) fn invalid_form_body(field: &str, code: &str, message: &str) -> Response {
+    invalid_form_body_at(&[field], code, message)
+}
+
+/// Invalid Form Body for a nested field, e.g. `["allowed_mentions", "parse", "0"]`.
+pub(super) fn invalid_form_body_at(path: &[&str], code: &str, message: &str) -> Response {
+    let mut errors = json!({"_errors": [{"code": code, "message": message}]});
+    for key in path.iter().rev() {
+        errors = json!({ *key: errors });
+    }
     json_response(
         400,
-        &json!({
-            "message": "Invalid Form Body",
-            "code": 50035,
-            "errors": {field: {"_errors": [{"code": code, "message": message}]}},
-        }),
+        &json!({"message": "Invalid Form Body", "code": 50035, "errors": errors}),
     )
 }
 

@@ -1,5 +1,5 @@
 //! [`FakeDiscord`]: starts the server, and is what a test drives (dispatches, scripted answers)
-//! and reads back (requests, messages, interactions).
+//! and reads back (requests, messages, pings, interactions).
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -360,6 +360,26 @@ impl FakeDiscord {
                 body: body.to_owned(),
                 headers: headers.iter().map(|(n, v)| (*n, (*v).to_owned())).collect(),
             });
+    }
+
+    /// The bot's messages in the channel (created, interaction answers), oldest first: (message
+    /// id, ids of the users it pinged, as in its `mentions`).
+    pub fn pinged_in(&self, channel_id: u64) -> Vec<(u64, Vec<u64>)> {
+        let bot = json!(self.shared.world.bot_id.to_string());
+        let id_of = |v: &Value| v.as_str().and_then(parse_id).unwrap_or(0);
+        self.history(channel_id)
+            .iter()
+            .filter(|m| m["author"]["id"] == bot)
+            .map(|m| {
+                let users = m["mentions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|u| id_of(&u["id"]))
+                    .collect();
+                (id_of(&m["id"]), users)
+            })
+            .collect()
     }
 
     /// How many `POST /channels/{id}/typing`.
