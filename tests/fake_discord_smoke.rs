@@ -300,6 +300,27 @@ fn messages_parse() {
     bot.author_is_bot = true;
     let message: Message = parse(w.incoming_json(&bot, 14, None));
     assert!(message.author.bot);
+
+    // the bot's own message as MESSAGE_CREATE and MESSAGE_UPDATE carry it
+    let own = w.as_dispatched(
+        w.message_json(15, 200, Some(100), w.user(900), "mine"),
+        Some(100),
+    );
+    let message = match dispatch("MESSAGE_CREATE", own.clone()) {
+        Event::MessageCreate(e) => e.message,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(message.author.id.get(), 900);
+    assert!(message.member.is_some());
+    match dispatch("MESSAGE_UPDATE", own) {
+        Event::MessageUpdate(e) => assert_eq!(e.content.as_deref(), Some("mine")),
+        other => panic!("{other:?}"),
+    }
+    let own_dm = w.as_dispatched(w.message_json(16, 5000, None, w.user(900), "dm"), None);
+    assert!(matches!(
+        dispatch("MESSAGE_CREATE", own_dm),
+        Event::MessageCreate(_)
+    ));
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `POST /channels/{id}/messages`: scripted answers first, then Discord's checks (the bot's
 //! permissions, empty message, content over 2000 characters, unknown sticker or replied-to
-//! message, `allowed_mentions`), then the message as Discord returns it.
+//! message, `allowed_mentions`), then the message as Discord returns it, stored and dispatched
+//! as MESSAGE_CREATE.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -14,7 +15,7 @@ use super::mentions::{Pings, pings};
 use super::message_objects::reference_json;
 use super::permissions::{ATTACH_FILES, READ_MESSAGE_HISTORY};
 use super::rest::{SEND, error, invalid_form_body, ok, parse_id, refusal_without};
-use super::state::Shared;
+use super::state::{Shared, dispatch_locked};
 use super::world::World;
 
 pub(super) const SETTABLE_MESSAGE_FLAGS: u64 = 1 << 2 | 1 << 12 | 1 << 13 | 1 << 15;
@@ -247,5 +248,7 @@ pub(super) fn create_message(
         .entry(channel_id)
         .or_default()
         .push(message.clone());
+    let dispatched = shared.world.as_dispatched(message.clone(), guild_id);
+    dispatch_locked(&mut inner, "MESSAGE_CREATE", dispatched);
     ok(&message)
 }

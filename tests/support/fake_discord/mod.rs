@@ -21,13 +21,15 @@
 //! (the payload builders); `state` (what the server keeps) and `server` (the [`FakeDiscord`]
 //! handle a test drives); `gateway` (the websocket and its frames); `rest` (request parsing and
 //! answers), `routes` (the REST routes), `channel_messages` (message creation and Discord's
-//! checks), `mentions` (`allowed_mentions`), `interactions` (callbacks, original responses,
-//! follow-ups) and `validation` (slash command options against their registration).
+//! checks), `mentions` (`allowed_mentions`), `message_edits` (editing a message), `interactions`
+//! (callbacks, original responses, follow-ups) and `validation` (slash command options against
+//! their registration).
 
 mod channel_messages;
 mod gateway;
 mod interactions;
 mod mentions;
+mod message_edits;
 mod message_objects;
 mod objects;
 mod permissions;

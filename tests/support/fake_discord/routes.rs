@@ -1,6 +1,6 @@
 //! The REST routes the fake knows: gateway, users, DMs, commands, interactions, channels,
-//! messages (created, read), typing and guilds; each with the permission Discord wants of the
-//! bot there.
+//! messages (created, edited, read), typing and guilds; each with the permission Discord wants
+//! of the bot there.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use super::Upload;
 use super::channel_messages::create_message;
 use super::gateway::{gateway_bot_json, gateway_json};
 use super::interactions::{followup, interaction_callback, original_message};
+use super::message_edits::edit_message;
 use super::permissions::{READ_MESSAGE_HISTORY, VIEW_CHANNEL};
 use super::rest::{SEND, error, invalid_form_body, no_content, ok, parse_id, refusal_without};
 use super::state::Shared;
@@ -119,6 +120,9 @@ pub(super) fn route(
         }
         ("POST", ["channels", id, "messages"]) => {
             create_message(shared, parse_id(id)?, body, &files)
+        }
+        ("PATCH", ["channels", id, "messages", message_id]) => {
+            edit_message(shared, parse_id(id)?, parse_id(message_id)?, &body, &files)
         }
         ("GET", ["channels", id, "messages"]) => {
             let channel_id = parse_id(id)?;

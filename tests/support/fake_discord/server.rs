@@ -382,6 +382,19 @@ impl FakeDiscord {
             .collect()
     }
 
+    /// The `d` of every dispatch of type `t` in the current session, as sent (after the
+    /// session's intents), oldest first.
+    pub fn dispatches(&self, t: &str) -> Vec<Value> {
+        self.shared
+            .lock()
+            .session
+            .frames
+            .iter()
+            .filter(|(_, f)| f["t"] == json!(t))
+            .map(|(_, f)| f["d"].clone())
+            .collect()
+    }
+
     /// How many `POST /channels/{id}/typing`.
     pub fn typing_count(&self, channel_id: u64) -> usize {
         self.shared
