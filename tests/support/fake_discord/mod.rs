@@ -19,14 +19,16 @@
 //! Here: what tests send and read back. Beside it: `world` (guilds, channels, members) and
 //! `permissions` (Discord's permission algorithm over them); `objects` and `message_objects`
 //! (the payload builders); `state` (what the server keeps) and `server` (the [`FakeDiscord`]
-//! handle a test drives); `gateway` (the websocket and its frames); `rest` (request parsing and
-//! answers), `routes` (the REST routes), `channel_messages` (message creation and Discord's
-//! checks), `mentions` (`allowed_mentions`), `message_edits` (editing a message), `interactions`
-//! (callbacks, original responses, follow-ups) and `validation` (slash command options against
-//! their registration).
+//! handle a test drives); `gateway` (the websocket and its frames) and `intents` (what a
+//! session's intents let through); `rest` (request parsing and answers), `routes` (the REST
+//! routes), `channel_messages` (message creation and Discord's checks), `mentions`
+//! (`allowed_mentions`), `message_edits` (editing a message), `interactions` (callbacks,
+//! original responses, follow-ups) and `validation` (slash command options against their
+//! registration).
 
 mod channel_messages;
 mod gateway;
+mod intents;
 mod interactions;
 mod mentions;
 mod message_edits;
@@ -47,6 +49,7 @@ pub use gateway::{
     HEARTBEAT_INTERVAL_MS, dispatch_frame, gateway_bot_json, gateway_json, heartbeat_ack_frame,
     hello_frame, invalid_session_frame, reconnect_frame, resumed_json,
 };
+pub use intents::{DIRECT_MESSAGES, GUILD_MESSAGES, MESSAGE_CONTENT};
 pub use permissions::*;
 pub use server::FakeDiscord;
 pub use world::{FakeChannel, FakeGuild, FakeMember, World};

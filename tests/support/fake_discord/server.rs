@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::gateway::{dispatch_frame, gateway, reconnect_frame};
+use super::intents::as_seen;
 use super::rest::{parse_id, rest};
 use super::state::{Inner, InteractionState, Outgoing, Scripted, Shared, dispatch_locked};
 use super::validation::check_options;
@@ -37,12 +38,16 @@ impl FakeDiscord {
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (ready, _) = watch::channel(false);
+        let inner = Inner {
+            bot_id: world.bot_id,
+            ..Inner::default()
+        };
         let shared = Arc::new(Shared {
             world,
             ws_url: format!("ws://{addr}/gateway"),
             next_id: AtomicU64::new(FIRST_SNOWFLAKE),
             next_conn: AtomicU64::new(1),
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(inner),
             ready,
         });
         let app = Router::new()
@@ -149,6 +154,13 @@ impl FakeDiscord {
             .entry(m.channel_id)
             .or_default()
             .push(message.clone());
+        let message = match inner.session.intents {
+            Some(intents) => match as_seen(intents, inner.bot_id, "MESSAGE_CREATE", message) {
+                Some(m) => m,
+                None => return id,
+            },
+            None => message,
+        };
         inner.session.seq += 1;
         let seq = inner.session.seq;
         let frame = dispatch_frame(seq, "MESSAGE_CREATE", message);

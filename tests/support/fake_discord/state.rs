@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::Recorded;
 use super::gateway::dispatch_frame;
+use super::intents::as_seen;
 use super::world::World;
 
 pub(super) enum Outgoing {
@@ -28,6 +29,9 @@ pub(super) struct Connection {
 pub(super) struct Session {
     pub(super) id: String,
     pub(super) seq: u64,
+    /// The IDENTIFY's `intents`: which dispatches this session gets, and with what in them.
+    /// `None` before any IDENTIFY: nobody receives the dispatches, which are kept whole.
+    pub(super) intents: Option<u64>,
     /// Every dispatch frame of this session, for replay on RESUME.
     pub(super) frames: Vec<(u64, Value)>,
 }
@@ -50,6 +54,8 @@ pub(super) struct InteractionState {
 
 #[derive(Default)]
 pub(super) struct Inner {
+    /// The bot's user id, for what the intents let through (set at start).
+    pub(super) bot_id: u64,
     pub(super) requests: Vec<Recorded>,
     pub(super) unexpected: Vec<Recorded>,
     pub(super) gateway_answered: bool,
@@ -110,8 +116,16 @@ impl Shared {
     }
 }
 
-/// Sends a dispatch to the live connection (if any) and keeps it for replay.
+/// Sends a dispatch to the live connection (if any) and keeps it for replay, as the session's
+/// intents let it through (a message event they do not ask for is not sent at all).
 pub(super) fn dispatch_locked(inner: &mut Inner, t: &str, d: Value) {
+    let d = match inner.session.intents {
+        Some(intents) => match as_seen(intents, inner.bot_id, t, d) {
+            Some(d) => d,
+            None => return,
+        },
+        None => d,
+    };
     inner.session.seq += 1;
     let seq = inner.session.seq;
     let frame = dispatch_frame(seq, t, d);
