@@ -14,8 +14,9 @@ use super::Upload;
 use super::mentions::{Pings, pings};
 use super::message_objects::reference_json;
 use super::permissions::{ATTACH_FILES, READ_MESSAGE_HISTORY};
+use super::rate_limits::{AsScripted, ScriptedRateLimit};
 use super::rest::{SEND, error, invalid_form_body, ok, parse_id, refusal_without};
-use super::state::{Shared, dispatch_locked};
+use super::state::{Scripted, Shared, dispatch_locked};
 use super::world::World;
 
 pub(super) const SETTABLE_MESSAGE_FLAGS: u64 = 1 << 2 | 1 << 12 | 1 << 13 | 1 << 15;
@@ -200,6 +201,26 @@ pub(super) fn normalize_embed(embed: &Value) -> Value {
     e
 }
 
+/// A scripted answer, as the test wrote it.
+fn scripted_answer(
+    status: u16,
+    body: String,
+    headers: Vec<(&'static str, String)>,
+    as_is: bool,
+) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    for (name, value) in headers {
+        if let Ok(value) = value.parse() {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    if as_is {
+        response.extensions_mut().insert(AsScripted);
+    }
+    response
+}
+
 pub(super) fn create_message(
     shared: &Arc<Shared>,
     channel_id: u64,
@@ -216,16 +237,21 @@ pub(super) fn create_message(
         .scripted
         .get_mut(&channel_id)
         .and_then(VecDeque::pop_front);
-    if let Some(s) = scripted {
-        let status = StatusCode::from_u16(s.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut response =
-            (status, [(header::CONTENT_TYPE, "application/json")], s.body).into_response();
-        for (name, value) in s.headers {
-            if let Ok(value) = value.parse() {
-                response.headers_mut().insert(name, value);
-            }
+    match scripted {
+        Some(Scripted::Answer {
+            status,
+            body,
+            headers,
+            as_is,
+        }) => return scripted_answer(status, body, headers, as_is),
+        Some(Scripted::RateLimited { retry_after }) => {
+            let mut response = StatusCode::TOO_MANY_REQUESTS.into_response();
+            response
+                .extensions_mut()
+                .insert(ScriptedRateLimit(retry_after));
+            return response;
         }
-        return response;
+        None => {}
     }
     let mut needed = SEND;
     if !files.is_empty() {

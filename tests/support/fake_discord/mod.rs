@@ -20,11 +20,11 @@
 //! `permissions` (Discord's permission algorithm over them); `objects` and `message_objects`
 //! (the payload builders); `state` (what the server keeps) and `server` (the [`FakeDiscord`]
 //! handle a test drives); `gateway` (the websocket and its frames) and `intents` (what a
-//! session's intents let through); `rest` (request parsing and answers), `routes` (the REST
-//! routes), `channel_messages` (message creation and Discord's checks), `mentions`
-//! (`allowed_mentions`), `message_edits` (editing a message), `interactions` (callbacks,
-//! original responses, follow-ups) and `validation` (slash command options against their
-//! registration).
+//! session's intents let through); `rest` (request parsing and answers), `rate_limits` (buckets,
+//! the global budget, their headers and 429s), `routes` (the REST routes), `channel_messages`
+//! (message creation and Discord's checks), `mentions` (`allowed_mentions`), `message_edits`
+//! (editing a message), `interactions` (callbacks, original responses, follow-ups) and
+//! `validation` (slash command options against their registration).
 
 mod channel_messages;
 mod gateway;
@@ -35,6 +35,7 @@ mod message_edits;
 mod message_objects;
 mod objects;
 mod permissions;
+mod rate_limits;
 mod rest;
 mod routes;
 mod server;
@@ -51,6 +52,7 @@ pub use gateway::{
 };
 pub use intents::{DIRECT_MESSAGES, GUILD_MESSAGES, MESSAGE_CONTENT};
 pub use permissions::*;
+pub use rate_limits::{RateLimit, RateLimitCounts};
 pub use server::FakeDiscord;
 pub use world::{FakeChannel, FakeGuild, FakeMember, World};
 
@@ -147,6 +149,9 @@ pub struct Recorded {
     pub authorization: Option<String>,
     /// Files of a multipart body.
     pub files: Vec<Upload>,
+    /// The status the fake answered (429 for a rate-limited request); 0 while it is still being
+    /// answered.
+    pub status: u16,
 }
 
 /// A file sent in a multipart body.

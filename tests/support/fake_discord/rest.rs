@@ -1,6 +1,6 @@
-//! The REST entry point: records every request, parses its body (JSON or multipart), checks
-//! the bot token, and hands it to the routes; and the answers they give, Discord's permission
-//! refusals among them.
+//! The REST entry point: records every request, parses its body (JSON or multipart), lets the
+//! rate limiter admit it, checks the bot token, and hands it to the routes; and the answers they
+//! give, Discord's permission refusals among them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -186,29 +186,54 @@ pub(super) async fn rest(
         body: json.clone(),
         authorization: authorization.clone(),
         files: files.clone(),
+        status: 0,
     };
-    shared.lock().requests.push(recorded.clone());
+    let index = {
+        let mut inner = shared.lock();
+        inner.requests.push(recorded.clone());
+        inner.requests.len() - 1
+    };
+    let answered = |response: Response| {
+        if let Some(r) = shared.lock().requests.get_mut(index) {
+            r.status = response.status().as_u16();
+        }
+        response
+    };
     if !full_path.starts_with("/api/v10/") {
-        shared.lock().unexpected.push(recorded);
-        return not_found();
+        shared.lock().unexpected.push(Recorded {
+            status: 404,
+            ..recorded
+        });
+        return answered(not_found());
     }
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let admitted = shared.lock().limits.admit(method.as_str(), &segments);
+    let admission = match admitted {
+        Ok(admission) => admission,
+        Err(too_many) => return answered(too_many),
+    };
     let query = query_params(uri.query());
     let needs_bot_auth = !matches!(segments.first(), Some(&"interactions" | &"webhooks"));
-    if needs_bot_auth
+    let response = if needs_bot_auth
         && !authorization
             .as_deref()
             .is_some_and(|a| a.starts_with("Bot "))
     {
-        return error(401, "401: Unauthorized", 0);
-    }
-    match route(&shared, &method, &segments, &query, json, files) {
-        Some(response) => response,
-        None => {
-            shared.lock().unexpected.push(recorded);
-            not_found()
+        error(401, "401: Unauthorized", 0)
+    } else {
+        match route(&shared, &method, &segments, &query, json, files) {
+            Some(response) => response,
+            None => {
+                shared.lock().unexpected.push(Recorded {
+                    status: 404,
+                    ..recorded
+                });
+                not_found()
+            }
         }
-    }
+    };
+    let response = shared.lock().limits.answered(admission, response);
+    answered(response)
 }
 
 pub(super) fn parse_id(s: &str) -> Option<u64> {

@@ -1,5 +1,5 @@
-//! [`FakeDiscord`]: starts the server, and is what a test drives (dispatches, scripted answers)
-//! and reads back (requests, messages, pings, interactions).
+//! [`FakeDiscord`]: starts the server, and is what a test drives (dispatches, scripted answers,
+//! how strict it is) and reads back (requests, messages, pings, rate limits, interactions).
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -12,6 +12,7 @@ use tokio::sync::watch;
 
 use super::gateway::{dispatch_frame, gateway, reconnect_frame};
 use super::intents::as_seen;
+use super::rate_limits::{RateLimit, RateLimitCounts};
 use super::rest::{parse_id, rest};
 use super::state::{Inner, InteractionState, Outgoing, Scripted, Shared, dispatch_locked};
 use super::validation::check_options;
@@ -314,47 +315,45 @@ impl FakeDiscord {
             .unwrap_or_default()
     }
 
-    /// The next `times` `POST /channels/{id}/messages` answer 429.
-    pub fn rate_limit_next(&self, channel_id: u64, times: usize, retry_after_secs: f64) {
-        let mut inner = self.shared.lock();
-        let queue = inner.scripted.entry(channel_id).or_default();
-        for _ in 0..times {
-            queue.push_back(Scripted {
-                status: 429,
-                body: json!({
-                    "message": "You are being rate limited.",
-                    "retry_after": retry_after_secs,
-                    "global": false,
-                    "code": 0,
-                })
-                .to_string(),
-                headers: vec![
-                    ("retry-after", format!("{}", retry_after_secs.ceil() as u64)),
-                    ("x-ratelimit-limit", "5".into()),
-                    ("x-ratelimit-remaining", "0".into()),
-                    ("x-ratelimit-reset-after", format!("{retry_after_secs:.3}")),
-                    ("x-ratelimit-bucket", "fake-bucket".into()),
-                    ("x-ratelimit-scope", "user".into()),
-                ],
-            });
-        }
-    }
-
-    /// The next `POST /channels/{id}/messages` answers this status and body, once.
-    pub fn fail_next(&self, channel_id: u64, status: u16, body: Value) {
+    fn script(&self, channel_id: u64, scripted: Scripted) {
         self.shared
             .lock()
             .scripted
             .entry(channel_id)
             .or_default()
-            .push_back(Scripted {
+            .push_back(scripted);
+    }
+
+    /// The next `times` `POST /channels/{id}/messages` that the real limits let through answer
+    /// 429 for the route's bucket, waiting `retry_after_secs`, with Discord's body and headers
+    /// (`X-RateLimit-Reset-After` is `retry_after_secs`). They take nothing from the window.
+    pub fn rate_limit_next(&self, channel_id: u64, times: usize, retry_after_secs: f64) {
+        for _ in 0..times {
+            self.script(
+                channel_id,
+                Scripted::RateLimited {
+                    retry_after: retry_after_secs,
+                },
+            );
+        }
+    }
+
+    /// The next `POST /channels/{id}/messages` answers this status and body, once, and creates
+    /// nothing (it still counts in the route's window, with its headers).
+    pub fn fail_next(&self, channel_id: u64, status: u16, body: Value) {
+        self.script(
+            channel_id,
+            Scripted::Answer {
                 status,
                 body: body.to_string(),
                 headers: Vec::new(),
-            });
+                as_is: false,
+            },
+        );
     }
 
-    /// The next `POST /channels/{id}/messages` answers this status, raw body and headers, once.
+    /// The next `POST /channels/{id}/messages` answers this status, raw body and headers, once,
+    /// exactly as given (no rate-limit header is added), and creates nothing.
     pub fn answer_next_raw(
         &self,
         channel_id: u64,
@@ -362,16 +361,36 @@ impl FakeDiscord {
         body: &str,
         headers: &[(&'static str, &str)],
     ) {
-        self.shared
-            .lock()
-            .scripted
-            .entry(channel_id)
-            .or_default()
-            .push_back(Scripted {
+        self.script(
+            channel_id,
+            Scripted::Answer {
                 status,
                 body: body.to_owned(),
                 headers: headers.iter().map(|(n, v)| (*n, (*v).to_owned())).collect(),
-            });
+                as_is: true,
+            },
+        );
+    }
+
+    /// Rate limits on (the default) or off. Off: no request is refused for them and no
+    /// rate-limit header is sent (except on scripted 429s). Either way the windows start anew.
+    pub fn set_rate_limits(&self, on: bool) {
+        self.shared.lock().limits.set_enabled(on);
+    }
+
+    /// Changes a limit to `requests` per `window` (fixed windows, the windows start anew).
+    pub fn set_rate_limit(&self, limit: RateLimit, requests: u32, window: Duration) {
+        self.shared.lock().limits.set_limit(limit, requests, window);
+    }
+
+    /// How many 429s the fake sent, real and scripted.
+    pub fn rate_limited(&self) -> usize {
+        self.shared.lock().limits.counts.total()
+    }
+
+    /// How many 429s the fake sent, by cause.
+    pub fn rate_limit_counts(&self) -> RateLimitCounts {
+        self.shared.lock().limits.counts
     }
 
     /// The bot's messages in the channel (created, interaction answers), oldest first: (message

@@ -1,5 +1,6 @@
 //! What the server keeps between requests: the gateway connection and session, the recorded
-//! requests, channel histories, scripted answers, interactions and registered commands.
+//! requests, channel histories, scripted answers, rate-limit windows, interactions and registered
+//! commands.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -11,6 +12,7 @@ use tokio::sync::{mpsc, watch};
 use super::Recorded;
 use super::gateway::dispatch_frame;
 use super::intents::as_seen;
+use super::rate_limits::RateLimiter;
 use super::world::World;
 
 pub(super) enum Outgoing {
@@ -36,11 +38,19 @@ pub(super) struct Session {
     pub(super) frames: Vec<(u64, Value)>,
 }
 
-pub(super) struct Scripted {
-    pub(super) status: u16,
-    /// Sent as is, so a test can send JSON no `Value` can hold (`1e400`) or no JSON at all.
-    pub(super) body: String,
-    pub(super) headers: Vec<(&'static str, String)>,
+/// A scripted answer to the next `POST /channels/{id}/messages` of a channel.
+pub(super) enum Scripted {
+    /// Answered instead of Discord's checks; nothing is created.
+    Answer {
+        status: u16,
+        /// Sent as is, so a test can send JSON no `Value` can hold (`1e400`) or no JSON at all.
+        body: String,
+        headers: Vec<(&'static str, String)>,
+        /// No rate-limit headers are added: the test's headers are all there is.
+        as_is: bool,
+    },
+    /// A 429 of the route's bucket, with Discord's body and headers.
+    RateLimited { retry_after: f64 },
 }
 
 pub(super) struct InteractionState {
@@ -70,6 +80,7 @@ pub(super) struct Inner {
     /// Request bodies of successful `POST /channels/{id}/messages`.
     pub(super) posted: HashMap<u64, Vec<Value>>,
     pub(super) scripted: HashMap<u64, VecDeque<Scripted>>,
+    pub(super) limits: RateLimiter,
     pub(super) typing: HashMap<u64, usize>,
     /// user id -> DM channel id
     pub(super) dm_channels: HashMap<u64, u64>,
