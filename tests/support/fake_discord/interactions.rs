@@ -1,5 +1,6 @@
-//! Interaction answers: the callback (acknowledged once), the original response (read, edited,
-//! deleted) and follow-ups, each kept as the message Discord would show and, unless ephemeral,
+//! Interaction answers: the callback (once, within the deadline: 3 s after the dispatch by
+//! default), the original response (read, edited, deleted) and follow-ups (while the token
+//! lives, 15 minutes), each kept as the message Discord would show and, unless ephemeral,
 //! dispatched as Discord does (MESSAGE_CREATE, MESSAGE_UPDATE, MESSAGE_DELETE).
 
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use super::channel_messages::{
 };
 use super::message_objects::now;
 use super::rest::{error, no_content, ok};
-use super::state::{Inner, InteractionState, Shared, dispatch_locked};
+use super::state::{INTERACTION_TOKEN_LIFETIME, Inner, InteractionState, Shared, dispatch_locked};
 
 /// Where an interaction's messages go.
 #[derive(Clone, Copy)]
@@ -47,6 +48,12 @@ fn dispatch_unless_ephemeral(
         let d = shared.world.as_dispatched(message.clone(), to.guild_id);
         dispatch_locked(inner, t, d);
     }
+}
+
+/// Discord's answer to a webhook call with an interaction token that no longer lives.
+fn expired(state: &InteractionState) -> Option<Response> {
+    (state.dispatched_at.elapsed() > INTERACTION_TOKEN_LIFETIME)
+        .then(|| error(401, "Invalid Webhook Token", 50027))
 }
 
 /// A message from an interaction webhook (original response or follow-up). `lenient`: a body
@@ -87,11 +94,16 @@ pub(super) fn interaction_callback(
     files: &[Upload],
 ) -> Response {
     let mut inner = shared.lock();
+    let deadline = inner.interaction_deadline;
     let Some(state) = inner.interactions.get_mut(token).filter(|s| s.id == id) else {
         return error(404, "Unknown interaction", 10062);
     };
     if state.acknowledged {
         return error(400, "Interaction has already been acknowledged.", 40060);
+    }
+    // too late: Discord has already shown the user that the application did not respond
+    if state.dispatched_at.elapsed() > deadline {
+        return error(404, "Unknown interaction", 10062);
     }
     state.acknowledged = true;
     let kind = body["type"].as_u64().unwrap_or(0);
@@ -154,6 +166,9 @@ pub(super) fn original_message(
     let Some(state) = inner.interactions.get_mut(token) else {
         return Some(error(404, "Unknown Webhook", 10015));
     };
+    if let Some(refusal) = expired(state) {
+        return Some(refusal);
+    }
     let Some(original) = state.original.clone() else {
         return Some(error(404, "Unknown Message", 10008));
     };
@@ -241,6 +256,9 @@ pub(super) fn followup(
         };
         if !state.acknowledged {
             return error(404, "Unknown Webhook", 10015);
+        }
+        if let Some(refusal) = expired(state) {
+            return refusal;
         }
         Target::of(state)
     };

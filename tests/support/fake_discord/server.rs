@@ -14,7 +14,9 @@ use super::gateway::{dispatch_frame, gateway, reconnect_frame};
 use super::intents::as_seen;
 use super::rate_limits::{RateLimit, RateLimitCounts};
 use super::rest::{parse_id, rest};
-use super::state::{Inner, InteractionState, Outgoing, Scripted, Shared, dispatch_locked};
+use super::state::{
+    INTERACTION_DEADLINE, Inner, InteractionState, Outgoing, Scripted, Shared, dispatch_locked,
+};
 use super::validation::check_options;
 use super::world::World;
 use super::{FIRST_SNOWFLAKE, Incoming, Recorded, Slash};
@@ -41,6 +43,7 @@ impl FakeDiscord {
         let (ready, _) = watch::channel(false);
         let inner = Inner {
             bot_id: world.bot_id,
+            interaction_deadline: INTERACTION_DEADLINE,
             ..Inner::default()
         };
         let shared = Arc::new(Shared {
@@ -231,6 +234,7 @@ impl FakeDiscord {
                 id,
                 channel_id: c.channel_id,
                 guild_id: c.guild_id,
+                dispatched_at: tokio::time::Instant::now(),
                 acknowledged: false,
                 original: None,
                 followups: Vec::new(),
@@ -391,6 +395,11 @@ impl FakeDiscord {
     /// How many 429s the fake sent, by cause.
     pub fn rate_limit_counts(&self) -> RateLimitCounts {
         self.shared.lock().limits.counts
+    }
+
+    /// How long after its dispatch an interaction may still get its callback (3 s by default).
+    pub fn set_interaction_deadline(&self, deadline: Duration) {
+        self.shared.lock().interaction_deadline = deadline;
     }
 
     /// The bot's messages in the channel (created, interaction answers), oldest first: (message

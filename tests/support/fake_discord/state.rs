@@ -5,15 +5,22 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
 use super::Recorded;
 use super::gateway::dispatch_frame;
 use super::intents::as_seen;
 use super::rate_limits::RateLimiter;
 use super::world::World;
+
+/// How long after its dispatch an interaction may still be answered, as on Discord.
+pub(super) const INTERACTION_DEADLINE: Duration = Duration::from_secs(3);
+/// How long an interaction's token takes follow-ups and edits of the original response.
+pub(super) const INTERACTION_TOKEN_LIFETIME: Duration = Duration::from_secs(15 * 60);
 
 pub(super) enum Outgoing {
     Frame(Value),
@@ -57,6 +64,9 @@ pub(super) struct InteractionState {
     pub(super) id: u64,
     pub(super) channel_id: u64,
     pub(super) guild_id: Option<u64>,
+    /// When INTERACTION_CREATE was dispatched: the callback deadline and the token's lifetime
+    /// run from here.
+    pub(super) dispatched_at: Instant,
     pub(super) acknowledged: bool,
     pub(super) original: Option<Value>,
     pub(super) followups: Vec<Value>,
@@ -81,6 +91,8 @@ pub(super) struct Inner {
     pub(super) posted: HashMap<u64, Vec<Value>>,
     pub(super) scripted: HashMap<u64, VecDeque<Scripted>>,
     pub(super) limits: RateLimiter,
+    /// How long an interaction may wait for its callback ([`INTERACTION_DEADLINE`] at start).
+    pub(super) interaction_deadline: Duration,
     pub(super) typing: HashMap<u64, usize>,
     /// user id -> DM channel id
     pub(super) dm_channels: HashMap<u64, u64>,
