@@ -1,7 +1,8 @@
 //! `POST /channels/{id}/messages`: scripted answers first, then Discord's checks (the bot's
 //! permissions, empty message, content over 2000 characters, unknown sticker or replied-to
-//! message, `allowed_mentions`), then the message as Discord returns it, stored and dispatched
-//! as MESSAGE_CREATE.
+//! message, `allowed_mentions`, the nonce), then the message as Discord returns it, stored and
+//! dispatched as MESSAGE_CREATE. An `enforce_nonce` create whose nonce matches a recent message
+//! of the channel returns that message and creates nothing.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -9,14 +10,15 @@ use std::sync::Arc;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use super::Upload;
 use super::mentions::{Pings, pings};
 use super::message_objects::reference_json;
 use super::permissions::{ATTACH_FILES, READ_MESSAGE_HISTORY};
 use super::rate_limits::{AsScripted, ScriptedRateLimit};
-use super::rest::{SEND, error, invalid_form_body, ok, parse_id, refusal_without};
-use super::state::{Scripted, Shared, dispatch_locked};
+use super::rest::{SEND, error, invalid_form_body, ok, parse_id, refusal_without, server_error};
+use super::state::{Inner, NONCE_LIFETIME, Scripted, Shared, dispatch_locked};
 use super::world::World;
 
 pub(super) const SETTABLE_MESSAGE_FLAGS: u64 = 1 << 2 | 1 << 12 | 1 << 13 | 1 << 15;
@@ -201,6 +203,32 @@ pub(super) fn normalize_embed(embed: &Value) -> Value {
     e
 }
 
+/// The longest nonce Discord takes.
+const NONCE_MAX: usize = 25;
+
+/// A nonce as a key: a string as is, a number in decimal.
+fn nonce_key(nonce: &Value) -> Option<String> {
+    match nonce {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The channel's message created in the last [`NONCE_LIFETIME`] with this nonce, if any.
+fn same_nonce(inner: &Inner, channel_id: u64, nonce: &str) -> Option<Value> {
+    let (id, at) = inner.nonces.get(&(channel_id, nonce.to_owned()))?;
+    if at.elapsed() > NONCE_LIFETIME {
+        return None;
+    }
+    inner
+        .history
+        .get(&channel_id)?
+        .iter()
+        .find(|m| m["id"] == json!(id.to_string()))
+        .cloned()
+}
+
 /// A scripted answer, as the test wrote it.
 fn scripted_answer(
     status: u16,
@@ -237,7 +265,7 @@ pub(super) fn create_message(
         .scripted
         .get_mut(&channel_id)
         .and_then(VecDeque::pop_front);
-    match scripted {
+    let fail_after_create = match scripted {
         Some(Scripted::Answer {
             status,
             body,
@@ -251,8 +279,9 @@ pub(super) fn create_message(
                 .insert(ScriptedRateLimit(retry_after));
             return response;
         }
-        None => {}
-    }
+        Some(Scripted::FailAfterCreate { status }) => Some(status),
+        None => None,
+    };
     let mut needed = SEND;
     if !files.is_empty() {
         needed |= ATTACH_FILES;
@@ -263,18 +292,50 @@ pub(super) fn create_message(
     if let Some(refusal) = refusal_without(shared, channel_id, needed) {
         return refusal;
     }
+    let nonce = body.get("nonce").and_then(nonce_key);
+    if nonce
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > NONCE_MAX)
+    {
+        return invalid_form_body(
+            "nonce",
+            "BASE_TYPE_MAX_LENGTH",
+            "Must be 25 or fewer in length.",
+        );
+    }
+    let enforce_nonce = body["enforce_nonce"].as_bool().unwrap_or(false);
     let message = match build_message(shared, channel_id, guild_id, &body, files) {
         Ok(m) => m,
         Err(response) => return response,
     };
     let mut inner = shared.lock();
-    inner.posted.entry(channel_id).or_default().push(body);
-    inner
-        .history
-        .entry(channel_id)
-        .or_default()
-        .push(message.clone());
-    let dispatched = shared.world.as_dispatched(message.clone(), guild_id);
-    dispatch_locked(&mut inner, "MESSAGE_CREATE", dispatched);
-    ok(&message)
+    let existing = nonce
+        .as_deref()
+        .filter(|_| enforce_nonce)
+        .and_then(|n| same_nonce(&inner, channel_id, n));
+    let message = match existing {
+        Some(existing) => existing,
+        None => {
+            if let Some(nonce) = nonce {
+                let id = message["id"].as_str().and_then(parse_id).unwrap_or(0);
+                inner
+                    .nonces
+                    .insert((channel_id, nonce), (id, Instant::now()));
+            }
+            inner.posted.entry(channel_id).or_default().push(body);
+            inner
+                .history
+                .entry(channel_id)
+                .or_default()
+                .push(message.clone());
+            let dispatched = shared.world.as_dispatched(message.clone(), guild_id);
+            dispatch_locked(&mut inner, "MESSAGE_CREATE", dispatched);
+            message
+        }
+    };
+    drop(inner);
+    match fail_after_create {
+        Some(status) => server_error(status),
+        None => ok(&message),
+    }
 }

@@ -58,6 +58,34 @@ pub(super) fn invalid_form_body_at(path: &[&str], code: &str, message: &str) -> 
     )
 }
 
+/// A 5xx as it reaches a client: Discord's JSON for a 500, the edge proxy's page for a 502 or
+/// 504, the load balancer's text for a 503.
+pub(super) fn server_error(status: u16) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let reason = code.canonical_reason().unwrap_or("Server Error");
+    let (content_type, body) = match status {
+        502 | 504 => (
+            "text/html",
+            format!(
+                "<html>\r\n<head><title>{status} {reason}</title></head>\r\n<body>\r\n\
+                 <center><h1>{status} {reason}</h1></center>\r\n<hr><center>cloudflare</center>\r\n\
+                 </body>\r\n</html>\r\n"
+            ),
+        ),
+        503 => (
+            "text/plain",
+            "upstream connect error or disconnect/reset before headers. reset reason: \
+             connection termination"
+                .to_owned(),
+        ),
+        _ => (
+            "application/json",
+            json!({"message": format!("{status}: {reason}"), "code": 0}).to_string(),
+        ),
+    };
+    (code, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
 /// Discord's refusal when the bot lacks one of `needed` in a guild channel: 50001 Missing Access
 /// without VIEW_CHANNEL, 50013 Missing Permissions for the rest. A DM needs nothing.
 pub(super) fn refusal_without(shared: &Shared, channel_id: u64, needed: u64) -> Option<Response> {

@@ -376,6 +376,14 @@ impl FakeDiscord {
         );
     }
 
+    /// The next `POST /channels/{id}/messages` that passes Discord's checks creates its message
+    /// (stored, dispatched as MESSAGE_CREATE, its nonce remembered) but answers `status` (500:
+    /// Discord's JSON; 502, 504: the edge's HTML page; 503: the load balancer's text), as when
+    /// Discord fails after the write. A refused request (400, 403) uses it up all the same.
+    pub fn fail_after_create_next(&self, channel_id: u64, status: u16) {
+        self.script(channel_id, Scripted::FailAfterCreate { status });
+    }
+
     /// Rate limits on (the default) or off. Off: no request is refused for them and no
     /// rate-limit header is sent (except on scripted 429s). Either way the windows start anew.
     pub fn set_rate_limits(&self, on: bool) {

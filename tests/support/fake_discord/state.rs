@@ -1,6 +1,6 @@
 //! What the server keeps between requests: the gateway connection and session, the recorded
-//! requests, channel histories, scripted answers, rate-limit windows, interactions and registered
-//! commands.
+//! requests, channel histories, scripted answers, rate-limit windows, nonces, interactions and
+//! registered commands.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
@@ -21,6 +21,8 @@ use super::world::World;
 pub(super) const INTERACTION_DEADLINE: Duration = Duration::from_secs(3);
 /// How long an interaction's token takes follow-ups and edits of the original response.
 pub(super) const INTERACTION_TOKEN_LIFETIME: Duration = Duration::from_secs(15 * 60);
+/// How long a message's nonce makes an `enforce_nonce` create with the same nonce return it.
+pub(super) const NONCE_LIFETIME: Duration = Duration::from_secs(5 * 60);
 
 pub(super) enum Outgoing {
     Frame(Value),
@@ -58,6 +60,8 @@ pub(super) enum Scripted {
     },
     /// A 429 of the route's bucket, with Discord's body and headers.
     RateLimited { retry_after: f64 },
+    /// The message is created (stored and dispatched), then this 5xx is the answer.
+    FailAfterCreate { status: u16 },
 }
 
 pub(super) struct InteractionState {
@@ -91,6 +95,8 @@ pub(super) struct Inner {
     pub(super) posted: HashMap<u64, Vec<Value>>,
     pub(super) scripted: HashMap<u64, VecDeque<Scripted>>,
     pub(super) limits: RateLimiter,
+    /// (channel id, nonce) -> (message id, created at), for `enforce_nonce`.
+    pub(super) nonces: HashMap<(u64, String), (u64, Instant)>,
     /// How long an interaction may wait for its callback ([`INTERACTION_DEADLINE`] at start).
     pub(super) interaction_deadline: Duration,
     pub(super) typing: HashMap<u64, usize>,
