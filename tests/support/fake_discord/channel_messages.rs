@@ -1,6 +1,8 @@
-//! `POST /channels/{id}/messages`: scripted answers first, then Discord's checks (empty
-//! message, content over 2000 characters, unknown sticker or replied-to message), then the
-//! message as Discord returns it.
+//! `POST /channels/{id}/messages`: scripted answers first, then Discord's checks (the bot's
+//! permissions, empty message, content over 2000 characters, unknown sticker or replied-to
+//! message, `allowed_mentions`, the nonce), then the message as Discord returns it, stored and
+//! dispatched as MESSAGE_CREATE. An `enforce_nonce` create whose nonce matches a recent message
+//! of the channel returns that message and creates nothing.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -8,11 +10,16 @@ use std::sync::Arc;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 use super::Upload;
+use super::mentions::{Pings, pings};
 use super::message_objects::reference_json;
-use super::rest::{error, invalid_form_body, ok, parse_id};
-use super::state::Shared;
+use super::permissions::{ATTACH_FILES, READ_MESSAGE_HISTORY};
+use super::rate_limits::{AsScripted, ScriptedRateLimit};
+use super::rest::{SEND, error, invalid_form_body, ok, parse_id, refusal_without, server_error};
+use super::state::{Inner, NONCE_LIFETIME, Scripted, Shared, dispatch_locked};
+use super::world::World;
 
 pub(super) const SETTABLE_MESSAGE_FLAGS: u64 = 1 << 2 | 1 << 12 | 1 << 13 | 1 << 15;
 pub(super) const EPHEMERAL: u64 = 1 << 6;
@@ -110,19 +117,7 @@ pub(super) fn build_message(
     if let Some(components) = body.get("components").filter(|c| c.is_array()) {
         message["components"] = components.clone();
     }
-    let mentions: Vec<Value> = mentioned_users(content)
-        .into_iter()
-        .map(|uid| {
-            let mut user = world.user(uid);
-            if let Some(g) = guild_id
-                && (uid == world.bot_id || world.member(g, uid).is_some())
-            {
-                user["member"] = world.partial_member_json(g, uid);
-            }
-            user
-        })
-        .collect();
-    message["mentions"] = json!(mentions);
+    let mut replied_author = None;
     if let Some(reference) = body.get("message_reference").filter(|r| r.is_object()) {
         let ref_id = match &reference["message_id"] {
             Value::String(s) => parse_id(s),
@@ -148,34 +143,38 @@ pub(super) fn build_message(
                     "Unknown message",
                 ));
             }
-            if referenced.is_some() {
+            if let Some(referenced) = referenced {
+                replied_author = referenced["author"]["id"].as_str().and_then(parse_id);
                 message["type"] = json!(19);
                 message["message_reference"] = reference_json(ref_id, ref_channel, guild_id);
-                message["referenced_message"] = referenced.unwrap_or(Value::Null);
+                message["referenced_message"] = referenced;
             }
         }
     }
+    let pinged = pings(world, channel_id, guild_id, content, body, replied_author)?;
+    set_pings(world, &mut message, guild_id, &pinged);
     Ok(message)
 }
 
-/// User ids mentioned as `<@id>` or `<@!id>`.
-fn mentioned_users(content: &str) -> Vec<u64> {
-    let mut out = Vec::new();
-    let mut rest = content;
-    while let Some(at) = rest.find("<@") {
-        rest = &rest[at + 2..];
-        let digits = rest.strip_prefix('!').unwrap_or(rest);
-        let end = digits
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(digits.len());
-        if digits[end..].starts_with('>')
-            && let Some(id) = parse_id(&digits[..end])
-            && !out.contains(&id)
-        {
-            out.push(id);
-        }
-    }
-    out
+/// Writes who a message pings into its `mentions` (users, with their member in a guild),
+/// `mention_roles` and `mention_everyone`.
+pub(super) fn set_pings(world: &World, message: &mut Value, guild_id: Option<u64>, pinged: &Pings) {
+    let mentions: Vec<Value> = pinged
+        .users
+        .iter()
+        .map(|uid| {
+            let mut user = world.user(*uid);
+            if let Some(g) = guild_id
+                && (*uid == world.bot_id || world.member(g, *uid).is_some())
+            {
+                user["member"] = world.partial_member_json(g, *uid);
+            }
+            user
+        })
+        .collect();
+    message["mentions"] = json!(mentions);
+    message["mention_roles"] = json!(pinged.roles.iter().map(u64::to_string).collect::<Vec<_>>());
+    message["mention_everyone"] = json!(pinged.everyone);
 }
 
 /// An embed as Discord returns it: `type: rich`, media with `proxy_url`.
@@ -204,6 +203,52 @@ pub(super) fn normalize_embed(embed: &Value) -> Value {
     e
 }
 
+/// The longest nonce Discord takes.
+const NONCE_MAX: usize = 25;
+
+/// A nonce as a key: a string as is, a number in decimal.
+fn nonce_key(nonce: &Value) -> Option<String> {
+    match nonce {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The channel's message created in the last [`NONCE_LIFETIME`] with this nonce, if any.
+fn same_nonce(inner: &Inner, channel_id: u64, nonce: &str) -> Option<Value> {
+    let (id, at) = inner.nonces.get(&(channel_id, nonce.to_owned()))?;
+    if at.elapsed() > NONCE_LIFETIME {
+        return None;
+    }
+    inner
+        .history
+        .get(&channel_id)?
+        .iter()
+        .find(|m| m["id"] == json!(id.to_string()))
+        .cloned()
+}
+
+/// A scripted answer, as the test wrote it.
+fn scripted_answer(
+    status: u16,
+    body: String,
+    headers: Vec<(&'static str, String)>,
+    as_is: bool,
+) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+    for (name, value) in headers {
+        if let Ok(value) = value.parse() {
+            response.headers_mut().insert(name, value);
+        }
+    }
+    if as_is {
+        response.extensions_mut().insert(AsScripted);
+    }
+    response
+}
+
 pub(super) fn create_message(
     shared: &Arc<Shared>,
     channel_id: u64,
@@ -220,27 +265,77 @@ pub(super) fn create_message(
         .scripted
         .get_mut(&channel_id)
         .and_then(VecDeque::pop_front);
-    if let Some(s) = scripted {
-        let status = StatusCode::from_u16(s.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let mut response =
-            (status, [(header::CONTENT_TYPE, "application/json")], s.body).into_response();
-        for (name, value) in s.headers {
-            if let Ok(value) = value.parse() {
-                response.headers_mut().insert(name, value);
-            }
+    let fail_after_create = match scripted {
+        Some(Scripted::Answer {
+            status,
+            body,
+            headers,
+            as_is,
+        }) => return scripted_answer(status, body, headers, as_is),
+        Some(Scripted::RateLimited { retry_after }) => {
+            let mut response = StatusCode::TOO_MANY_REQUESTS.into_response();
+            response
+                .extensions_mut()
+                .insert(ScriptedRateLimit(retry_after));
+            return response;
         }
-        return response;
+        Some(Scripted::FailAfterCreate { status }) => Some(status),
+        None => None,
+    };
+    let mut needed = SEND;
+    if !files.is_empty() {
+        needed |= ATTACH_FILES;
     }
+    if body.get("message_reference").is_some_and(Value::is_object) {
+        needed |= READ_MESSAGE_HISTORY;
+    }
+    if let Some(refusal) = refusal_without(shared, channel_id, needed) {
+        return refusal;
+    }
+    let nonce = body.get("nonce").and_then(nonce_key);
+    if nonce
+        .as_ref()
+        .is_some_and(|n| n.chars().count() > NONCE_MAX)
+    {
+        return invalid_form_body(
+            "nonce",
+            "BASE_TYPE_MAX_LENGTH",
+            "Must be 25 or fewer in length.",
+        );
+    }
+    let enforce_nonce = body["enforce_nonce"].as_bool().unwrap_or(false);
     let message = match build_message(shared, channel_id, guild_id, &body, files) {
         Ok(m) => m,
         Err(response) => return response,
     };
     let mut inner = shared.lock();
-    inner.posted.entry(channel_id).or_default().push(body);
-    inner
-        .history
-        .entry(channel_id)
-        .or_default()
-        .push(message.clone());
-    ok(&message)
+    let existing = nonce
+        .as_deref()
+        .filter(|_| enforce_nonce)
+        .and_then(|n| same_nonce(&inner, channel_id, n));
+    let message = match existing {
+        Some(existing) => existing,
+        None => {
+            if let Some(nonce) = nonce {
+                let id = message["id"].as_str().and_then(parse_id).unwrap_or(0);
+                inner
+                    .nonces
+                    .insert((channel_id, nonce), (id, Instant::now()));
+            }
+            inner.posted.entry(channel_id).or_default().push(body);
+            inner
+                .history
+                .entry(channel_id)
+                .or_default()
+                .push(message.clone());
+            let dispatched = shared.world.as_dispatched(message.clone(), guild_id);
+            dispatch_locked(&mut inner, "MESSAGE_CREATE", dispatched);
+            message
+        }
+    };
+    drop(inner);
+    match fail_after_create {
+        Some(status) => server_error(status),
+        None => ok(&message),
+    }
 }

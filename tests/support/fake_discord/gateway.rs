@@ -1,5 +1,6 @@
-//! The gateway websocket: HELLO, IDENTIFY (READY and one GUILD_CREATE per guild), heartbeats,
-//! RESUME with replay of missed dispatches; and the frames it sends.
+//! The gateway websocket: HELLO, IDENTIFY (READY and one GUILD_CREATE per guild; its intents
+//! kept for the session), heartbeats, RESUME with replay of missed dispatches; and the frames it
+//! sends.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -106,6 +107,8 @@ fn identify(shared: &Arc<Shared>, conn_id: u64, tx: &mpsc::UnboundedSender<Outgo
     inner.session = Session {
         id: format!("fake-session-{}", inner.sessions),
         seq: 0,
+        // Discord requires `intents` in an IDENTIFY; without them the session gets no message
+        intents: Some(d["intents"].as_u64().unwrap_or(0)),
         frames: Vec::new(),
     };
     inner.live = Some(Connection {

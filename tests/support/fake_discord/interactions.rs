@@ -1,5 +1,7 @@
-//! Interaction answers: the callback (acknowledged once), the original response (read, edited,
-//! deleted) and follow-ups, each kept as the message Discord would show.
+//! Interaction answers: the callback (once, within the deadline: 3 s after the dispatch by
+//! default), the original response (read, edited, deleted) and follow-ups (while the token
+//! lives, 15 minutes), each kept as the message Discord would show and, unless ephemeral,
+//! dispatched as Discord does (MESSAGE_CREATE, MESSAGE_UPDATE, MESSAGE_DELETE).
 
 use std::sync::Arc;
 
@@ -12,25 +14,65 @@ use super::channel_messages::{
 };
 use super::message_objects::now;
 use super::rest::{error, no_content, ok};
-use super::state::{InteractionState, Shared};
+use super::state::{INTERACTION_TOKEN_LIFETIME, Inner, InteractionState, Shared, dispatch_locked};
+
+/// Where an interaction's messages go.
+#[derive(Clone, Copy)]
+struct Target {
+    channel_id: u64,
+    guild_id: Option<u64>,
+}
+
+impl Target {
+    fn of(state: &InteractionState) -> Self {
+        Self {
+            channel_id: state.channel_id,
+            guild_id: state.guild_id,
+        }
+    }
+}
+
+fn ephemeral(message: &Value) -> bool {
+    message["flags"].as_u64().unwrap_or(0) & EPHEMERAL != 0
+}
+
+/// Dispatches an interaction's message unless it is ephemeral (only its user sees those).
+fn dispatch_unless_ephemeral(
+    shared: &Shared,
+    inner: &mut Inner,
+    t: &str,
+    message: &Value,
+    to: Target,
+) {
+    if !ephemeral(message) {
+        let d = shared.world.as_dispatched(message.clone(), to.guild_id);
+        dispatch_locked(inner, t, d);
+    }
+}
+
+/// Discord's answer to a webhook call with an interaction token that no longer lives.
+fn expired(state: &InteractionState) -> Option<Response> {
+    (state.dispatched_at.elapsed() > INTERACTION_TOKEN_LIFETIME)
+        .then(|| error(401, "Invalid Webhook Token", 50027))
+}
 
 /// A message from an interaction webhook (original response or follow-up). `lenient`: a body
 /// that would not make a channel message (a deferred response) still makes an empty one.
 #[allow(clippy::result_large_err)] // the error is the response to send
 fn interaction_message(
     shared: &Arc<Shared>,
-    state: &InteractionState,
+    to: Target,
     data: &Value,
     files: &[Upload],
     lenient: bool,
 ) -> Result<Value, Response> {
     let world = &shared.world;
-    let mut message = match build_message(shared, state.channel_id, state.guild_id, data, files) {
+    let mut message = match build_message(shared, to.channel_id, to.guild_id, data, files) {
         Ok(m) => m,
         Err(_) if lenient => world.message_json(
             shared.snowflake(),
-            state.channel_id,
-            state.guild_id,
+            to.channel_id,
+            to.guild_id,
             world.user(world.bot_id),
             "",
         ),
@@ -52,22 +94,20 @@ pub(super) fn interaction_callback(
     files: &[Upload],
 ) -> Response {
     let mut inner = shared.lock();
+    let deadline = inner.interaction_deadline;
     let Some(state) = inner.interactions.get_mut(token).filter(|s| s.id == id) else {
         return error(404, "Unknown interaction", 10062);
     };
     if state.acknowledged {
         return error(400, "Interaction has already been acknowledged.", 40060);
     }
+    // too late: Discord has already shown the user that the application did not respond
+    if state.dispatched_at.elapsed() > deadline {
+        return error(404, "Unknown interaction", 10062);
+    }
     state.acknowledged = true;
     let kind = body["type"].as_u64().unwrap_or(0);
-    let snapshot = InteractionState {
-        id: state.id,
-        channel_id: state.channel_id,
-        guild_id: state.guild_id,
-        acknowledged: true,
-        original: None,
-        followups: Vec::new(),
-    };
+    let to = Target::of(state);
     drop(inner);
     let original = match kind {
         // CHANNEL_MESSAGE_WITH_SOURCE, DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE
@@ -77,7 +117,7 @@ pub(super) fn interaction_callback(
             } else {
                 json!({})
             };
-            match interaction_message(shared, &snapshot, &data, files, kind == 5) {
+            match interaction_message(shared, to, &data, files, kind == 5) {
                 Ok(mut message) => {
                     if kind == 5 {
                         message["content"] = json!("");
@@ -99,13 +139,14 @@ pub(super) fn interaction_callback(
     };
     let mut inner = shared.lock();
     if let Some(message) = &original
-        && message["flags"].as_u64().unwrap_or(0) & EPHEMERAL == 0
+        && !ephemeral(message)
     {
         inner
             .history
-            .entry(snapshot.channel_id)
+            .entry(to.channel_id)
             .or_default()
             .push(message.clone());
+        dispatch_unless_ephemeral(shared, &mut inner, "MESSAGE_CREATE", message, to);
     }
     if let Some(state) = inner.interactions.get_mut(token) {
         state.original = original;
@@ -125,16 +166,29 @@ pub(super) fn original_message(
     let Some(state) = inner.interactions.get_mut(token) else {
         return Some(error(404, "Unknown Webhook", 10015));
     };
+    if let Some(refusal) = expired(state) {
+        return Some(refusal);
+    }
     let Some(original) = state.original.clone() else {
         return Some(error(404, "Unknown Message", 10008));
     };
+    let to = Target::of(state);
     let response = match method {
         "GET" => ok(&original),
         "DELETE" => {
             state.original = None;
-            let channel_id = state.channel_id;
-            if let Some(h) = inner.history.get_mut(&channel_id) {
+            if let Some(h) = inner.history.get_mut(&to.channel_id) {
                 h.retain(|m| m["id"] != original["id"]);
+            }
+            if !ephemeral(&original) {
+                let mut deleted = json!({
+                    "id": original["id"],
+                    "channel_id": to.channel_id.to_string(),
+                });
+                if let Some(g) = to.guild_id {
+                    deleted["guild_id"] = json!(g.to_string());
+                }
+                dispatch_locked(&mut inner, "MESSAGE_DELETE", deleted);
             }
             no_content()
         }
@@ -174,14 +228,14 @@ pub(super) fn original_message(
             }
             edited["edited_timestamp"] = json!(now());
             state.original = Some(edited.clone());
-            let channel_id = state.channel_id;
             if let Some(m) = inner
                 .history
-                .get_mut(&channel_id)
+                .get_mut(&to.channel_id)
                 .and_then(|h| h.iter_mut().find(|m| m["id"] == edited["id"]))
             {
                 *m = edited.clone();
             }
+            dispatch_unless_ephemeral(shared, &mut inner, "MESSAGE_UPDATE", &edited, to);
             ok(&edited)
         }
         _ => return None,
@@ -195,7 +249,7 @@ pub(super) fn followup(
     body: Value,
     files: &[Upload],
 ) -> Response {
-    let snapshot = {
+    let to = {
         let inner = shared.lock();
         let Some(state) = inner.interactions.get(token) else {
             return error(404, "Unknown Webhook", 10015);
@@ -203,26 +257,23 @@ pub(super) fn followup(
         if !state.acknowledged {
             return error(404, "Unknown Webhook", 10015);
         }
-        InteractionState {
-            id: state.id,
-            channel_id: state.channel_id,
-            guild_id: state.guild_id,
-            acknowledged: true,
-            original: None,
-            followups: Vec::new(),
+        if let Some(refusal) = expired(state) {
+            return refusal;
         }
+        Target::of(state)
     };
-    let message = match interaction_message(shared, &snapshot, &body, files, false) {
+    let message = match interaction_message(shared, to, &body, files, false) {
         Ok(m) => m,
         Err(response) => return response,
     };
     let mut inner = shared.lock();
-    if message["flags"].as_u64().unwrap_or(0) & EPHEMERAL == 0 {
+    if !ephemeral(&message) {
         inner
             .history
-            .entry(snapshot.channel_id)
+            .entry(to.channel_id)
             .or_default()
             .push(message.clone());
+        dispatch_unless_ephemeral(shared, &mut inner, "MESSAGE_CREATE", &message, to);
     }
     if let Some(state) = inner.interactions.get_mut(token) {
         state.followups.push(message.clone());

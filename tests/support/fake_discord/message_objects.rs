@@ -45,6 +45,23 @@ impl World {
         message
     }
 
+    /// A message the bot created (its REST answer) as MESSAGE_CREATE carries it: with the
+    /// author's `member` in a guild, `channel_type` in a DM.
+    pub fn as_dispatched(&self, mut message: Value, guild_id: Option<u64>) -> Value {
+        match guild_id {
+            Some(guild_id) if message.get("webhook_id").is_none_or(Value::is_null) => {
+                let author = message["author"]["id"]
+                    .as_str()
+                    .and_then(|a| a.parse().ok())
+                    .unwrap_or(self.bot_id);
+                message["member"] = self.partial_member_json(guild_id, author);
+            }
+            Some(_) => {}
+            None => message["channel_type"] = json!(1),
+        }
+        message
+    }
+
     /// The MESSAGE_CREATE payload of an incoming message; `referenced` is the replied-to
     /// message (its full object).
     pub fn incoming_json(&self, m: &Incoming, id: u64, referenced: Option<Value>) -> Value {

@@ -10,26 +10,49 @@
 //! that misses a required field (only a `warn!` log line), so `fake_discord_smoke.rs` checks each
 //! builder against serenity's own types.
 //!
-//! Every REST request is recorded (method, path without `/api/v10`, JSON body, `Authorization`);
-//! requests to routes the fake does not know get a 404 and are also kept in `unexpected()`, so a
-//! test can fail loudly on them. `POST /channels/{id}/messages` can be scripted to answer 429s or
-//! other failures, and validates like Discord does (empty message, content over 2000 characters,
-//! unknown sticker).
+//! Every REST request is recorded (method, path without `/api/v10`, JSON body, `Authorization`,
+//! the status answered); requests to routes the fake does not know get a 404 and are also kept in
+//! `unexpected()`, so a test can fail loudly on them.
+//!
+//! The fake is as strict as Discord by default (`fake_discord_strict.rs` proves each rule):
+//! - rate limits: fixed windows of 5 message creates and 5 message edits per channel per 5 s,
+//!   and 50 requests per second over everything but interaction callbacks, with Discord's
+//!   headers on every answer of a bucketed route and its 429s (`set_rate_limits(false)` turns
+//!   them off, `set_rate_limit` changes a window);
+//! - `allowed_mentions` decides who a created message pings (its `mentions`, `mention_roles`,
+//!   `mention_everyone`), and contradictory settings are refused;
+//! - a session without the MESSAGE_CONTENT intent gets message events with their content empty,
+//!   unless the message mentions the bot, is in a DM or is the bot's own;
+//! - an interaction answered more than 3 s after its dispatch, or answered twice, is refused;
+//! - a created message is dispatched as MESSAGE_CREATE; an `enforce_nonce` create whose nonce
+//!   matches a recent message of the channel returns that message and creates nothing;
+//! - a message create where the bot lacks VIEW_CHANNEL or SEND_MESSAGES is refused (50001,
+//!   50013).
+//!
+//! `POST /channels/{id}/messages` can be scripted to answer 429s or other failures, or to fail
+//! with a 5xx after creating the message, and validates like Discord does (empty message, content
+//! over 2000 characters, unknown sticker).
 //!
 //! Here: what tests send and read back. Beside it: `world` (guilds, channels, members) and
 //! `permissions` (Discord's permission algorithm over them); `objects` and `message_objects`
 //! (the payload builders); `state` (what the server keeps) and `server` (the [`FakeDiscord`]
-//! handle a test drives); `gateway` (the websocket and its frames); `rest` (request parsing and
-//! answers), `routes` (the REST routes), `channel_messages` (message creation and Discord's
-//! checks), `interactions` (callbacks, original responses, follow-ups) and `validation` (slash
-//! command options against their registration).
+//! handle a test drives); `gateway` (the websocket and its frames) and `intents` (what a
+//! session's intents let through); `rest` (request parsing and answers), `rate_limits` (buckets,
+//! the global budget, their headers and 429s), `routes` (the REST routes), `channel_messages`
+//! (message creation and Discord's checks), `mentions` (`allowed_mentions`), `message_edits`
+//! (editing a message), `interactions` (callbacks, original responses, follow-ups) and
+//! `validation` (slash command options against their registration).
 
 mod channel_messages;
 mod gateway;
+mod intents;
 mod interactions;
+mod mentions;
+mod message_edits;
 mod message_objects;
 mod objects;
 mod permissions;
+mod rate_limits;
 mod rest;
 mod routes;
 mod server;
@@ -44,7 +67,9 @@ pub use gateway::{
     HEARTBEAT_INTERVAL_MS, dispatch_frame, gateway_bot_json, gateway_json, heartbeat_ack_frame,
     hello_frame, invalid_session_frame, reconnect_frame, resumed_json,
 };
+pub use intents::{DIRECT_MESSAGES, GUILD_MESSAGES, MESSAGE_CONTENT};
 pub use permissions::*;
+pub use rate_limits::{RateLimit, RateLimitCounts};
 pub use server::FakeDiscord;
 pub use world::{FakeChannel, FakeGuild, FakeMember, World};
 
@@ -141,6 +166,9 @@ pub struct Recorded {
     pub authorization: Option<String>,
     /// Files of a multipart body.
     pub files: Vec<Upload>,
+    /// The status the fake answered (429 for a rate-limited request); 0 while it is still being
+    /// answered.
+    pub status: u16,
 }
 
 /// A file sent in a multipart body.

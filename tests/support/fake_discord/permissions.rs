@@ -1,5 +1,5 @@
-//! Permission bits (https://discord.com/developers/docs/topics/permissions), what the fake
-//! world grants, and Discord's algorithm for a member's permissions in a channel.
+//! Discord's permission bits, what the fake world grants, and Discord's algorithm for a member's
+//! permissions in a channel.
 
 use super::world::{FakeChannel, FakeGuild, World};
 
@@ -13,6 +13,7 @@ pub const MANAGE_MESSAGES: u64 = 1 << 13;
 pub const EMBED_LINKS: u64 = 1 << 14;
 pub const ATTACH_FILES: u64 = 1 << 15;
 pub const READ_MESSAGE_HISTORY: u64 = 1 << 16;
+pub const MENTION_EVERYONE: u64 = 1 << 17;
 pub const USE_EXTERNAL_EMOJIS: u64 = 1 << 18;
 pub const CONNECT: u64 = 1 << 20;
 pub const SPEAK: u64 = 1 << 21;
@@ -133,19 +134,24 @@ impl World {
         perms
     }
 
-    /// Overwrites of a channel as (id, type 0 role / 1 member, allow, deny).
+    /// Overwrites of a channel as (id, type 0 role / 1 member, allow, deny): a private channel
+    /// hides it from `@everyone` and lets the bot in; the channel's own allow and deny for the
+    /// bot go into the bot's member overwrite.
     pub(super) fn overwrites(
         &self,
         guild: &FakeGuild,
         channel: &FakeChannel,
     ) -> Vec<(u64, u8, u64, u64)> {
-        if channel.everyone_can_view {
-            Vec::new()
-        } else {
-            vec![
-                (guild.id, 0, 0, VIEW_CHANNEL),
-                (self.bot_id, 1, BOT_PRIVATE_ALLOW, 0),
-            ]
+        let mut overwrites = Vec::new();
+        let mut bot_allow = channel.bot_allow;
+        if !channel.everyone_can_view {
+            overwrites.push((guild.id, 0, 0, VIEW_CHANNEL));
+            bot_allow |= BOT_PRIVATE_ALLOW;
         }
+        let bot_allow = bot_allow & !channel.bot_deny;
+        if bot_allow != 0 || channel.bot_deny != 0 {
+            overwrites.push((self.bot_id, 1, bot_allow, channel.bot_deny));
+        }
+        overwrites
     }
 }

@@ -1,5 +1,6 @@
-//! The REST entry point: records every request, parses its body (JSON or multipart), checks
-//! the bot token, and hands it to the routes; and the answers they give.
+//! The REST entry point: records every request, parses its body (JSON or multipart), lets the
+//! rate limiter admit it, checks the bot token, and hands it to the routes; and the answers they
+//! give, Discord's permission refusals among them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::permissions::{SEND_MESSAGES, VIEW_CHANNEL};
 use super::routes::route;
 use super::state::Shared;
 use super::{Recorded, Upload};
@@ -41,15 +43,66 @@ fn not_found() -> Response {
 }
 
 pub(super) fn invalid_form_body(field: &str, code: &str, message: &str) -> Response {
+    invalid_form_body_at(&[field], code, message)
+}
+
+/// Invalid Form Body for a nested field, e.g. `["allowed_mentions", "parse", "0"]`.
+pub(super) fn invalid_form_body_at(path: &[&str], code: &str, message: &str) -> Response {
+    let mut errors = json!({"_errors": [{"code": code, "message": message}]});
+    for key in path.iter().rev() {
+        errors = json!({ *key: errors });
+    }
     json_response(
         400,
-        &json!({
-            "message": "Invalid Form Body",
-            "code": 50035,
-            "errors": {field: {"_errors": [{"code": code, "message": message}]}},
-        }),
+        &json!({"message": "Invalid Form Body", "code": 50035, "errors": errors}),
     )
 }
+
+/// A 5xx as it reaches a client: Discord's JSON for a 500, the edge proxy's page for a 502 or
+/// 504, the load balancer's text for a 503.
+pub(super) fn server_error(status: u16) -> Response {
+    let code = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let reason = code.canonical_reason().unwrap_or("Server Error");
+    let (content_type, body) = match status {
+        502 | 504 => (
+            "text/html",
+            format!(
+                "<html>\r\n<head><title>{status} {reason}</title></head>\r\n<body>\r\n\
+                 <center><h1>{status} {reason}</h1></center>\r\n<hr><center>cloudflare</center>\r\n\
+                 </body>\r\n</html>\r\n"
+            ),
+        ),
+        503 => (
+            "text/plain",
+            "upstream connect error or disconnect/reset before headers. reset reason: \
+             connection termination"
+                .to_owned(),
+        ),
+        _ => (
+            "application/json",
+            json!({"message": format!("{status}: {reason}"), "code": 0}).to_string(),
+        ),
+    };
+    (code, [(header::CONTENT_TYPE, content_type)], body).into_response()
+}
+
+/// Discord's refusal when the bot lacks one of `needed` in a guild channel: 50001 Missing Access
+/// without VIEW_CHANNEL, 50013 Missing Permissions for the rest. A DM needs nothing.
+pub(super) fn refusal_without(shared: &Shared, channel_id: u64, needed: u64) -> Option<Response> {
+    let world = &shared.world;
+    world.channel(channel_id)?;
+    let has = world.permissions_in(world.bot_id, channel_id);
+    if has & VIEW_CHANNEL == 0 {
+        return Some(error(403, "Missing Access", 50001));
+    }
+    if has & needed != needed {
+        return Some(error(403, "Missing Permissions", 50013));
+    }
+    None
+}
+
+/// What sending a message in a channel needs.
+pub(super) const SEND: u64 = VIEW_CHANNEL | SEND_MESSAGES;
 
 /// The JSON body and files of a request (JSON, or multipart with `payload_json`).
 fn parse_body(headers: &HeaderMap, body: &[u8]) -> (Value, Vec<Upload>) {
@@ -161,29 +214,54 @@ pub(super) async fn rest(
         body: json.clone(),
         authorization: authorization.clone(),
         files: files.clone(),
+        status: 0,
     };
-    shared.lock().requests.push(recorded.clone());
+    let index = {
+        let mut inner = shared.lock();
+        inner.requests.push(recorded.clone());
+        inner.requests.len() - 1
+    };
+    let answered = |response: Response| {
+        if let Some(r) = shared.lock().requests.get_mut(index) {
+            r.status = response.status().as_u16();
+        }
+        response
+    };
     if !full_path.starts_with("/api/v10/") {
-        shared.lock().unexpected.push(recorded);
-        return not_found();
+        shared.lock().unexpected.push(Recorded {
+            status: 404,
+            ..recorded
+        });
+        return answered(not_found());
     }
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
+    let admitted = shared.lock().limits.admit(method.as_str(), &segments);
+    let admission = match admitted {
+        Ok(admission) => admission,
+        Err(too_many) => return answered(too_many),
+    };
     let query = query_params(uri.query());
     let needs_bot_auth = !matches!(segments.first(), Some(&"interactions" | &"webhooks"));
-    if needs_bot_auth
+    let response = if needs_bot_auth
         && !authorization
             .as_deref()
             .is_some_and(|a| a.starts_with("Bot "))
     {
-        return error(401, "401: Unauthorized", 0);
-    }
-    match route(&shared, &method, &segments, &query, json, files) {
-        Some(response) => response,
-        None => {
-            shared.lock().unexpected.push(recorded);
-            not_found()
+        error(401, "401: Unauthorized", 0)
+    } else {
+        match route(&shared, &method, &segments, &query, json, files) {
+            Some(response) => response,
+            None => {
+                shared.lock().unexpected.push(Recorded {
+                    status: 404,
+                    ..recorded
+                });
+                not_found()
+            }
         }
-    }
+    };
+    let response = shared.lock().limits.answered(admission, response);
+    answered(response)
 }
 
 pub(super) fn parse_id(s: &str) -> Option<u64> {

@@ -1,5 +1,6 @@
 //! The REST routes the fake knows: gateway, users, DMs, commands, interactions, channels,
-//! messages, typing and guilds.
+//! messages (created, edited, read), typing and guilds; each with the permission Discord wants
+//! of the bot there.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,7 +13,9 @@ use super::Upload;
 use super::channel_messages::create_message;
 use super::gateway::{gateway_bot_json, gateway_json};
 use super::interactions::{followup, interaction_callback, original_message};
-use super::rest::{error, invalid_form_body, no_content, ok, parse_id};
+use super::message_edits::edit_message;
+use super::permissions::{READ_MESSAGE_HISTORY, VIEW_CHANNEL};
+use super::rest::{SEND, error, invalid_form_body, no_content, ok, parse_id, refusal_without};
 use super::state::Shared;
 
 /// `None`: a route the fake does not know.
@@ -118,10 +121,22 @@ pub(super) fn route(
         ("POST", ["channels", id, "messages"]) => {
             create_message(shared, parse_id(id)?, body, &files)
         }
+        ("PATCH", ["channels", id, "messages", message_id]) => {
+            edit_message(shared, parse_id(id)?, parse_id(message_id)?, &body, &files)
+        }
         ("GET", ["channels", id, "messages"]) => {
             let channel_id = parse_id(id)?;
             if !channel_exists(shared, channel_id) {
                 return Some(error(404, "Unknown Channel", 10003));
+            }
+            if let Some(refusal) = refusal_without(shared, channel_id, VIEW_CHANNEL) {
+                return Some(refusal);
+            }
+            if world.channel(channel_id).is_some()
+                && world.permissions_in(world.bot_id, channel_id) & READ_MESSAGE_HISTORY == 0
+            {
+                // without READ_MESSAGE_HISTORY Discord returns no messages, and no error
+                return Some(ok(&json!([])));
             }
             let limit: usize = query
                 .get("limit")
@@ -151,6 +166,11 @@ pub(super) fn route(
         ("GET", ["channels", id, "messages", message_id]) => {
             let channel_id = parse_id(id)?;
             let message_id = parse_id(message_id)?;
+            if let Some(refusal) =
+                refusal_without(shared, channel_id, VIEW_CHANNEL | READ_MESSAGE_HISTORY)
+            {
+                return Some(refusal);
+            }
             let inner = shared.lock();
             let found = inner.history.get(&channel_id).and_then(|h| {
                 h.iter()
@@ -167,11 +187,17 @@ pub(super) fn route(
             if !channel_exists(shared, channel_id) {
                 return Some(error(404, "Unknown Channel", 10003));
             }
+            if let Some(refusal) = refusal_without(shared, channel_id, SEND) {
+                return Some(refusal);
+            }
             *shared.lock().typing.entry(channel_id).or_default() += 1;
             no_content()
         }
         ("GET", ["channels", id]) => {
             let channel_id = parse_id(id)?;
+            if let Some(refusal) = refusal_without(shared, channel_id, VIEW_CHANNEL) {
+                return Some(refusal);
+            }
             if let Some((guild, channel)) = world.channel(channel_id) {
                 let mut v = world.channel_json(guild, channel);
                 v["last_message_id"] = last_message_id(shared, channel_id);

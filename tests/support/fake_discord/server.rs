@@ -1,5 +1,5 @@
-//! [`FakeDiscord`]: starts the server, and is what a test drives (dispatches, scripted answers)
-//! and reads back (requests, messages, interactions).
+//! [`FakeDiscord`]: starts the server, and is what a test drives (dispatches, scripted answers,
+//! how strict it is) and reads back (requests, messages, pings, rate limits, interactions).
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
@@ -11,8 +11,12 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use super::gateway::{dispatch_frame, gateway, reconnect_frame};
+use super::intents::as_seen;
+use super::rate_limits::{RateLimit, RateLimitCounts};
 use super::rest::{parse_id, rest};
-use super::state::{Inner, InteractionState, Outgoing, Scripted, Shared, dispatch_locked};
+use super::state::{
+    INTERACTION_DEADLINE, Inner, InteractionState, Outgoing, Scripted, Shared, dispatch_locked,
+};
 use super::validation::check_options;
 use super::world::World;
 use super::{FIRST_SNOWFLAKE, Incoming, Recorded, Slash};
@@ -37,12 +41,17 @@ impl FakeDiscord {
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (ready, _) = watch::channel(false);
+        let inner = Inner {
+            bot_id: world.bot_id,
+            interaction_deadline: INTERACTION_DEADLINE,
+            ..Inner::default()
+        };
         let shared = Arc::new(Shared {
             world,
             ws_url: format!("ws://{addr}/gateway"),
             next_id: AtomicU64::new(FIRST_SNOWFLAKE),
             next_conn: AtomicU64::new(1),
-            inner: Mutex::new(Inner::default()),
+            inner: Mutex::new(inner),
             ready,
         });
         let app = Router::new()
@@ -149,6 +158,13 @@ impl FakeDiscord {
             .entry(m.channel_id)
             .or_default()
             .push(message.clone());
+        let message = match inner.session.intents {
+            Some(intents) => match as_seen(intents, inner.bot_id, "MESSAGE_CREATE", message) {
+                Some(m) => m,
+                None => return id,
+            },
+            None => message,
+        };
         inner.session.seq += 1;
         let seq = inner.session.seq;
         let frame = dispatch_frame(seq, "MESSAGE_CREATE", message);
@@ -218,6 +234,7 @@ impl FakeDiscord {
                 id,
                 channel_id: c.channel_id,
                 guild_id: c.guild_id,
+                dispatched_at: tokio::time::Instant::now(),
                 acknowledged: false,
                 original: None,
                 followups: Vec::new(),
@@ -302,47 +319,45 @@ impl FakeDiscord {
             .unwrap_or_default()
     }
 
-    /// The next `times` `POST /channels/{id}/messages` answer 429.
-    pub fn rate_limit_next(&self, channel_id: u64, times: usize, retry_after_secs: f64) {
-        let mut inner = self.shared.lock();
-        let queue = inner.scripted.entry(channel_id).or_default();
-        for _ in 0..times {
-            queue.push_back(Scripted {
-                status: 429,
-                body: json!({
-                    "message": "You are being rate limited.",
-                    "retry_after": retry_after_secs,
-                    "global": false,
-                    "code": 0,
-                })
-                .to_string(),
-                headers: vec![
-                    ("retry-after", format!("{}", retry_after_secs.ceil() as u64)),
-                    ("x-ratelimit-limit", "5".into()),
-                    ("x-ratelimit-remaining", "0".into()),
-                    ("x-ratelimit-reset-after", format!("{retry_after_secs:.3}")),
-                    ("x-ratelimit-bucket", "fake-bucket".into()),
-                    ("x-ratelimit-scope", "user".into()),
-                ],
-            });
-        }
-    }
-
-    /// The next `POST /channels/{id}/messages` answers this status and body, once.
-    pub fn fail_next(&self, channel_id: u64, status: u16, body: Value) {
+    fn script(&self, channel_id: u64, scripted: Scripted) {
         self.shared
             .lock()
             .scripted
             .entry(channel_id)
             .or_default()
-            .push_back(Scripted {
+            .push_back(scripted);
+    }
+
+    /// The next `times` `POST /channels/{id}/messages` that the real limits let through answer
+    /// 429 for the route's bucket, waiting `retry_after_secs`, with Discord's body and headers
+    /// (`X-RateLimit-Reset-After` is `retry_after_secs`). They take nothing from the window.
+    pub fn rate_limit_next(&self, channel_id: u64, times: usize, retry_after_secs: f64) {
+        for _ in 0..times {
+            self.script(
+                channel_id,
+                Scripted::RateLimited {
+                    retry_after: retry_after_secs,
+                },
+            );
+        }
+    }
+
+    /// The next `POST /channels/{id}/messages` answers this status and body, once, and creates
+    /// nothing (it still counts in the route's window, with its headers).
+    pub fn fail_next(&self, channel_id: u64, status: u16, body: Value) {
+        self.script(
+            channel_id,
+            Scripted::Answer {
                 status,
                 body: body.to_string(),
                 headers: Vec::new(),
-            });
+                as_is: false,
+            },
+        );
     }
 
-    /// The next `POST /channels/{id}/messages` answers this status, raw body and headers, once.
+    /// The next `POST /channels/{id}/messages` answers this status, raw body and headers, once,
+    /// exactly as given (no rate-limit header is added), and creates nothing.
     pub fn answer_next_raw(
         &self,
         channel_id: u64,
@@ -350,16 +365,82 @@ impl FakeDiscord {
         body: &str,
         headers: &[(&'static str, &str)],
     ) {
-        self.shared
-            .lock()
-            .scripted
-            .entry(channel_id)
-            .or_default()
-            .push_back(Scripted {
+        self.script(
+            channel_id,
+            Scripted::Answer {
                 status,
                 body: body.to_owned(),
                 headers: headers.iter().map(|(n, v)| (*n, (*v).to_owned())).collect(),
-            });
+                as_is: true,
+            },
+        );
+    }
+
+    /// The next `POST /channels/{id}/messages` that passes Discord's checks creates its message
+    /// (stored, dispatched as MESSAGE_CREATE, its nonce remembered) but answers `status` (500:
+    /// Discord's JSON; 502, 504: the edge's HTML page; 503: the load balancer's text), as when
+    /// Discord fails after the write. A refused request (400, 403) uses it up all the same.
+    pub fn fail_after_create_next(&self, channel_id: u64, status: u16) {
+        self.script(channel_id, Scripted::FailAfterCreate { status });
+    }
+
+    /// Rate limits on (the default) or off. Off: no request is refused for them and no
+    /// rate-limit header is sent (except on scripted 429s). Either way the windows start anew.
+    pub fn set_rate_limits(&self, on: bool) {
+        self.shared.lock().limits.set_enabled(on);
+    }
+
+    /// Changes a limit to `requests` per `window` (fixed windows, the windows start anew).
+    pub fn set_rate_limit(&self, limit: RateLimit, requests: u32, window: Duration) {
+        self.shared.lock().limits.set_limit(limit, requests, window);
+    }
+
+    /// How many 429s the fake sent, real and scripted.
+    pub fn rate_limited(&self) -> usize {
+        self.shared.lock().limits.counts.total()
+    }
+
+    /// How many 429s the fake sent, by cause.
+    pub fn rate_limit_counts(&self) -> RateLimitCounts {
+        self.shared.lock().limits.counts
+    }
+
+    /// How long after its dispatch an interaction may still get its callback (3 s by default).
+    pub fn set_interaction_deadline(&self, deadline: Duration) {
+        self.shared.lock().interaction_deadline = deadline;
+    }
+
+    /// The bot's messages in the channel (created, interaction answers), oldest first: (message
+    /// id, ids of the users it pinged, as in its `mentions`).
+    pub fn pinged_in(&self, channel_id: u64) -> Vec<(u64, Vec<u64>)> {
+        let bot = json!(self.shared.world.bot_id.to_string());
+        let id_of = |v: &Value| v.as_str().and_then(parse_id).unwrap_or(0);
+        self.history(channel_id)
+            .iter()
+            .filter(|m| m["author"]["id"] == bot)
+            .map(|m| {
+                let users = m["mentions"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|u| id_of(&u["id"]))
+                    .collect();
+                (id_of(&m["id"]), users)
+            })
+            .collect()
+    }
+
+    /// The `d` of every dispatch of type `t` in the current session, as sent (after the
+    /// session's intents), oldest first.
+    pub fn dispatches(&self, t: &str) -> Vec<Value> {
+        self.shared
+            .lock()
+            .session
+            .frames
+            .iter()
+            .filter(|(_, f)| f["t"] == json!(t))
+            .map(|(_, f)| f["d"].clone())
+            .collect()
     }
 
     /// How many `POST /channels/{id}/typing`.

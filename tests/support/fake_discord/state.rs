@@ -1,16 +1,28 @@
 //! What the server keeps between requests: the gateway connection and session, the recorded
-//! requests, channel histories, scripted answers, interactions and registered commands.
+//! requests, channel histories, scripted answers, rate-limit windows, nonces, interactions and
+//! registered commands.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
 
 use super::Recorded;
 use super::gateway::dispatch_frame;
+use super::intents::as_seen;
+use super::rate_limits::RateLimiter;
 use super::world::World;
+
+/// How long after its dispatch an interaction may still be answered, as on Discord.
+pub(super) const INTERACTION_DEADLINE: Duration = Duration::from_secs(3);
+/// How long an interaction's token takes follow-ups and edits of the original response.
+pub(super) const INTERACTION_TOKEN_LIFETIME: Duration = Duration::from_secs(15 * 60);
+/// How long a message's nonce makes an `enforce_nonce` create with the same nonce return it.
+pub(super) const NONCE_LIFETIME: Duration = Duration::from_secs(5 * 60);
 
 pub(super) enum Outgoing {
     Frame(Value),
@@ -28,21 +40,37 @@ pub(super) struct Connection {
 pub(super) struct Session {
     pub(super) id: String,
     pub(super) seq: u64,
+    /// The IDENTIFY's `intents`: which dispatches this session gets, and with what in them.
+    /// `None` before any IDENTIFY: nobody receives the dispatches, which are kept whole.
+    pub(super) intents: Option<u64>,
     /// Every dispatch frame of this session, for replay on RESUME.
     pub(super) frames: Vec<(u64, Value)>,
 }
 
-pub(super) struct Scripted {
-    pub(super) status: u16,
-    /// Sent as is, so a test can send JSON no `Value` can hold (`1e400`) or no JSON at all.
-    pub(super) body: String,
-    pub(super) headers: Vec<(&'static str, String)>,
+/// A scripted answer to the next `POST /channels/{id}/messages` of a channel.
+pub(super) enum Scripted {
+    /// Answered instead of Discord's checks; nothing is created.
+    Answer {
+        status: u16,
+        /// Sent as is, so a test can send JSON no `Value` can hold (`1e400`) or no JSON at all.
+        body: String,
+        headers: Vec<(&'static str, String)>,
+        /// No rate-limit headers are added: the test's headers are all there is.
+        as_is: bool,
+    },
+    /// A 429 of the route's bucket, with Discord's body and headers.
+    RateLimited { retry_after: f64 },
+    /// The message is created (stored and dispatched), then this 5xx is the answer.
+    FailAfterCreate { status: u16 },
 }
 
 pub(super) struct InteractionState {
     pub(super) id: u64,
     pub(super) channel_id: u64,
     pub(super) guild_id: Option<u64>,
+    /// When INTERACTION_CREATE was dispatched: the callback deadline and the token's lifetime
+    /// run from here.
+    pub(super) dispatched_at: Instant,
     pub(super) acknowledged: bool,
     pub(super) original: Option<Value>,
     pub(super) followups: Vec<Value>,
@@ -50,6 +78,8 @@ pub(super) struct InteractionState {
 
 #[derive(Default)]
 pub(super) struct Inner {
+    /// The bot's user id, for what the intents let through (set at start).
+    pub(super) bot_id: u64,
     pub(super) requests: Vec<Recorded>,
     pub(super) unexpected: Vec<Recorded>,
     pub(super) gateway_answered: bool,
@@ -64,6 +94,11 @@ pub(super) struct Inner {
     /// Request bodies of successful `POST /channels/{id}/messages`.
     pub(super) posted: HashMap<u64, Vec<Value>>,
     pub(super) scripted: HashMap<u64, VecDeque<Scripted>>,
+    pub(super) limits: RateLimiter,
+    /// (channel id, nonce) -> (message id, created at), for `enforce_nonce`.
+    pub(super) nonces: HashMap<(u64, String), (u64, Instant)>,
+    /// How long an interaction may wait for its callback ([`INTERACTION_DEADLINE`] at start).
+    pub(super) interaction_deadline: Duration,
     pub(super) typing: HashMap<u64, usize>,
     /// user id -> DM channel id
     pub(super) dm_channels: HashMap<u64, u64>,
@@ -110,8 +145,16 @@ impl Shared {
     }
 }
 
-/// Sends a dispatch to the live connection (if any) and keeps it for replay.
+/// Sends a dispatch to the live connection (if any) and keeps it for replay, as the session's
+/// intents let it through (a message event they do not ask for is not sent at all).
 pub(super) fn dispatch_locked(inner: &mut Inner, t: &str, d: Value) {
+    let d = match inner.session.intents {
+        Some(intents) => match as_seen(intents, inner.bot_id, t, d) {
+            Some(d) => d,
+            None => return,
+        },
+        None => d,
+    };
     inner.session.seq += 1;
     let seq = inner.session.seq;
     let frame = dispatch_frame(seq, t, d);

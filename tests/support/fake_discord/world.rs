@@ -29,6 +29,12 @@ pub struct FakeChannel {
     /// `false`: an overwrite for `@everyone` denies VIEW_CHANNEL, and one for the bot member
     /// allows [`BOT_PRIVATE_ALLOW`].
     pub everyone_can_view: bool,
+    /// Permissions the bot's member overwrite allows here (beyond the private channel's), e.g.
+    /// MENTION_EVERYONE.
+    pub bot_allow: u64,
+    /// Permissions the bot's member overwrite denies here, e.g. SEND_MESSAGES for a channel the
+    /// bot may only read.
+    pub bot_deny: u64,
 }
 
 /// A member; `manage_messages` / `manage_guild` give the guild's "Moderator" / "Manager" role.
@@ -46,7 +52,21 @@ impl FakeChannel {
             id,
             name: name.into(),
             everyone_can_view,
+            bot_allow: 0,
+            bot_deny: 0,
         }
+    }
+
+    /// The bot's member overwrite also allows `permissions` here.
+    pub fn allow_bot(mut self, permissions: u64) -> Self {
+        self.bot_allow |= permissions;
+        self
+    }
+
+    /// The bot's member overwrite denies `permissions` here.
+    pub fn deny_bot(mut self, permissions: u64) -> Self {
+        self.bot_deny |= permissions;
+        self
     }
 }
 
