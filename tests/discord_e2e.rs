@@ -5,234 +5,28 @@
 // The shared fakes this binary uses (tests/support/). Public, so that what it leaves
 // unused of them is not dead code.
 pub mod support {
+    pub mod e2e;
     pub mod fake_discord;
     pub mod fake_images;
     pub mod fake_openai;
     pub mod harness;
 }
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use persona_bot::app::RunningBot;
-use persona_bot::config::{Config, ImageBackendKind, Secrets};
+use persona_bot::config::ImageBackendKind;
 use persona_bot::domain::ports::{
     AccessLists, NewReminder, ReminderStore, Repeat, ServerSettings, SettingsStore,
 };
 use persona_bot::domain::scope::{ChannelId, PersonaId, ServerId, UserId, Visibility};
 use persona_bot::locale::Locale;
 use persona_bot::tools::ToolError;
-use secrecy::SecretString;
 use serde_json::{Value, json};
-use support::fake_discord::{FakeDiscord, Incoming, Recorded, Slash, World};
+use support::e2e::*;
+use support::fake_discord::{Incoming, Recorded};
 use support::fake_images::{ComfyMode, FakeComfy};
-use support::fake_openai::{FakeOpenAi, Reply, Sse};
-use support::harness::{Behaviour, Probe, ProbeTool};
-
-const GUILD: u64 = 100;
-const GENERAL: u64 = 200;
-const THOUGHTS: u64 = 201;
-const PUBLIC_MODS: u64 = 202;
-const BOT: u64 = 900;
-const ALICE: u64 = 300;
-const BOB: u64 = 301;
-const MODERATOR: u64 = 302;
-const MANAGE_MESSAGES: u64 = 1 << 13;
-const MANAGE_GUILD: u64 = 1 << 5;
-/// The drafting reviewer's model on the fake server (the author's is `test-model`).
-const REVIEW_MODEL: &str = "review-model";
-/// The test probe's progress line (it borrows plan_image's).
-const PROGRESS: &str = "🎨 Planning an image…";
-
-struct E2e {
-    discord: FakeDiscord,
-    openai: FakeOpenAi,
-    running: Option<RunningBot>,
-    probe: Arc<Probe>,
-    _dir: tempfile::TempDir,
-}
-
-impl E2e {
-    async fn start(probe: Behaviour, replies: Vec<Reply>) -> Self {
-        Self::start_with(probe, replies, |_| {}).await
-    }
-
-    /// Starts the bot with the test configuration, changed by `configure`.
-    async fn start_with(
-        probe: Behaviour,
-        replies: Vec<Reply>,
-        configure: impl FnOnce(&mut Config),
-    ) -> Self {
-        persona_bot::telemetry::init_for_tests();
-        let discord = FakeDiscord::start(World::simple()).await;
-        let openai = FakeOpenAi::start().await;
-        for reply in replies {
-            openai.push(reply);
-        }
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut config = Config::shipped_defaults();
-        config.discord.api_base_url = discord.base_url.clone();
-        config.provider.base_url = openai.base_url.clone();
-        config.provider.models = vec!["test-model".into()];
-        config.review.models = vec![REVIEW_MODEL.into()];
-        config.provider.first_token_timeout_secs = 5;
-        config.provider.idle_timeout_secs = 5;
-        config.database.url = format!("sqlite://{}/bot.db", dir.path().display());
-        config.turn.user_cooldown_ms = 0;
-        configure(&mut config);
-        let secrets = Secrets {
-            discord_token: Some(SecretString::from("test-token".to_owned())),
-            provider_keys: vec![SecretString::from("provider-key".to_owned())],
-            ..Secrets::default()
-        };
-        let probe_state = Arc::new(Probe::default());
-        let tool = ProbeTool {
-            probe: probe_state.clone(),
-            behaviour: probe,
-        };
-        persona_bot::app::install_crypto_provider();
-        let running = persona_bot::app::start(Arc::new(config), &secrets, |r| r.with(tool))
-            .await
-            .expect("bot starts");
-        discord.wait_ready().await;
-        let e2e = Self {
-            discord,
-            openai,
-            running: Some(running),
-            probe: probe_state,
-            _dir: dir,
-        };
-        // poise registers the commands once it has the READY; wait for it.
-        e2e.until("commands registered", |e| {
-            e.discord
-                .requests()
-                .iter()
-                .any(|r| r.method == "PUT" && r.path.contains("/commands"))
-        })
-        .await;
-        e2e
-    }
-
-    fn running(&self) -> &RunningBot {
-        self.running.as_ref().expect("running")
-    }
-
-    async fn until(&self, what: &str, done: impl Fn(&Self) -> bool) {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while !done(self) {
-            assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-
-    async fn mention(&self, author: u64, name: &str, text: &str) -> u64 {
-        let mut m = Incoming::new(
-            GENERAL,
-            Some(GUILD),
-            author,
-            name,
-            &format!("<@{BOT}> {text}"),
-        );
-        m.mentions = vec![(BOT, "Aria".into())];
-        self.discord.send_message(m).await
-    }
-
-    /// Message bodies the bot posted in a channel.
-    fn posted(&self, channel: u64) -> Vec<Value> {
-        self.discord.messages_in(channel)
-    }
-
-    /// The persona's text messages in a channel (tool progress lines left out).
-    fn texts(&self, channel: u64) -> Vec<String> {
-        self.posted(channel)
-            .iter()
-            .filter_map(|m| m["content"].as_str().map(str::to_owned))
-            .filter(|t| t != PROGRESS)
-            .collect()
-    }
-
-    async fn slash(&self, user: u64, name: &str, permissions: u64, options: Value) -> Value {
-        let id = self
-            .discord
-            .slash(Slash {
-                name: name.into(),
-                options,
-                guild_id: Some(GUILD),
-                channel_id: GENERAL,
-                user_id: user,
-                user_name: format!("user{user}"),
-                permissions,
-                locale: "en-US".into(),
-            })
-            .await;
-        self.until("the interaction is answered", |e| {
-            e.discord
-                .interaction_responses()
-                .iter()
-                .any(|(i, _)| *i == id)
-        })
-        .await;
-        let (_, body) = self
-            .discord
-            .interaction_responses()
-            .into_iter()
-            .find(|(i, _)| *i == id)
-            .expect("response");
-        body
-    }
-
-    /// `/thoughtlog set` by the moderator (Manage Server), pointing at the hidden THOUGHTS
-    /// channel; checks the answer names it.
-    async fn set_thought_log(&self) {
-        let set = self
-            .slash(
-                MODERATOR,
-                "thoughtlog",
-                MANAGE_GUILD,
-                thought_log_set(THOUGHTS),
-            )
-            .await;
-        assert!(
-            content_of(&set).contains(&format!("<#{THOUGHTS}>")),
-            "{set}"
-        );
-    }
-
-    /// Both fakes were really used, and nothing unexpected was asked of them.
-    fn assert_fakes_used(&self) {
-        assert!(
-            self.discord.gateway_used(),
-            "serenity used the fake gateway"
-        );
-        assert!(
-            self.discord.unexpected().is_empty(),
-            "unexpected: {:?}",
-            self.discord.unexpected()
-        );
-        assert_eq!(self.openai.unexpected(), 0, "unscripted provider requests");
-    }
-
-    async fn stop(mut self) {
-        if let Some(running) = self.running.take() {
-            running.shutdown().await;
-        }
-    }
-}
-
-/// The options of `/thoughtlog set channel:<channel>`.
-fn thought_log_set(channel: u64) -> Value {
-    json!([{
-        "name": "set", "type": 1,
-        "options": [{ "name": "channel", "type": 7, "value": channel.to_string() }]
-    }])
-}
-
-fn content_of(response: &Value) -> String {
-    response["data"]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
-}
+use support::fake_openai::{Reply, Sse};
+use support::harness::Behaviour;
 
 // SPEC C1, C4: a mention gets a streamed reply cut at paragraphs, with safe mentions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,0 +1,220 @@
+//! The bot end to end, for tests and benches: the real `persona-bot` start-up (`app::start`), the
+//! real serenity client and poise against the fake Discord on 127.0.0.1, the real provider
+//! client against the fake OpenAI-compatible server, and a real SQLite file.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use persona_bot::app::RunningBot;
+use persona_bot::config::{Config, Secrets};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+
+use super::fake_discord::{FakeDiscord, Incoming, Slash, World};
+use super::fake_openai::{FakeOpenAi, Reply};
+use super::harness::{Behaviour, Probe, ProbeTool};
+
+pub const GUILD: u64 = 100;
+pub const GENERAL: u64 = 200;
+pub const THOUGHTS: u64 = 201;
+pub const PUBLIC_MODS: u64 = 202;
+pub const BOT: u64 = 900;
+pub const ALICE: u64 = 300;
+pub const BOB: u64 = 301;
+pub const MODERATOR: u64 = 302;
+pub const MANAGE_MESSAGES: u64 = 1 << 13;
+pub const MANAGE_GUILD: u64 = 1 << 5;
+/// The drafting reviewer's model on the fake server (the author's is `test-model`).
+pub const REVIEW_MODEL: &str = "review-model";
+/// The test probe's progress line (it borrows plan_image's).
+pub const PROGRESS: &str = "🎨 Planning an image…";
+
+pub struct E2e {
+    pub discord: FakeDiscord,
+    pub openai: FakeOpenAi,
+    pub running: Option<RunningBot>,
+    pub probe: Arc<Probe>,
+    _dir: tempfile::TempDir,
+}
+
+impl E2e {
+    pub async fn start(probe: Behaviour, replies: Vec<Reply>) -> Self {
+        Self::start_with(probe, replies, |_| {}).await
+    }
+
+    /// Starts the bot with the test configuration, changed by `configure`.
+    pub async fn start_with(
+        probe: Behaviour,
+        replies: Vec<Reply>,
+        configure: impl FnOnce(&mut Config),
+    ) -> Self {
+        persona_bot::telemetry::init_for_tests();
+        let discord = FakeDiscord::start(World::simple()).await;
+        let openai = FakeOpenAi::start().await;
+        for reply in replies {
+            openai.push(reply);
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut config = Config::shipped_defaults();
+        config.discord.api_base_url = discord.base_url.clone();
+        config.provider.base_url = openai.base_url.clone();
+        config.provider.models = vec!["test-model".into()];
+        config.review.models = vec![REVIEW_MODEL.into()];
+        config.provider.first_token_timeout_secs = 5;
+        config.provider.idle_timeout_secs = 5;
+        config.database.url = format!("sqlite://{}/bot.db", dir.path().display());
+        config.turn.user_cooldown_ms = 0;
+        configure(&mut config);
+        let secrets = Secrets {
+            discord_token: Some(SecretString::from("test-token".to_owned())),
+            provider_keys: vec![SecretString::from("provider-key".to_owned())],
+            ..Secrets::default()
+        };
+        let probe_state = Arc::new(Probe::default());
+        let tool = ProbeTool {
+            probe: probe_state.clone(),
+            behaviour: probe,
+        };
+        persona_bot::app::install_crypto_provider();
+        let running = persona_bot::app::start(Arc::new(config), &secrets, |r| r.with(tool))
+            .await
+            .expect("bot starts");
+        discord.wait_ready().await;
+        let e2e = Self {
+            discord,
+            openai,
+            running: Some(running),
+            probe: probe_state,
+            _dir: dir,
+        };
+        // poise registers the commands once it has the READY; wait for it.
+        e2e.until("commands registered", |e| {
+            e.discord
+                .requests()
+                .iter()
+                .any(|r| r.method == "PUT" && r.path.contains("/commands"))
+        })
+        .await;
+        e2e
+    }
+
+    pub fn running(&self) -> &RunningBot {
+        self.running.as_ref().expect("running")
+    }
+
+    pub async fn until(&self, what: &str, done: impl Fn(&Self) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !done(self) {
+            assert!(Instant::now() < deadline, "timed out waiting for: {what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    pub async fn mention(&self, author: u64, name: &str, text: &str) -> u64 {
+        let mut m = Incoming::new(
+            GENERAL,
+            Some(GUILD),
+            author,
+            name,
+            &format!("<@{BOT}> {text}"),
+        );
+        m.mentions = vec![(BOT, "Aria".into())];
+        self.discord.send_message(m).await
+    }
+
+    /// Message bodies the bot posted in a channel.
+    pub fn posted(&self, channel: u64) -> Vec<Value> {
+        self.discord.messages_in(channel)
+    }
+
+    /// The persona's text messages in a channel (tool progress lines left out).
+    pub fn texts(&self, channel: u64) -> Vec<String> {
+        self.posted(channel)
+            .iter()
+            .filter_map(|m| m["content"].as_str().map(str::to_owned))
+            .filter(|t| t != PROGRESS)
+            .collect()
+    }
+
+    pub async fn slash(&self, user: u64, name: &str, permissions: u64, options: Value) -> Value {
+        let id = self
+            .discord
+            .slash(Slash {
+                name: name.into(),
+                options,
+                guild_id: Some(GUILD),
+                channel_id: GENERAL,
+                user_id: user,
+                user_name: format!("user{user}"),
+                permissions,
+                locale: "en-US".into(),
+            })
+            .await;
+        self.until("the interaction is answered", |e| {
+            e.discord
+                .interaction_responses()
+                .iter()
+                .any(|(i, _)| *i == id)
+        })
+        .await;
+        let (_, body) = self
+            .discord
+            .interaction_responses()
+            .into_iter()
+            .find(|(i, _)| *i == id)
+            .expect("response");
+        body
+    }
+
+    /// `/thoughtlog set` by the moderator (Manage Server), pointing at the hidden THOUGHTS
+    /// channel; checks the answer names it.
+    pub async fn set_thought_log(&self) {
+        let set = self
+            .slash(
+                MODERATOR,
+                "thoughtlog",
+                MANAGE_GUILD,
+                thought_log_set(THOUGHTS),
+            )
+            .await;
+        assert!(
+            content_of(&set).contains(&format!("<#{THOUGHTS}>")),
+            "{set}"
+        );
+    }
+
+    /// Both fakes were really used, and nothing unexpected was asked of them.
+    pub fn assert_fakes_used(&self) {
+        assert!(
+            self.discord.gateway_used(),
+            "serenity used the fake gateway"
+        );
+        assert!(
+            self.discord.unexpected().is_empty(),
+            "unexpected: {:?}",
+            self.discord.unexpected()
+        );
+        assert_eq!(self.openai.unexpected(), 0, "unscripted provider requests");
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(running) = self.running.take() {
+            running.shutdown().await;
+        }
+    }
+}
+
+/// The options of `/thoughtlog set channel:<channel>`.
+pub fn thought_log_set(channel: u64) -> Value {
+    json!([{
+        "name": "set", "type": 1,
+        "options": [{ "name": "channel", "type": 7, "value": channel.to_string() }]
+    }])
+}
+
+pub fn content_of(response: &Value) -> String {
+    response["data"]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
