@@ -31,6 +31,8 @@ use super::rest::bounded_wait;
 const LONGEST_RESET: Duration = Duration::from_secs(60);
 /// Bucket names are Discord's short hashes; a longer header is cut (it only names a state).
 const BUCKET_NAME_MAX: usize = 64;
+/// The span of the global budget.
+const GLOBAL_SPAN: Duration = Duration::from_secs(1);
 
 /// Requests sent in a sliding span: never more than `limit` in any `span`. Sliding, not fixed,
 /// so it stays inside the server's fixed windows however theirs are aligned with ours.
@@ -66,6 +68,68 @@ impl SlidingWindow {
         }
         let oldest = self.sent.front().copied().unwrap_or(now);
         Some((oldest + self.span).saturating_duration_since(now))
+    }
+}
+
+/// The global budget: requests in flight and requests answered in the last second together stay
+/// within the limit. A request counts from its send until a second after its answer, and it
+/// reached Discord before its answer did, so any second of Discord's clock sees at most `limit`
+/// of them however late each one travelled.
+#[derive(Debug)]
+struct GlobalBudget {
+    limit: usize,
+    in_flight: usize,
+    answered: VecDeque<Instant>,
+}
+
+impl GlobalBudget {
+    fn new(limit: u32) -> Self {
+        Self {
+            limit: usize::try_from(limit.max(1)).unwrap_or(usize::MAX),
+            in_flight: 0,
+            answered: VecDeque::new(),
+        }
+    }
+
+    /// Takes a place for one request, or says how long to wait for one (`None`: until a
+    /// request in flight is answered).
+    fn take(&mut self, now: Instant) -> Result<(), Option<Duration>> {
+        while self
+            .answered
+            .front()
+            .is_some_and(|at| now.duration_since(*at) >= GLOBAL_SPAN)
+        {
+            self.answered.pop_front();
+        }
+        if self.in_flight + self.answered.len() < self.limit {
+            self.in_flight += 1;
+            return Ok(());
+        }
+        Err(self
+            .answered
+            .front()
+            .map(|oldest| (*oldest + GLOBAL_SPAN).saturating_duration_since(now)))
+    }
+
+    fn release(&mut self, now: Instant) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.answered.push_back(now);
+    }
+}
+
+/// A place in the global budget, held from the send until the answer (or the failure).
+pub struct GlobalSlot<'a> {
+    scheduler: &'a Scheduler,
+}
+
+impl Drop for GlobalSlot<'_> {
+    fn drop(&mut self) {
+        self.scheduler
+            .global
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .release(Instant::now());
+        self.scheduler.released.notify_waiters();
     }
 }
 
@@ -190,7 +254,9 @@ struct Table {
 #[derive(Debug)]
 pub struct Scheduler {
     table: Mutex<Table>,
-    global: Mutex<SlidingWindow>,
+    global: Mutex<GlobalBudget>,
+    /// Woken when a global place is given back.
+    released: tokio::sync::Notify,
     /// A global 429 holds every request until then.
     global_until: Mutex<Option<Instant>>,
     /// A bucket unused this long (and spent) is forgotten.
@@ -213,10 +279,8 @@ impl Scheduler {
                 states: HashMap::new(),
                 swept_at: Instant::now(),
             }),
-            global: Mutex::new(SlidingWindow::new(
-                global_per_second,
-                Duration::from_secs(1),
-            )),
+            global: Mutex::new(GlobalBudget::new(global_per_second)),
+            released: tokio::sync::Notify::new(),
             global_until: Mutex::new(None),
             idle,
         }
@@ -297,7 +361,7 @@ impl Scheduler {
     }
 
     /// Waits out a global hold, then takes a place in the global budget.
-    async fn global_turn(&self) {
+    async fn global_turn(&self) -> GlobalSlot<'_> {
         loop {
             let held = *self
                 .global_until
@@ -307,14 +371,22 @@ impl Scheduler {
                 tokio::time::sleep_until(until).await;
                 continue;
             }
-            let wait = self
+            // Registered before looking, so a release between the look and the wait wakes it.
+            let released = self.released.notified();
+            let taken = self
                 .global
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .take(Instant::now());
-            match wait {
-                None => return,
-                Some(wait) => tokio::time::sleep(wait).await,
+            match taken {
+                Ok(()) => return GlobalSlot { scheduler: self },
+                Err(Some(wait)) => {
+                    tokio::select! {
+                        () = tokio::time::sleep(wait) => {}
+                        () = released => {}
+                    }
+                }
+                Err(None) => released.await,
             }
         }
     }
@@ -339,16 +411,17 @@ impl Scheduler {
     }
 }
 
-impl Permit<'_> {
-    /// Waits until the bucket's window and the global budget allow one more request.
-    pub async fn ready(&mut self) {
+impl<'a> Permit<'a> {
+    /// Waits until the bucket's window and the global budget allow one more request; the
+    /// global place is held until the request's answer is in (drop the slot then).
+    pub async fn ready(&mut self) -> GlobalSlot<'a> {
         loop {
             match self.state.take(Instant::now()) {
                 None => break,
                 Some(wait) => tokio::time::sleep(wait).await,
             }
         }
-        self.scheduler.global_turn().await;
+        self.scheduler.global_turn().await
     }
 
     /// Learns from an answer's headers (any status).
@@ -457,6 +530,29 @@ mod tests {
             at,
             [0, 0, 0, 1000, 1000].map(Duration::from_millis).to_vec()
         );
+    }
+
+    // A request holds its global place from its send until a second after its answer, so a
+    // slow answer cannot let the next second's requests reach Discord inside this second.
+    #[tokio::test(start_paused = true)]
+    async fn a_global_place_is_held_until_a_second_after_the_answer() {
+        let scheduler = Arc::new(Scheduler::new(1, Duration::from_secs(300)));
+        let start = Instant::now();
+        let mut first = scheduler.acquire(route(1)).await;
+        let slot = first.ready().await;
+        let second = {
+            let scheduler = scheduler.clone();
+            tokio::spawn(async move {
+                let mut permit = scheduler.acquire(route(2)).await;
+                permit.ready().await;
+                Instant::now()
+            })
+        };
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert!(!second.is_finished(), "the first is still in flight");
+        drop(slot);
+        let sent = second.await.expect("second request");
+        assert_eq!(sent - start, Duration::from_secs(3));
     }
 
     #[tokio::test(start_paused = true)]

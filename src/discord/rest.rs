@@ -215,8 +215,11 @@ impl DiscordRest {
         let mut server_failures = 0;
         let mut rate_limited = 0;
         loop {
-            permit.ready().await;
-            let response = match make().send().await {
+            let slot = permit.ready().await;
+            let sent = make().send().await;
+            // Answered (or failed): the request no longer travels.
+            drop(slot);
+            let response = match sent {
                 Ok(response) => response,
                 Err(error) => {
                     let error = error.without_url().to_string();

@@ -48,8 +48,18 @@ impl E2e {
         replies: Vec<Reply>,
         configure: impl FnOnce(&mut Config),
     ) -> Self {
+        Self::start_in(World::simple(), probe, replies, configure).await
+    }
+
+    /// Starts the bot in `world` with the test configuration, changed by `configure`.
+    pub async fn start_in(
+        world: World,
+        probe: Behaviour,
+        replies: Vec<Reply>,
+        configure: impl FnOnce(&mut Config),
+    ) -> Self {
         persona_bot::telemetry::init_for_tests();
-        let discord = FakeDiscord::start(World::simple()).await;
+        let discord = FakeDiscord::start(world).await;
         let openai = FakeOpenAi::start().await;
         for reply in replies {
             openai.push(reply);

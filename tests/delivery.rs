@@ -1,0 +1,310 @@
+//! Delivery inside Discord's real limits, end to end: the real bot (serenity, poise, the
+//! provider client, SQLite) against the strict fake Discord with its default limits (5 message
+//! creates per channel per 5 s, 50 requests per second, real headers), in the bot's default
+//! configuration.
+
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod e2e;
+    pub mod fake_discord;
+    pub mod fake_openai;
+    pub mod harness;
+}
+
+use std::time::{Duration, Instant};
+
+use persona_bot::domain::ports::{AccessLists, ServerSettings, SettingsStore};
+use persona_bot::domain::scope::{ChannelId, ServerId};
+use serde_json::json;
+use support::e2e::*;
+use support::fake_discord::{FakeChannel, Incoming, MESSAGE_CONTENT, World};
+use support::fake_openai::{Reply, Sse};
+use support::harness::Behaviour;
+
+/// The first of the burst's channels.
+const FIRST: u64 = 1000;
+
+fn world_with_channels(n: u64) -> World {
+    let mut world = World::simple();
+    for id in FIRST..FIRST + n {
+        world.guilds[0]
+            .channels
+            .push(FakeChannel::new(id, &format!("room-{id}"), true));
+    }
+    world
+}
+
+fn answer(text: &str) -> Reply {
+    Reply::Stream(vec![Sse::text(text), Sse::finish("stop"), Sse::Done])
+}
+
+async fn mention_in(e: &E2e, channel: u64, author: u64, text: &str) -> u64 {
+    let mut m = Incoming::new(
+        channel,
+        Some(GUILD),
+        author,
+        "alice",
+        &format!("<@{BOT}> {text}"),
+    );
+    m.mentions = vec![(BOT, "Aria".into())];
+    e.discord.send_message(m).await
+}
+
+/// The bot's POSTs of messages to a channel, answered or not.
+fn message_posts(e: &E2e, channel: u64) -> usize {
+    e.discord
+        .requests()
+        .iter()
+        .filter(|r| r.method == "POST" && r.path == format!("/channels/{channel}/messages"))
+        .count()
+}
+
+// Issue 12: a burst of one mention in each of 50 channels draws no 429 at all (it drew 51 for
+// 151 requests before the scheduler), and every reply is whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_across_fifty_channels_draws_no_429() {
+    let replies = (0..50).map(|_| answer("Here you are, whole.")).collect();
+    let e = E2e::start_in(
+        world_with_channels(50),
+        Behaviour::succeed(),
+        replies,
+        |_| {},
+    )
+    .await;
+    for channel in FIRST..FIRST + 50 {
+        mention_in(&e, channel, ALICE, "a question").await;
+    }
+    e.until("fifty replies", |e| {
+        (FIRST..FIRST + 50).all(|c| !e.texts(c).is_empty())
+    })
+    .await;
+    for channel in FIRST..FIRST + 50 {
+        assert_eq!(e.texts(channel), vec!["Here you are, whole."], "{channel}");
+    }
+    assert_eq!(
+        e.discord.rate_limited(),
+        0,
+        "{:?}",
+        e.discord.rate_limit_counts()
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// Issue 12: a reply of twelve messages in one channel paces itself to the channel's window
+// (5 per 5 s) from the headers: no 429, every message whole and in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_twelve_message_reply_paces_itself_without_429s() {
+    let paragraphs: Vec<String> = (1..=12).map(|n| format!("Paragraph {n}.")).collect();
+    let e = E2e::start(Behaviour::succeed(), vec![answer(&paragraphs.join("\n\n"))]).await;
+    e.mention(ALICE, "alice", "tell me a long story").await;
+    e.until("twelve messages", |e| e.texts(GENERAL).len() == 12)
+        .await;
+    assert_eq!(e.texts(GENERAL), paragraphs);
+    assert_eq!(
+        message_posts(&e, GENERAL),
+        12,
+        "none refused, none repeated"
+    );
+    assert_eq!(
+        e.discord.rate_limited(),
+        0,
+        "{:?}",
+        e.discord.rate_limit_counts()
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// Issue 12: a global 429 holds every channel for its retry_after, not only the one it answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_global_429_holds_every_channel() {
+    let e = E2e::start_in(
+        world_with_channels(1),
+        Behaviour::succeed(),
+        vec![answer("First."), answer("Second.")],
+        |_| {},
+    )
+    .await;
+    e.discord.answer_next_raw(
+        GENERAL,
+        429,
+        r#"{"message":"You are being rate limited.","retry_after":2.0,"global":true}"#,
+        &[
+            ("retry-after", "2"),
+            ("x-ratelimit-global", "true"),
+            ("x-ratelimit-scope", "global"),
+        ],
+    );
+    e.mention(ALICE, "alice", "first").await;
+    e.until("the global 429", |e| {
+        e.discord.requests().iter().any(|r| r.status == 429)
+    })
+    .await;
+    let limited = Instant::now();
+    mention_in(&e, FIRST, ALICE, "second").await;
+    e.until("the other channel's reply", |e| !e.texts(FIRST).is_empty())
+        .await;
+    assert!(
+        limited.elapsed() >= Duration::from_millis(1500),
+        "the other channel waited out the global limit: {:?}",
+        limited.elapsed()
+    );
+    e.until("the first reply", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    assert_eq!(e.texts(FIRST), vec!["Second."]);
+    assert_eq!(e.texts(GENERAL), vec!["First."]);
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// Issue 12: the bot asks for the MESSAGE_CONTENT intent: a message in an always-reply channel
+// that does not mention the bot reaches the model with its text (Discord sends it empty
+// otherwise).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_without_a_mention_arrives_with_its_text() {
+    let e = E2e::start(Behaviour::succeed(), vec![answer("Heard you.")]).await;
+    let identify = &e.discord.identifies()[0];
+    assert_ne!(
+        identify["intents"].as_u64().unwrap_or(0) & MESSAGE_CONTENT,
+        0,
+        "{identify}"
+    );
+    let always = ServerSettings {
+        access: AccessLists {
+            always_reply_channels: vec![ChannelId(GENERAL)],
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    e.running()
+        .storage
+        .settings
+        .save_settings(ServerId(GUILD), &always)
+        .await
+        .unwrap();
+    let m = Incoming::new(
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        "alice",
+        "what is the tide today",
+    );
+    e.discord.send_message(m).await;
+    e.until("the answer", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    let request = &e.openai.requests()[0];
+    let last = request.body["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .cloned()
+        .unwrap();
+    assert_eq!(last["content"], "[alice] what is the tide today");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// Issue 12: /kill is answered within Discord's 3 s interaction deadline while the turn's send
+// waits on a rate limit (the fake refuses a later callback with 10062).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_answers_in_time_while_a_send_waits_on_a_rate_limit() {
+    let e = E2e::start(Behaviour::succeed(), vec![answer("Never shown.")]).await;
+    e.discord.rate_limit_next(GENERAL, 1, 30.0);
+    e.mention(ALICE, "alice", "hello").await;
+    e.until("the 429", |e| {
+        e.discord.requests().iter().any(|r| r.status == 429)
+    })
+    .await;
+    let response = e.slash(ALICE, "kill", 0, json!([])).await;
+    assert_eq!(
+        response["data"]["flags"],
+        json!(64),
+        "answered, ephemerally: {response}"
+    );
+    let refused = e
+        .discord
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains("/callback") && r.status >= 400)
+        .count();
+    assert_eq!(refused, 0, "the callback met the deadline");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        e.texts(GENERAL).is_empty(),
+        "the killed reply is not posted later"
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// Issue 12: a reply notifies only the person it answers; another user the model names is a
+// mention without a notification, and @everyone stays silent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_notifies_only_the_asker() {
+    let text = format!("Hi <@{ALICE}>! I asked <@{BOB}> too. @everyone");
+    let e = E2e::start(Behaviour::succeed(), vec![answer(&text)]).await;
+    e.mention(ALICE, "alice", "who else knows?").await;
+    e.until("the answer", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    assert_eq!(e.texts(GENERAL), vec![text]);
+    let pinged = e.discord.pinged_in(GENERAL);
+    assert_eq!(pinged.len(), 1);
+    assert_eq!(pinged[0].1, vec![ALICE], "not Bob, not everyone");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// Issue 12: Discord fails after writing the message (a 500 once it is created): the retry
+// carries the same nonce, so the reply is posted once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_retried_after_a_5xx_posts_once() {
+    let e = E2e::start(Behaviour::succeed(), vec![answer("Only once.")]).await;
+    e.discord.fail_after_create_next(GENERAL, 500);
+    e.mention(ALICE, "alice", "hello").await;
+    e.until("two tries", |e| message_posts(e, GENERAL) == 2)
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(e.texts(GENERAL), vec!["Only once."]);
+    let nonces: Vec<_> = e
+        .discord
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "POST" && r.path == format!("/channels/{GENERAL}/messages"))
+        .map(|r| r.body["nonce"].clone())
+        .collect();
+    assert_eq!(nonces[0], nonces[1], "the same nonce");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// Issue 12: a channel's second turn takes its history from what the gateway delivered: no
+// `GET /messages`, and the history still holds the first exchange.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_turn_reads_history_without_asking_discord() {
+    let e = E2e::start(Behaviour::succeed(), vec![answer("One."), answer("Two.")]).await;
+    e.mention(ALICE, "alice", "first question").await;
+    e.until("the first answer", |e| e.texts(GENERAL).len() == 1)
+        .await;
+    e.mention(ALICE, "alice", "second question").await;
+    e.until("the second answer", |e| e.texts(GENERAL).len() == 2)
+        .await;
+    let reads = e
+        .discord
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.method == "GET" && r.path.starts_with(&format!("/channels/{GENERAL}/messages"))
+        })
+        .count();
+    assert_eq!(reads, 1, "only the first turn asked Discord");
+    let second = &e.openai.requests()[1];
+    let all = second.body["messages"].to_string();
+    assert!(
+        all.contains("first question") && all.contains("One."),
+        "{all}"
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
