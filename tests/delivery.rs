@@ -82,12 +82,7 @@ async fn a_burst_across_fifty_channels_draws_no_429() {
     for channel in FIRST..FIRST + 50 {
         assert_eq!(e.texts(channel), vec!["Here you are, whole."], "{channel}");
     }
-    assert_eq!(
-        e.discord.rate_limited(),
-        0,
-        "{:?}",
-        e.discord.rate_limit_counts()
-    );
+    e.assert_no_429();
     e.assert_fakes_used();
     e.stop().await;
 }
@@ -107,12 +102,7 @@ async fn a_twelve_message_reply_paces_itself_without_429s() {
         12,
         "none refused, none repeated"
     );
-    assert_eq!(
-        e.discord.rate_limited(),
-        0,
-        "{:?}",
-        e.discord.rate_limit_counts()
-    );
+    e.assert_no_429();
     e.assert_fakes_used();
     e.stop().await;
 }
@@ -194,14 +184,10 @@ async fn a_message_without_a_mention_arrives_with_its_text() {
     e.discord.send_message(m).await;
     e.until("the answer", |e| !e.texts(GENERAL).is_empty())
         .await;
-    let request = &e.openai.requests()[0];
-    let last = request.body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .cloned()
-        .unwrap();
-    assert_eq!(last["content"], "[alice] what is the tide today");
+    assert_eq!(
+        e.last_model_message(0)["content"],
+        "[alice] what is the tide today"
+    );
     e.assert_fakes_used();
     e.stop().await;
 }

@@ -62,13 +62,10 @@ async fn a_mention_gets_a_streamed_reply_cut_at_paragraphs() {
     }
     let request = &e.openai.requests()[0];
     assert_eq!(request.key(), "provider-key");
-    let last = request.body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .cloned()
-        .unwrap();
-    assert_eq!(last["content"], "[alice] @Aria hello there");
+    assert_eq!(
+        e.last_model_message(0)["content"],
+        "[alice] @Aria hello there"
+    );
     // Typing waits for turn.typing_delay_ms and is skipped when the reply is already posted;
     // tests/turns.rs checks it with paused time.
     e.assert_fakes_used();

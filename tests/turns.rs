@@ -877,6 +877,44 @@ async fn a_quick_reply_sends_no_typing() {
     );
 }
 
+// Issue 12: a typing pulse held by a rate limit never keeps the channel from a /kill: the
+// pulse is dropped after a moment and the kill is handled.
+#[tokio::test(start_paused = true)]
+async fn a_held_typing_pulse_does_not_hold_up_kill() {
+    let fakes = Fakes::default();
+    fakes.sink.hang_typing(true);
+    let model = ScriptedModel::new(vec![ScriptedPass::Stream(vec![delay(30), text("late.")])]);
+    let mut bot = Bot::build(model, Behaviour::succeed(), |_| {}, fakes);
+    bot.say(message(1, ALICE, "slow")).await;
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    assert_eq!(
+        bot.h.fakes.sink.typing_count(CHANNEL),
+        1,
+        "the pulse is hanging"
+    );
+    let asked = tokio::time::Instant::now();
+    let kill = bot.orchestrator.kill(CHANNEL, ALICE, false);
+    let report = tokio::time::timeout(Duration::from_secs(5), kill)
+        .await
+        .expect("the kill is handled");
+    assert!(
+        matches!(
+            report,
+            KillReport::Stopped {
+                turn_stopped: true,
+                ..
+            }
+        ),
+        "{report:?}"
+    );
+    assert!(
+        asked.elapsed() <= Duration::from_millis(500),
+        "{:?}",
+        asked.elapsed()
+    );
+    assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
+}
+
 // SPEC C3, D4: a message delivered twice (a replayed gateway event) is answered once.
 #[tokio::test(start_paused = true)]
 async fn a_redelivered_message_is_answered_once() {

@@ -367,6 +367,8 @@ struct Worker {
     finished: broadcast::Sender<TurnFinished>,
 }
 
+/// Longest a typing pulse may hold the channel's loop.
+const TYPING_WAIT: Duration = Duration::from_millis(500);
 /// How often the stale-turn guard looks.
 const STALE_CHECK: Duration = Duration::from_secs(1);
 
@@ -418,7 +420,10 @@ impl Worker {
                         let shown = running.typed == 0 && running.turn.state().response_delivered;
                         running.typed += 1;
                         if !shown {
-                            self.deps.turn.env.ports.sink.typing(self.channel).await;
+                            // Best effort, and never long: a pulse held by a rate limit is
+                            // dropped rather than keep this loop from its commands (/kill).
+                            let typing = self.deps.turn.env.ports.sink.typing(self.channel);
+                            let _ = tokio::time::timeout(TYPING_WAIT, typing).await;
                         }
                     }
                 }

@@ -75,6 +75,7 @@ pub struct RecordingSink {
     send_delay: Mutex<Option<std::time::Duration>>,
     /// Sends never complete (a hung Discord), when set.
     hang: AtomicBool,
+    hang_typing: AtomicBool,
     /// The next typing pulse panics (a bug in an adapter), once.
     panic_on_typing: AtomicBool,
 }
@@ -108,6 +109,11 @@ impl RecordingSink {
     /// Makes the next typing pulse panic, once.
     pub fn panic_on_next_typing(&self) {
         self.panic_on_typing.store(true, Ordering::SeqCst);
+    }
+
+    /// Makes every typing pulse hang (one held by a rate limit) until `hang_typing(false)`.
+    pub fn hang_typing(&self, hang: bool) {
+        self.hang_typing.store(hang, Ordering::Relaxed);
     }
 
     /// Makes every text send hang (a stuck Discord) until `hang_sends(false)`.
@@ -160,6 +166,9 @@ impl ChatSink for RecordingSink {
             panic!("typing pulse panicked (test)");
         }
         lock(&self.typing).push(channel);
+        while self.hang_typing.load(Ordering::Relaxed) {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
     }
 
     async fn send_sticker(&self, channel: ChannelId, sticker: &Sticker) -> StickerSend {

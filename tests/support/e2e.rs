@@ -193,6 +193,26 @@ impl E2e {
         );
     }
 
+    /// The last message of the model's `n`-th request (the trigger, as the model saw it).
+    pub fn last_model_message(&self, n: usize) -> Value {
+        let request = &self.openai.requests()[n];
+        request.body["messages"]
+            .as_array()
+            .and_then(|messages| messages.last())
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// The fake Discord answered no request with 429.
+    pub fn assert_no_429(&self) {
+        assert_eq!(
+            self.discord.rate_limited(),
+            0,
+            "{:?}",
+            self.discord.rate_limit_counts()
+        );
+    }
+
     /// Both fakes were really used, and nothing unexpected was asked of them.
     pub fn assert_fakes_used(&self) {
         assert!(
