@@ -11,7 +11,7 @@
 //! builder against serenity's own types.
 //!
 //! Every REST request is recorded (method, path without `/api/v10`, JSON body, `Authorization`,
-//! the status answered); requests to routes the fake does not know get a 404 and are also kept in
+//! the status answered, when it arrived); requests to routes the fake does not know get a 404 and are also kept in
 //! `unexpected()`, so a test can fail loudly on them.
 //!
 //! The fake is as strict as Discord by default (`fake_discord_strict.rs` proves each rule):
@@ -169,6 +169,9 @@ pub struct Recorded {
     /// The status the fake answered (429 for a rate-limited request); 0 while it is still being
     /// answered.
     pub status: u16,
+    /// When the fake took the request up (its body read), before any check: for latencies and
+    /// request rates. A `std` instant, so paused tokio time does not stop it.
+    pub at: std::time::Instant,
 }
 
 /// A file sent in a multipart body.

@@ -215,6 +215,7 @@ pub(super) async fn rest(
         authorization: authorization.clone(),
         files: files.clone(),
         status: 0,
+        at: std::time::Instant::now(),
     };
     let index = {
         let mut inner = shared.lock();
