@@ -25,94 +25,44 @@ pub mod support {
 }
 pub mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use persona_bot::app::RunningBot;
-use persona_bot::config::{Config, Secrets};
-use secrecy::SecretString;
-use support::e2e::{ALICE, BOT, GENERAL, GUILD, REVIEW_MODEL};
-use support::fake_discord::{FakeChannel, FakeDiscord, Incoming, RateLimitCounts, Recorded, World};
-use support::fake_openai::{FakeOpenAi, Reply, Sse};
-use support::harness::{Behaviour, Probe, ProbeTool};
+use persona_bot::config::Config;
+use support::e2e::{ALICE, BOT, E2e, GENERAL, GUILD};
+use support::fake_discord::{FakeChannel, Incoming, RateLimitCounts, Recorded, World};
+use support::fake_openai::{Reply, Sse};
+use support::harness::Behaviour;
 
 /// The burst's channels are `FIRST_ROOM..FIRST_ROOM + ROOMS`.
 const FIRST_ROOM: u64 = 1000;
 const ROOMS: u64 = 50;
 const SEQUENCE_TURNS: usize = 30;
+/// Discord's global limit, which the burst's throughput is held against.
+const DISCORD_GLOBAL: u32 = 50;
 const RUNS: usize = 3;
 const REPLY: &str = "Here you are, in one message.";
-/// Longest wait for one scenario's replies before the run is called broken.
-const PATIENCE: Duration = Duration::from_secs(60);
 /// Quiet time after the last reply, so a late request of the scenario is still counted.
 const QUIET: Duration = Duration::from_millis(300);
 /// Wait after start-up before a scenario: the start-up requests (outside delivery's scheduler)
 /// leave the fake's one-second global window first, so they cost the scenario nothing.
 const SETTLE: Duration = Duration::from_millis(1100);
 
-/// The bot against both fakes. E2e's start-up with a world of the bench's own: e2e.rs takes
-/// none yet (`E2e::start_with` always serves `World::simple()`).
-struct Bot {
-    discord: FakeDiscord,
-    openai: FakeOpenAi,
-    running: RunningBot,
-    _dir: tempfile::TempDir,
+/// The bot against both fakes, started as the end-to-end tests start it.
+struct Bot(E2e);
+
+impl std::ops::Deref for Bot {
+    type Target = E2e;
+
+    fn deref(&self) -> &E2e {
+        &self.0
+    }
 }
 
 impl Bot {
-    /// What `E2e::start_with` does with no `configure`: the shipped defaults, pointed at the
-    /// fakes, with the test's models, timeouts, database and no user cooldown.
     async fn start(world: World) -> Self {
-        let discord = FakeDiscord::start(world).await;
-        let openai = FakeOpenAi::start().await;
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut config = Config::shipped_defaults();
-        config.discord.api_base_url = discord.base_url.clone();
-        config.provider.base_url = openai.base_url.clone();
-        config.provider.models = vec!["test-model".into()];
-        config.review.models = vec![REVIEW_MODEL.into()];
-        config.provider.first_token_timeout_secs = 5;
-        config.provider.idle_timeout_secs = 5;
-        config.database.url = format!("sqlite://{}/bot.db", dir.path().display());
-        config.turn.user_cooldown_ms = 0;
-        let secrets = Secrets {
-            discord_token: Some(SecretString::from("test-token".to_owned())),
-            provider_keys: vec![SecretString::from("provider-key".to_owned())],
-            ..Secrets::default()
-        };
-        let tool = ProbeTool {
-            probe: Arc::new(Probe::default()),
-            behaviour: Behaviour::succeed(),
-        };
-        persona_bot::app::install_crypto_provider();
-        let running = persona_bot::app::start(Arc::new(config), &secrets, |r| r.with(tool))
-            .await
-            .expect("bot starts");
-        discord.wait_ready().await;
-        let bot = Self {
-            discord,
-            openai,
-            running,
-            _dir: dir,
-        };
-        // poise registers the commands once it has the READY: the last start-up request.
-        bot.until("commands registered", |b| {
-            b.discord
-                .requests()
-                .iter()
-                .any(|r| r.method == "PUT" && r.path.contains("/commands"))
-        })
-        .await;
+        let e2e = E2e::start_in(world, Behaviour::succeed(), Vec::new(), |_| {}).await;
         tokio::time::sleep(SETTLE).await;
-        bot
-    }
-
-    async fn until(&self, what: &str, done: impl Fn(&Self) -> bool) {
-        let deadline = Instant::now() + PATIENCE;
-        while !done(self) {
-            assert!(Instant::now() < deadline, "timed out waiting for: {what}");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
+        Self(e2e)
     }
 
     /// A mention of the bot by alice in `channel`; returns when it was sent (its MESSAGE_CREATE
@@ -129,10 +79,6 @@ impl Bot {
         let sent = Instant::now();
         self.discord.send_message(m).await;
         sent
-    }
-
-    fn replies_in(&self, channel: u64) -> usize {
-        self.discord.messages_in(channel).len()
     }
 
     /// Everything the bot sent from request `from` on, once the scenario has gone quiet.
@@ -194,7 +140,7 @@ async fn burst() -> Run {
         });
     }
     bot.until("every room's reply", |b| {
-        (FIRST_ROOM..FIRST_ROOM + ROOMS).all(|c| b.replies_in(c) > 0)
+        (FIRST_ROOM..FIRST_ROOM + ROOMS).all(|c| !b.posted(c).is_empty())
     })
     .await;
     finish(bot, turns, from, before, started).await
@@ -219,7 +165,7 @@ async fn sequence() -> Run {
             sent,
             until: None,
         });
-        bot.until("the turn's reply", |b| b.replies_in(GENERAL) >= n)
+        bot.until("the turn's reply", |b| b.posted(GENERAL).len() >= n)
             .await;
     }
     finish(bot, turns, from, before, started).await
@@ -250,7 +196,7 @@ async fn finish(
         })
         .count();
     let model_requests = bot.openai.requests().len();
-    bot.running.shutdown().await;
+    bot.0.stop().await;
     Run {
         turns,
         requests,
@@ -497,7 +443,7 @@ fn main() {
         "Counted: every REST request the bot made after the scenario's first message (start-up's \
          command registration, /oauth2, /gateway and /users/@me come before it). Latency: the \
          fake's MESSAGE_CREATE of the user's message to the bot's last write (not GET) in that \
-         channel for the turn, as the fake received it. Defaults: {global} requests/s global, \
+         channel for the turn, as the fake received it. Bot defaults: {global} requests/s global, \
          {} message creates per channel per 5 s, typing after {} ms.",
         defaults.discord.channel_messages_per_5s, defaults.turn.typing_delay_ms,
     );
@@ -514,14 +460,14 @@ fn main() {
         let mut runs = Vec::new();
         for n in 1..=RUNS {
             let run = burst().await;
-            run.print("burst", n, global);
+            run.print("burst", n, DISCORD_GLOBAL);
             runs.push(run);
         }
         print_median("burst", &runs);
         let mut runs = Vec::new();
         for n in 1..=RUNS {
             let run = sequence().await;
-            run.print("sequence", n, global);
+            run.print("sequence", n, DISCORD_GLOBAL);
             runs.push(run);
         }
         print_median("sequence", &runs);
