@@ -16,5 +16,9 @@ COPY config ./config
 RUN mkdir -p /app/data && chown persona /app/data
 USER persona
 VOLUME ["/app/data"]
+# `docker stop` sends SIGTERM: the bot stops taking work, ends turns at a safe point and flushes
+# its writes before it exits.
+STOPSIGNAL SIGTERM
 ENTRYPOINT ["persona-bot"]
-CMD ["check-config"]
+# The bot itself; `docker run ... persona-bot check-config` only checks the configuration.
+CMD ["run"]
