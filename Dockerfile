@@ -16,8 +16,8 @@ COPY config ./config
 RUN mkdir -p /app/data && chown persona /app/data
 USER persona
 VOLUME ["/app/data"]
-# `docker stop` sends SIGTERM: the bot stops taking work, ends turns at a safe point and flushes
-# its writes before it exits.
+# `docker stop` sends SIGTERM, which the bot handles as it does Ctrl-C: it shuts down and flushes
+# its pending database writes before it exits.
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["persona-bot"]
 # The bot itself; `docker run ... persona-bot check-config` only checks the configuration.
