@@ -100,57 +100,7 @@ pub async fn execute_tool_call(
         };
     };
 
-    // R4: a request the turn already completed is answered from its record, never re-run.
-    let reused = {
-        let state = turn.state();
-        state
-            .outcomes
-            .reusable(&prepared.identity, state.invocation, turn.drafting)
-            .cloned()
-    };
-    if let Some(response) = reused {
-        stage.record(EventOutcome::Reused, None).await;
-        return stage.history(response, EntryStatus::Succeeded);
-    }
-
-    // R1-R5: with drafting On, the prepared request (exactly what would run) is reviewed.
-    if turn.drafting && session.role() == Role::Persona {
-        match review_gate::review(session, &prepared, tool).await {
-            Review::Run => {}
-            Review::Abort(status) => return ToolCallOutcome::Abort { status },
-            Review::Rejected(rejection) => return stage.reject(prepared.name, rejection).await,
-        }
-        // Cancellation is checked after review, before the tool's transport.
-        if let Some(status) = stop_requested(turn) {
-            return ToolCallOutcome::Abort { status };
-        }
-    }
-
-    // T11: notices before the run.
-    announce_trigger(session, prepared.name).await;
-    announce_progress(session, tool).await;
-
-    // T5: the watchdog.
-    match run_under_watchdog(session, &prepared, tool.timeout).await {
-        Watched::Killed => {
-            stage.record(EventOutcome::Cancelled, None).await;
-            ToolCallOutcome::Abort {
-                status: TurnStatus::StoppedByUser,
-            }
-        }
-        Watched::TimedOut => {
-            let failure = Failure::timed_out(prepared.name, tool.timeout.as_secs());
-            stage.fail(failure, EventOutcome::TimedOut).await
-        }
-        Watched::Finished(Err(error)) => {
-            if let ToolError::Port(detail) = &error {
-                tracing::warn!(turn = %turn.id, tool = prepared.name, %detail, "tool port failed");
-            }
-            let failure = Failure::from_tool_error(&error, turn.locale);
-            stage.fail(failure, EventOutcome::Failed).await
-        }
-        Watched::Finished(Ok(output)) => stage.complete(&prepared, output).await,
-    }
+    stage.proceed(&prepared, tool).await
 }
 
 /// A pending `/kill`, a follow-up with drafting On, or a blocked delivery ends the chain here.
@@ -252,6 +202,66 @@ struct Stage<'a> {
 }
 
 impl Stage<'_> {
+    /// The gates after a request is prepared: reuse of a completed outcome (R4), review with
+    /// drafting On (R1-R5), then the tool under its watchdog (T5).
+    async fn proceed(mut self, prepared: &PreparedCall, tool: &RegisteredTool) -> ToolCallOutcome {
+        let turn = self.session.turn();
+        // R4: a request the turn already completed is answered from its record, never re-run.
+        let reused = {
+            let state = turn.state();
+            state
+                .outcomes
+                .reusable(&prepared.identity, state.invocation, turn.drafting)
+                .cloned()
+        };
+        if let Some(response) = reused {
+            self.record(EventOutcome::Reused, None).await;
+            return self.history(response, EntryStatus::Succeeded);
+        }
+
+        // R1-R5: with drafting On, the prepared request (exactly what would run) is reviewed.
+        if turn.drafting && self.session.role() == Role::Persona {
+            match review_gate::review(self.session, prepared, tool).await {
+                Review::Run => {}
+                Review::Abort(status) => return ToolCallOutcome::Abort { status },
+                Review::Rejected(rejection) => return self.reject(prepared.name, rejection).await,
+            }
+            // Cancellation is checked after review, before the tool's transport.
+            if let Some(status) = stop_requested(turn) {
+                return ToolCallOutcome::Abort { status };
+            }
+        }
+
+        self.run(prepared, tool).await
+    }
+
+    /// T11 notices, then the tool under its watchdog (T5), and what its end means for the turn.
+    async fn run(self, prepared: &PreparedCall, tool: &RegisteredTool) -> ToolCallOutcome {
+        let (session, turn) = (self.session, self.session.turn());
+        announce_trigger(session, prepared.name).await;
+        announce_progress(session, tool).await;
+        match run_under_watchdog(session, prepared, tool.timeout).await {
+            Watched::Killed => {
+                self.record(EventOutcome::Cancelled, None).await;
+                ToolCallOutcome::Abort {
+                    status: TurnStatus::StoppedByUser,
+                }
+            }
+            Watched::TimedOut => {
+                let failure = Failure::timed_out(prepared.name, tool.timeout.as_secs());
+                self.fail(failure, EventOutcome::TimedOut).await
+            }
+            Watched::Finished(Err(error)) => {
+                if let ToolError::Port(detail) = &error {
+                    tracing::warn!(turn = %turn.id, tool = prepared.name, %detail, "tool port failed");
+                }
+                let failure = Failure::from_tool_error(&error, turn.locale);
+                self.fail(failure, EventOutcome::Failed).await
+            }
+            Watched::Finished(Ok(output)) => self.complete(prepared, output).await,
+        }
+    }
+
     async fn record(&self, outcome: EventOutcome, code: Option<String>) {
         self.session
             .record_event(
