@@ -4,9 +4,8 @@
 use serenity::all::{FullEvent, Message};
 
 use super::BotData;
-use super::sink::history_message;
 use crate::domain::admission::{MessageFacts, admit, triggers};
-use crate::domain::ports::{Clock, NewQueuedMessage, ServerSettings, SystemClock};
+use crate::domain::ports::{Clock, HistoryMessage, NewQueuedMessage, ServerSettings, SystemClock};
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
 
 /// Handles one gateway event.
@@ -50,13 +49,23 @@ pub async fn handle(event: &FullEvent, data: &BotData) {
 }
 
 /// Every delivered message (the bot's own and other bots' too) joins the channel's recent
-/// history, read as a REST page would be.
+/// history. Its time is the one its id carries (a snowflake holds its creation in ms).
 fn remember(data: &BotData, message: &Message) {
-    let json = serde_json::to_value(message).unwrap_or_default();
-    if let Some(history) = history_message(&json, data.bot.get()) {
-        data.recent.created(message.channel_id.get(), history);
-    }
+    let id = message.id.get();
+    data.recent.created(
+        message.channel_id.get(),
+        HistoryMessage {
+            id: MessageId(id),
+            author: name_of(message),
+            from_bot: data.bot.get() == Some(message.author.id.get()),
+            content: message.content.clone(),
+            at_ms: i64::try_from((id >> 22) + DISCORD_EPOCH_MS).unwrap_or(i64::MAX),
+        },
+    );
 }
+
+/// Discord's epoch (2015-01-01) in unix milliseconds, the base of a snowflake's time.
+const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
 
 /// The name shown for the author of a gateway message (as `sink::author_name` does for REST).
 fn name_of(message: &Message) -> String {

@@ -203,8 +203,8 @@ fn history_page(messages: &Value, bot: Option<u64>, limit: u8) -> Vec<HistoryMes
         .collect()
 }
 
-/// One message in Discord's JSON (a REST page's, or a gateway event's) as history.
-pub fn history_message(m: &Value, bot: Option<u64>) -> Option<HistoryMessage> {
+/// One message in Discord's JSON as history.
+fn history_message(m: &Value, bot: Option<u64>) -> Option<HistoryMessage> {
     let id = snowflake(m.get("id")?)?;
     let author = m.pointer("/author/id").and_then(snowflake);
     Some(HistoryMessage {

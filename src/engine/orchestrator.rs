@@ -346,8 +346,8 @@ struct RunningTurn {
     follow_ups: u32,
     /// The next typing pulse: the first after `turn.typing_delay_ms`, then every interval.
     next_typing: Instant,
-    /// Typing pulses due so far.
-    typed: u32,
+    /// The first pulse has come due (it is skipped when the reply is already up).
+    typing_started: bool,
 }
 
 struct Worker {
@@ -417,8 +417,9 @@ impl Worker {
                     if let Some(running) = &mut self.running {
                         running.next_typing = Instant::now() + typing_every;
                         // The first pulse is for a turn that has shown nothing yet.
-                        let shown = running.typed == 0 && running.turn.state().response_delivered;
-                        running.typed += 1;
+                        let shown =
+                            !running.typing_started && running.turn.state().response_delivered;
+                        running.typing_started = true;
                         if !shown {
                             // Best effort, and never long: a pulse held by a rate limit is
                             // dropped rather than keep this loop from its commands (/kill).
@@ -612,7 +613,7 @@ impl Worker {
             future,
             follow_ups: 0,
             next_typing: Instant::now() + typing_delay,
-            typed: 0,
+            typing_started: false,
         });
     }
 
