@@ -18,7 +18,7 @@ use persona_bot::domain::ports::{AccessLists, ServerSettings, SettingsStore};
 use persona_bot::domain::scope::{ChannelId, ServerId};
 use serde_json::json;
 use support::e2e::*;
-use support::fake_discord::{FakeChannel, Incoming, MESSAGE_CONTENT, World};
+use support::fake_discord::{FakeChannel, Incoming, MESSAGE_CONTENT, Recorded, World};
 use support::fake_openai::{Reply, Sse};
 use support::harness::Behaviour;
 
@@ -52,12 +52,12 @@ async fn mention_in(e: &E2e, channel: u64, author: u64, text: &str) -> u64 {
 }
 
 /// The bot's POSTs of messages to a channel, answered or not.
-fn message_posts(e: &E2e, channel: u64) -> usize {
+fn message_posts(e: &E2e, channel: u64) -> Vec<Recorded> {
     e.discord
         .requests()
-        .iter()
+        .into_iter()
         .filter(|r| r.method == "POST" && r.path == format!("/channels/{channel}/messages"))
-        .count()
+        .collect()
 }
 
 // Issue 12: a burst of one mention in each of 50 channels draws no 429 at all (it drew 51 for
@@ -98,7 +98,7 @@ async fn a_twelve_message_reply_paces_itself_without_429s() {
         .await;
     assert_eq!(e.texts(GENERAL), paragraphs);
     assert_eq!(
-        message_posts(&e, GENERAL),
+        message_posts(&e, GENERAL).len(),
         12,
         "none refused, none repeated"
     );
@@ -249,15 +249,12 @@ async fn a_send_retried_after_a_5xx_posts_once() {
     let e = E2e::start(Behaviour::succeed(), vec![answer("Only once.")]).await;
     e.discord.fail_after_create_next(GENERAL, 500);
     e.mention(ALICE, "alice", "hello").await;
-    e.until("two tries", |e| message_posts(e, GENERAL) == 2)
+    e.until("two tries", |e| message_posts(e, GENERAL).len() == 2)
         .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(e.texts(GENERAL), vec!["Only once."]);
-    let nonces: Vec<_> = e
-        .discord
-        .requests()
+    let nonces: Vec<_> = message_posts(&e, GENERAL)
         .into_iter()
-        .filter(|r| r.method == "POST" && r.path == format!("/channels/{GENERAL}/messages"))
         .map(|r| r.body["nonce"].clone())
         .collect();
     assert_eq!(nonces[0], nonces[1], "the same nonce");
