@@ -12,6 +12,8 @@ RUN apt-get update \
     && useradd --system --home /app persona
 WORKDIR /app
 COPY --from=build /src/target/release/persona-bot /usr/local/bin/persona-bot
+# The defaults are built into the binary; the folder is the commented reference, the example
+# ComfyUI workflow, and where a mounted local.toml goes (-v ./local.toml:/app/config/local.toml:ro).
 COPY config ./config
 RUN mkdir -p /app/data && chown persona /app/data
 USER persona

@@ -1,7 +1,9 @@
 //! Typed settings and their layered loading.
 //!
-//! Layers, later ones winning: `config/default.toml` (required; every key is documented there),
-//! `config/local.toml` (optional, for one deployment), then environment variables named
+//! Layers, later ones winning: the built-in defaults (`config/default.toml`, compiled into the
+//! binary; every key is documented there), then, in the config directory when there is one, a
+//! `default.toml` and a `local.toml` (both optional; `local.toml` is for one deployment), then
+//! environment variables named
 //! `PERSONA_BOT_<SECTION>__<KEY>`. Secrets (tokens, provider keys) come only from the environment
 //! ([`Secrets`]); a secret-looking key in a file is refused. Any missing, unknown or invalid key
 //! stops start-up with one line naming it ([`ConfigError`]).
@@ -17,6 +19,11 @@ use secrecy::SecretString;
 use serde::Deserialize;
 
 use crate::locale::Locale;
+
+/// The built-in defaults: `config/default.toml` itself, compiled in, so the binary runs from any
+/// directory (an installed binary, a container without the folder). The file stays the commented
+/// reference; being the same file, the two cannot drift apart.
+pub const BUILT_IN_DEFAULTS: &str = include_str!("../config/default.toml");
 
 /// Environment prefix for overrides: `PERSONA_BOT_TOOLS__DEFAULT_TIMEOUT_SECS=60`.
 pub const ENV_PREFIX: &str = "PERSONA_BOT_";
@@ -278,8 +285,8 @@ pub struct PersonaConfig {
 /// Why the configuration could not be loaded. Its `Display` is one line naming the key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConfigError {
-    /// The required defaults file is absent.
-    MissingFile(PathBuf),
+    /// The config directory named on the command line does not exist.
+    MissingDir(PathBuf),
     /// A key is missing, unknown, malformed or out of range.
     Key { key: String, problem: String },
     /// A secret was put in a file instead of the environment.
@@ -291,9 +298,12 @@ pub enum ConfigError {
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::MissingFile(path) => {
-                write!(f, "config: required file {} is missing", path.display())
-            }
+            Self::MissingDir(path) => write!(
+                f,
+                "config: directory {} does not exist (leave out --config-dir to use the built-in \
+                 defaults)",
+                path.display()
+            ),
             Self::Key { key, problem } => write!(f, "config: `{key}`: {problem}"),
             Self::SecretInFile { key } => write!(
                 f,
@@ -308,20 +318,25 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 impl Config {
-    /// Loads `dir/default.toml`, then `dir/local.toml` if present, then the environment.
-    pub fn load(dir: &Path) -> Result<Self, ConfigError> {
+    /// Loads the built-in defaults, then `dir/default.toml` and `dir/local.toml` where present,
+    /// then the environment. `dir` is `None` when there is no config directory: the built-in
+    /// defaults and the environment alone. A `dir` that does not exist is an error.
+    pub fn load(dir: Option<&Path>) -> Result<Self, ConfigError> {
         Self::load_with_env(dir, Env::prefixed(ENV_PREFIX).split("__"))
     }
 
-    fn load_with_env(dir: &Path, env: Env) -> Result<Self, ConfigError> {
-        let defaults = dir.join("default.toml");
-        if !defaults.is_file() {
-            return Err(ConfigError::MissingFile(defaults));
-        }
-        let local = dir.join("local.toml");
-        let mut files = Figment::new().merge(Toml::file_exact(&defaults));
-        if local.is_file() {
-            files = files.merge(Toml::file_exact(local));
+    fn load_with_env(dir: Option<&Path>, env: Env) -> Result<Self, ConfigError> {
+        let mut files = Figment::new().merge(Toml::string(BUILT_IN_DEFAULTS));
+        if let Some(dir) = dir {
+            if !dir.is_dir() {
+                return Err(ConfigError::MissingDir(dir.to_path_buf()));
+            }
+            for name in ["default.toml", "local.toml"] {
+                let file = dir.join(name);
+                if file.is_file() {
+                    files = files.merge(Toml::file_exact(file));
+                }
+            }
         }
         let files_data = files.data().map_err(|e| from_figment(&e))?;
         for dict in files_data.values() {
@@ -344,14 +359,13 @@ impl Config {
         Ok(config)
     }
 
-    /// The defaults shipped in `config/default.toml`, compiled in (tests, benchmarks).
+    /// The built-in defaults alone (tests, benchmarks).
     #[allow(
         clippy::expect_used,
         reason = "the shipped file is compiled in and checked by tests"
     )]
     pub fn shipped_defaults() -> Self {
-        Self::from_toml(include_str!("../config/default.toml"))
-            .expect("config/default.toml is valid")
+        Self::from_toml(BUILT_IN_DEFAULTS).expect("config/default.toml is valid")
     }
 
     /// Counts, sizes and durations where 0 would disable a limit or spin a loop: a table.
@@ -693,7 +707,7 @@ mod tests {
     // SPEC D2: the shipped defaults load, and every key in them is documented by a comment.
     #[test]
     fn shipped_defaults_load_and_every_key_is_commented() {
-        let config = Config::load_with_env(&shipped_dir(), no_env()).expect("defaults load");
+        let config = Config::load_with_env(Some(&shipped_dir()), no_env()).expect("defaults load");
         assert_eq!(config.tools.default_timeout_secs, 300);
         let text = std::fs::read_to_string(shipped_dir().join("default.toml")).expect("read");
         let mut previous = "";
@@ -719,7 +733,7 @@ mod tests {
     #[test]
     fn local_file_overrides_defaults() {
         let dir = temp_config(Some("[tools]\ndefault_timeout_secs = 42\n"));
-        let config = Config::load_with_env(dir.path(), no_env()).expect("load");
+        let config = Config::load_with_env(Some(dir.path()), no_env()).expect("load");
         assert_eq!(config.tools.default_timeout_secs, 42);
     }
 
@@ -731,7 +745,7 @@ mod tests {
         figment::Jail::expect_with(|jail| {
             jail.set_env("PBTEST_TOOLS__DEFAULT_TIMEOUT_SECS", "7");
             let env = Env::prefixed("PBTEST_").split("__");
-            let config = Config::load_with_env(dir.path(), env).expect("load");
+            let config = Config::load_with_env(Some(dir.path()), env).expect("load");
             assert_eq!(config.tools.default_timeout_secs, 7);
             Ok(())
         });
@@ -741,24 +755,21 @@ mod tests {
     #[test]
     fn invalid_value_is_one_line_naming_the_key() {
         let dir = temp_config(Some("[tools]\ndefault_timeout_secs = \"soon\"\n"));
-        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
         let line = err.to_string();
         assert!(line.contains("`tools.default_timeout_secs`"), "{line}");
         assert!(!line.contains('\n'), "{line}");
     }
 
-    // SPEC D2: a missing key is named.
+    // SPEC D2: a missing key is named (a configuration given whole, without the built-in layer).
     #[test]
     fn missing_key_is_named() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let text = std::fs::read_to_string(shipped_dir().join("default.toml")).expect("read");
-        let without: String = text
+        let without: String = BUILT_IN_DEFAULTS
             .lines()
             .filter(|l| !l.starts_with("fact_max_chars"))
             .collect::<Vec<_>>()
             .join("\n");
-        std::fs::write(dir.path().join("default.toml"), without).expect("write");
-        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        let err = Config::from_toml(&without).unwrap_err();
         let ConfigError::Key { key, problem } = &err else {
             panic!("expected a key error, got {err:?}");
         };
@@ -770,7 +781,7 @@ mod tests {
     #[test]
     fn unknown_key_is_named() {
         let dir = temp_config(Some("[tools]\ndefault_timeout_sec = 5\n"));
-        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
         assert!(
             err.to_string().contains("`tools.default_timeout_sec`"),
             "{err}"
@@ -816,7 +827,7 @@ mod tests {
             ),
         ] {
             let dir = temp_config(Some(toml));
-            let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+            let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
             assert!(err.to_string().contains(named), "{toml}: {err}");
         }
     }
@@ -825,7 +836,7 @@ mod tests {
     #[test]
     fn zero_timeout_is_refused() {
         let dir = temp_config(Some("[tools.timeouts_secs]\nplan_image = 0\n"));
-        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
         assert!(
             err.to_string()
                 .contains("`tools.timeouts_secs.plan_image`: must be greater than 0"),
@@ -837,7 +848,7 @@ mod tests {
     #[test]
     fn secret_in_file_is_refused() {
         let dir = temp_config(Some("[general]\ndiscord_token = \"abc\"\n"));
-        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
         assert_eq!(
             err,
             ConfigError::SecretInFile {
@@ -847,12 +858,52 @@ mod tests {
         assert!(!err.to_string().contains("abc"));
     }
 
-    // SPEC D2: a missing defaults file is one clear line.
+    // SPEC D2: a config directory named on the command line that does not exist is one line
+    // naming it.
     #[test]
-    fn missing_defaults_file_is_named() {
+    fn a_missing_config_dir_is_named() {
         let dir = tempfile::tempdir().expect("temp dir");
-        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
-        assert!(err.to_string().contains("default.toml is missing"), "{err}");
+        let gone = dir.path().join("nowhere");
+        let err = Config::load_with_env(Some(&gone), no_env()).unwrap_err();
+        assert_eq!(err, ConfigError::MissingDir(gone));
+        assert!(err.to_string().contains("does not exist"), "{err}");
+    }
+
+    // Issue 13: the binary runs from anywhere. Without a config directory, or with one that holds
+    // only a local.toml, the built-in defaults fill every key.
+    #[test]
+    fn the_built_in_defaults_need_no_files() {
+        let config = Config::load_with_env(None, no_env()).expect("built-in defaults load");
+        assert_eq!(config.tools.default_timeout_secs, 300);
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(
+            dir.path().join("local.toml"),
+            "[memory]\nfacts_per_user = 9\n",
+        )
+        .expect("write local");
+        let config = Config::load_with_env(Some(dir.path()), no_env()).expect("local only");
+        assert_eq!(config.memory.facts_per_user, 9);
+        assert_eq!(config.tools.default_timeout_secs, 300);
+    }
+
+    // A default.toml in the config directory is a layer over the built-in one (an operator's
+    // edited copy), and local.toml wins over it.
+    #[test]
+    fn a_default_file_in_the_dir_overrides_the_built_in_one() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(
+            dir.path().join("default.toml"),
+            "[memory]\nfacts_per_user = 9\nfacts_per_server = 10\n",
+        )
+        .expect("write defaults");
+        std::fs::write(
+            dir.path().join("local.toml"),
+            "[memory]\nfacts_per_user = 8\n",
+        )
+        .expect("write local");
+        let config = Config::load_with_env(Some(dir.path()), no_env()).expect("load");
+        assert_eq!(config.memory.facts_per_user, 8);
+        assert_eq!(config.memory.facts_per_server, 10);
     }
 
     // SPEC D2: a database password in a file is refused; it belongs in DATABASE_URL.
@@ -861,7 +912,7 @@ mod tests {
         let dir = temp_config(Some(
             "[database]\nurl = \"postgres://bot:hunter2@db/bot\"\n",
         ));
-        let err = Config::load_with_env(dir.path(), no_env()).unwrap_err();
+        let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
         assert!(err.to_string().contains("`database.url`"), "{err}");
         assert!(!err.to_string().contains("hunter2"), "{err}");
         assert!(url_has_password("postgres://a:b@h/d"));

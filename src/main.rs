@@ -24,9 +24,10 @@ use persona_bot::storage::Database;
     about = "A Discord persona bot with a built-in, role-scoped LLM tool loop"
 )]
 struct Cli {
-    /// Directory holding default.toml and the optional local.toml.
-    #[arg(long, global = true, default_value = "config")]
-    config_dir: PathBuf,
+    /// Directory holding overrides of the built-in defaults: local.toml (and default.toml, an
+    /// edited copy of the shipped one), both optional. Without it, ./config is used when it exists.
+    #[arg(long, global = true)]
+    config_dir: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -51,7 +52,13 @@ enum Command {
 async fn main() -> ExitCode {
     let cli = Cli::parse();
     app::install_crypto_provider();
-    let config = match Config::load(&cli.config_dir) {
+    // An explicit --config-dir must exist; the implicit ./config is read only when present, so
+    // the binary runs from any directory with its built-in defaults.
+    let config_dir = cli
+        .config_dir
+        .clone()
+        .or_else(|| Some(PathBuf::from("config")).filter(|dir| dir.is_dir()));
+    let config = match Config::load(config_dir.as_deref()) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("{error}");
@@ -65,11 +72,11 @@ async fn main() -> ExitCode {
         Command::CheckConfig => {
             let registry = persona_bot::tools::Registry::builtin(&config);
             let tools: Vec<&str> = registry.iter().map(|t| t.name).collect();
-            println!(
-                "config OK ({}); tools: {}",
-                cli.config_dir.display(),
-                tools.join(", ")
+            let source = config_dir.map_or_else(
+                || "built-in defaults".to_owned(),
+                |dir| format!("built-in defaults and {}", dir.display()),
             );
+            println!("config OK ({source}); tools: {}", tools.join(", "));
             ExitCode::SUCCESS
         }
         Command::Migrate => {

@@ -55,19 +55,39 @@ fn invalid_setting_stops_start_up_with_one_line_naming_it() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
-// SPEC D2: a missing configuration directory is one line too.
+// SPEC D2: a configuration directory named on the command line that does not exist is one
+// line too.
 #[test]
-fn missing_config_file_is_one_line() {
+fn missing_config_dir_is_one_line() {
     let dir = tempfile::tempdir().expect("temp dir");
     let out = bin()
         .args(["check-config", "--config-dir"])
-        .arg(dir.path())
+        .arg(dir.path().join("nowhere"))
         .output()
         .expect("run persona-bot");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("default.toml is missing"), "{stderr}");
+    assert!(stderr.contains("nowhere does not exist"), "{stderr}");
+}
+
+// Issue 13: the binary runs from any directory: without a config folder it uses the defaults
+// built into it.
+#[test]
+fn runs_from_anywhere_with_the_built_in_defaults() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = bin()
+        .arg("check-config")
+        .current_dir(dir.path())
+        .output()
+        .expect("run persona-bot");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("config OK (built-in defaults)"), "{stdout}");
 }
 
 // SPEC D1: `persona-bot migrate` creates the SQLite file (and its folder) and is idempotent.
