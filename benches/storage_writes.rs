@@ -13,8 +13,8 @@ use std::time::Instant;
 
 use persona_bot::config::Config;
 use persona_bot::domain::ports::{
-    EventOutcome, Metric, OutcomeStore, StoredOutcome, ToolEvent, ToolEvents, UsageRecord,
-    UsageStats,
+    Durability, EventOutcome, Metric, OutcomeStore, StoredOutcome, ToolEvent, ToolEvents,
+    UsageRecord, UsageStats,
 };
 use persona_bot::domain::role::Role;
 use persona_bot::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
@@ -58,7 +58,10 @@ async fn one_turn(s: &Storage, i: usize) {
         response: json!({"result": {"executed": false, "plan_id": i}}),
         invocation: 0,
     };
-    let _ = s.outcomes.record_outcome(turn, &outcome, i as i64).await;
+    let _ = s
+        .outcomes
+        .record_outcome(turn, &outcome, i as i64, Durability::Batched)
+        .await;
 }
 
 async fn measure(label: &str, url: &str) {

@@ -104,6 +104,7 @@ pub async fn start(
         .await
         .context("database")?;
     let persona = default_persona(&config, &storage).await?;
+    prune_deliveries(&storage).await;
     let shutdown = Shutdown::new();
     let rest = discord::discord_rest(&config, &token)?;
     let bot = sink::BotId::default();
@@ -168,6 +169,17 @@ pub async fn start(
         discord,
         shutdown,
     })
+}
+
+/// Drops delivery records of turns long over (SPEC D5 keeps them for resumed turns only).
+async fn prune_deliveries(storage: &Storage) {
+    use crate::domain::ports::Clock as _;
+    let before = SystemClock.now_ms() - crate::storage::outcomes::DELIVERIES_KEPT_MS;
+    match storage.outcomes.prune_deliveries(before).await {
+        Ok(0) => {}
+        Ok(pruned) => tracing::debug!(pruned, "old delivery records pruned"),
+        Err(error) => tracing::warn!(%error, "could not prune old delivery records"),
+    }
 }
 
 /// The orchestrator with its turn dependencies: the provider, the reviewer, the tools.

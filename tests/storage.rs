@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use persona_bot::config::Config;
 use persona_bot::domain::ports::{
-    AccessLists, DeliberateSettings, EventOutcome, FactAdded, MemoryStore, Metric, NewFact,
-    NewImagePlan, NewQueuedMessage, OutcomeStore, Persona, PersonaStore, PlanId, PlanStore, Pushed,
-    QueueStore, ServerSettings, SettingsChange, SettingsStore, StoredOutcome, TaskStore, ToolEvent,
-    ToolEvents, UsageRecord, UsageStats,
+    AccessLists, DeliberateSettings, Delivery, Durability, EventOutcome, FactAdded, MemoryStore,
+    Metric, NewFact, NewImagePlan, NewQueuedMessage, OutcomeStore, Persona, PersonaStore, PlanId,
+    PlanStore, Pushed, QueueStore, ServerSettings, SettingsChange, SettingsStore, StoredOutcome,
+    TaskStore, ToolEvent, ToolEvents, UsageRecord, UsageStats,
 };
 use persona_bot::domain::role::Role;
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
@@ -37,6 +37,8 @@ on_both_databases!(
     plans_create_tasks_claimed_once_with_lease_expiry,
     plan_results_for_a_prompt_are_the_newest_few,
     outcomes_round_trip,
+    a_durable_outcome_is_stored_before_the_call_returns,
+    deliveries_round_trip_once_each_and_old_ones_are_pruned,
     everything_survives_a_restart,
     two_processes_do_not_double_count_double_claim_or_lose_messages,
     failed_writes_are_retried_until_they_land,
@@ -537,15 +539,86 @@ async fn outcomes_round_trip(db: TestDb) {
         response: json!({"result": {"plan_id": "p1"}}),
         invocation: 0,
     };
-    s.outcomes.record_outcome(turn, &first, 1).await.unwrap();
+    s.outcomes
+        .record_outcome(turn, &first, 1, Durability::Batched)
+        .await
+        .unwrap();
     let updated = StoredOutcome {
         invocation: 1,
         ..first.clone()
     };
-    s.outcomes.record_outcome(turn, &updated, 2).await.unwrap();
+    s.outcomes
+        .record_outcome(turn, &updated, 2, Durability::Batched)
+        .await
+        .unwrap();
     s.writes.flush().await;
     assert_eq!(s.outcomes.outcomes(turn).await.unwrap(), vec![updated]);
     assert!(s.outcomes.outcomes(TurnId::new()).await.unwrap().is_empty());
+    s.close().await;
+}
+
+// SPEC D5: the outcome of a tool with external effects is in the database when the call
+// returns, with no flush (a crash right after it loses nothing); a batched one waits for the
+// writer.
+async fn a_durable_outcome_is_stored_before_the_call_returns(db: TestDb) {
+    let s = db.open().await;
+    let turn = TurnId::new();
+    let durable = StoredOutcome {
+        identity: "create_reminder{\"at\":\"tomorrow\"}".into(),
+        response: json!({"result": {"reminder_id": 7}}),
+        invocation: 0,
+    };
+    s.outcomes
+        .record_outcome(turn, &durable, 1, Durability::Now)
+        .await
+        .unwrap();
+    // Read through a second pool, as a restarted process would.
+    let other = db.open().await;
+    assert_eq!(other.outcomes.outcomes(turn).await.unwrap(), vec![durable]);
+    other.close().await;
+    s.close().await;
+}
+
+// SPEC D5: deliveries are read back by turn, a repeated record keeps one row, and records
+// older than the cut-off are pruned.
+async fn deliveries_round_trip_once_each_and_old_ones_are_pruned(db: TestDb) {
+    let s = db.open().await;
+    let (turn, other) = (TurnId::new(), TurnId::new());
+    let first = Delivery::Piece {
+        index: 0,
+        message: MessageId(u64::MAX - 1),
+    };
+    for (delivery, at) in [
+        (first, 10),
+        (first, 11),
+        (Delivery::Sticker { sticker: 700 }, 12),
+        (Delivery::Finished, 13),
+    ] {
+        s.outcomes
+            .record_delivery(turn, delivery, at)
+            .await
+            .unwrap();
+    }
+    s.outcomes
+        .record_delivery(other, Delivery::Finished, 1_000)
+        .await
+        .unwrap();
+    let mut read = s.outcomes.deliveries(turn).await.unwrap();
+    read.sort_by_key(|d| format!("{d:?}"));
+    assert_eq!(
+        read,
+        vec![
+            Delivery::Finished,
+            first,
+            Delivery::Sticker { sticker: 700 }
+        ]
+    );
+    assert_eq!(s.outcomes.prune_deliveries(500).await.unwrap(), 3);
+    assert!(s.outcomes.deliveries(turn).await.unwrap().is_empty());
+    assert_eq!(
+        s.outcomes.deliveries(other).await.unwrap(),
+        vec![Delivery::Finished]
+    );
     s.close().await;
 }
 
@@ -587,7 +660,10 @@ async fn everything_survives_a_restart(db: TestDb) {
             response: json!({"result": 1}),
             invocation: 0,
         };
-        s.outcomes.record_outcome(turn, &outcome, 1).await.unwrap();
+        s.outcomes
+            .record_outcome(turn, &outcome, 1, Durability::Batched)
+            .await
+            .unwrap();
         s.close().await; // flushes the writer, then closes the pool
     }
     let s = db.open().await;
@@ -897,13 +973,19 @@ async fn an_outcome_with_6_kb_of_cjk_arguments_lands_whole(db: TestDb) {
         response: json!({"result": {"plan_id": "p1"}}),
         invocation: 0,
     };
-    s.outcomes.record_outcome(turn, &first, 1).await.unwrap();
+    s.outcomes
+        .record_outcome(turn, &first, 1, Durability::Batched)
+        .await
+        .unwrap();
     s.writes.flush().await;
     let updated = StoredOutcome {
         invocation: 1,
         ..first.clone()
     };
-    s.outcomes.record_outcome(turn, &updated, 2).await.unwrap();
+    s.outcomes
+        .record_outcome(turn, &updated, 2, Durability::Batched)
+        .await
+        .unwrap();
     s.writes.flush().await;
     let stored = s.outcomes.outcomes(turn).await.unwrap();
     assert_eq!(stored, vec![updated]);
@@ -931,7 +1013,10 @@ async fn nul_characters_in_background_writes_are_stored_escaped(db: TestDb) {
         response: json!({"result": "a\0b"}),
         invocation: 0,
     };
-    s.outcomes.record_outcome(turn, &outcome, 1).await.unwrap();
+    s.outcomes
+        .record_outcome(turn, &outcome, 1, Durability::Batched)
+        .await
+        .unwrap();
     s.writes.flush().await;
 
     let events = s.events.for_turn(turn).await.unwrap();
@@ -1069,7 +1154,10 @@ async fn a_row_the_database_refuses_is_dropped_alone(db: TestDb) {
         response: json!({"result": 1}),
         invocation: 0,
     };
-    s.outcomes.record_outcome(turn, &outcome, 1).await.unwrap();
+    s.outcomes
+        .record_outcome(turn, &outcome, 1, Durability::Batched)
+        .await
+        .unwrap();
     s.writes.flush().await;
 
     let events = s.events.for_turn(turn).await.unwrap();

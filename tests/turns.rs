@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use persona_bot::config::{Config, KillPermission};
 use persona_bot::domain::ports::{
-    Attempt, ChatMessage, EventOutcome, HistoryMessage, ModelError, OutcomeStore, Sticker,
-    StickerSend,
+    Attempt, ChatMessage, Delivery, Durability, EventOutcome, HistoryMessage, ModelError,
+    OutcomeStore, QueueStore, Sticker, StickerSend, delivery_key,
 };
 use persona_bot::domain::provider_failure::FailureClass;
 use persona_bot::domain::scope::{ChannelId, MessageId, UserId};
@@ -1084,6 +1084,126 @@ async fn resumed_turn_reuses_the_outcome_stored_before_a_restart() {
         "{answer:#?}"
     );
     assert_eq!(next.transcript(), "Seven done.");
+}
+
+// SPEC D5: a turn that finished but whose queue entry outlived it (removing it failed, then the
+// process stopped) is not answered again after the restart: the store says it finished.
+#[tokio::test(start_paused = true)]
+async fn a_finished_turn_whose_entry_survived_is_not_answered_again() {
+    let queue = Arc::new(InMemoryQueue::default());
+    let fakes = Fakes::default();
+    let mut first = Bot::with_queue(
+        Harness::with_fakes(fakes.clone()),
+        ScriptedModel::new(vec![ScriptedPass::text(&["Answered once."])]),
+        queue.clone(),
+    );
+    first.say(message(1, ALICE, "hello")).await;
+    first.next().await;
+    let turn = TurnId::for_message(CHANNEL, MessageId(1));
+    assert!(
+        fakes
+            .outcomes
+            .deliveries(turn)
+            .await
+            .unwrap()
+            .contains(&Delivery::Finished),
+        "the turn's end is recorded"
+    );
+    first.orchestrator.shutdown().await;
+    // The entry is back, as if its removal had failed.
+    queue.push(&message(1, ALICE, "hello")).await.unwrap();
+
+    let after_restart = Fakes {
+        outcomes: fakes.outcomes.clone(),
+        ..Fakes::default()
+    };
+    // A model with nothing scripted: a request would fail the test.
+    let mut next = Bot::with_queue(
+        Harness::with_fakes(after_restart),
+        ScriptedModel::new(vec![]),
+        queue.clone(),
+    );
+    assert_eq!(next.orchestrator.recover().await.unwrap(), 1);
+    let finished = next.next().await;
+    assert_eq!(finished.report.end, TurnEnd::AlreadyFinished);
+    assert!(next.model.requests().is_empty());
+    assert!(next.h.fakes.sink.texts().is_empty(), "nothing posted again");
+    assert!(queue.entries().is_empty(), "the entry is gone now");
+}
+
+// SPEC D5: a resumed turn does not post the messages an earlier run delivered, and goes on
+// after them; every message carries its place in the turn as its idempotency key.
+#[tokio::test(start_paused = true)]
+async fn a_resumed_turn_skips_the_messages_delivered_before() {
+    let fakes = Fakes::default();
+    let turn = TurnId::for_message(CHANNEL, MessageId(1));
+    fakes
+        .outcomes
+        .record_delivery(
+            turn,
+            Delivery::Piece {
+                index: 0,
+                message: MessageId(500),
+            },
+            1,
+        )
+        .await
+        .unwrap();
+    let long = "A sentence that fills the first message up. ".repeat(60);
+    let mut bot = Bot::build(
+        ScriptedModel::new(vec![ScriptedPass::text(&[&long, "The end."])]),
+        Behaviour::succeed(),
+        |_| {},
+        fakes.clone(),
+    );
+    bot.say(message(1, ALICE, "a long one")).await;
+    let finished = bot.next().await;
+    let texts = bot.h.fakes.sink.texts();
+    assert_eq!(texts.len(), 1, "{texts:#?}");
+    assert!(texts[0].text.ends_with("The end."), "{}", texts[0].text);
+    assert_eq!(
+        texts[0].reply_to, None,
+        "the reply reference went with the first message"
+    );
+    assert_eq!(texts[0].key, Some(delivery_key(turn, "piece-1")));
+    assert_eq!(finished.report.status, TurnStatus::Completed);
+    let pieces: Vec<_> = fakes.outcomes.deliveries(turn).await.unwrap();
+    assert!(pieces.contains(&Delivery::Piece {
+        index: 1,
+        message: MessageId(1)
+    }));
+}
+
+// SPEC D5: the outcome of a tool with external effects is written before the stage returns it;
+// a lookup's goes with the next batch.
+#[tokio::test(start_paused = true)]
+async fn outcomes_of_tools_with_effects_are_written_at_once() {
+    let fakes = Fakes::default();
+    let mut bot = Bot::build(
+        ScriptedModel::new(vec![
+            ScriptedPass::call("remember_fact", r#"{"fact":"likes tea"}"#),
+            ScriptedPass::call("recall_facts", r#"{}"#),
+            ScriptedPass::text(&["Noted."]),
+        ]),
+        Behaviour::succeed(),
+        |_| {},
+        fakes.clone(),
+    );
+    bot.say(message(1, ALICE, "remember I like tea")).await;
+    bot.next().await;
+    let written: Vec<(String, Durability)> = fakes
+        .outcomes
+        .durability()
+        .into_iter()
+        .map(|(identity, durability)| (identity.split('{').next().unwrap().to_owned(), durability))
+        .collect();
+    assert_eq!(
+        written,
+        vec![
+            ("remember_fact".to_owned(), Durability::Now),
+            ("recall_facts".to_owned(), Durability::Batched),
+        ]
+    );
 }
 
 // ---------------------------------------------------------------- S5

@@ -66,7 +66,8 @@ impl ChatSink for DiscordSink {
         text: String,
         reply_to: Option<MessageId>,
         pings: &Pings,
-    ) -> Result<(), PortError> {
+        key: Option<&str>,
+    ) -> Result<MessageId, PortError> {
         let reference = reply_to.map(|reply_to| {
             json!({
                 "message_id": reply_to.0.to_string(),
@@ -76,28 +77,36 @@ impl ChatSink for DiscordSink {
         let mut body = json!({
             "content": text,
             "allowed_mentions": allowed_mentions(pings, reply_to.is_some()),
-            "nonce": nonce(),
+            "nonce": key.map_or_else(nonce, keyed_nonce),
             "enforce_nonce": true,
         });
         if let (Some(reference), Some(map)) = (reference, body.as_object_mut()) {
             map.insert("message_reference".to_owned(), reference);
         }
-        self.rest
+        let posted = self
+            .rest
             .create_message(channel.0, &body)
             .await
-            .map(|_| ())
-            .map_err(port_error)
+            .map_err(port_error)?;
+        Ok(MessageId(
+            posted.get("id").and_then(snowflake).unwrap_or_default(),
+        ))
     }
 
     async fn typing(&self, channel: ChannelId) {
         self.rest.trigger_typing(channel.0).await;
     }
 
-    async fn send_sticker(&self, channel: ChannelId, sticker: &Sticker) -> StickerSend {
+    async fn send_sticker(
+        &self,
+        channel: ChannelId,
+        sticker: &Sticker,
+        key: Option<&str>,
+    ) -> StickerSend {
         let body = json!({
             "sticker_ids": [sticker.id.to_string()],
             "allowed_mentions": { "parse": [] },
-            "nonce": nonce(),
+            "nonce": key.map_or_else(nonce, keyed_nonce),
             "enforce_nonce": true,
         });
         match self.rest.create_message(channel.0, &body).await {
@@ -117,10 +126,23 @@ impl ChatSink for DiscordSink {
     }
 
     async fn send_progress(&self, channel: ChannelId, text: String) {
-        if let Err(error) = self.send_text(channel, text, None, &Pings::none()).await {
+        if let Err(error) = self
+            .send_text(channel, text, None, &Pings::none(), None)
+            .await
+        {
             tracing::warn!(%channel, %error, "progress line not posted");
         }
     }
+}
+
+/// The nonce of an idempotent post: the first 25 hex characters (Discord's nonce limit) of the
+/// key's SHA-256, so a resumed turn sends the nonce its first run sent.
+fn keyed_nonce(key: &str) -> String {
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(key.as_bytes());
+    let mut hex: String = digest.iter().map(|byte| format!("{byte:02x}")).collect();
+    hex.truncate(25);
+    hex
 }
 
 /// A snowflake from a JSON string (or number).
@@ -292,6 +314,16 @@ impl crate::domain::ports::ImagePoster for DiscordSink {
 mod tests {
     use super::*;
     use crate::domain::scope::UserId;
+
+    // SPEC D5: a keyed post sends the same nonce in every run of the turn (Discord shows one
+    // message per nonce), within Discord's 25 characters; keys differ, nonces differ.
+    #[test]
+    fn a_keyed_nonce_is_stable_and_fits_discord() {
+        let a = keyed_nonce("0190abcd:piece-0");
+        assert_eq!(a, keyed_nonce("0190abcd:piece-0"));
+        assert_eq!(a.len(), 25);
+        assert_ne!(a, keyed_nonce("0190abcd:piece-1"));
+    }
 
     // Issue 12: a reply notifies only the people it answers; no `parse` list, so `<@id>` of
     // anyone else, `@everyone`, `@here` and roles stay silent.

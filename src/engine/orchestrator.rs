@@ -29,7 +29,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::{Config, KillPermission};
 use crate::domain::ports::{
-    NewQueuedMessage, Persona, PersonaStore, Pings, PortError, Pushed, QueueStore, SettingsStore,
+    Delivery, NewQueuedMessage, Persona, PersonaStore, Pings, PortError, Pushed, QueueStore,
+    SettingsStore, remember_delivery,
 };
 use crate::domain::role::Role;
 use crate::domain::scope::{ChannelId, MessageId, Scope, UserId};
@@ -546,6 +547,7 @@ impl Worker {
                     notice,
                     Some(dropped.message.message),
                     &Pings::none(),
+                    None,
                 )
                 .await
             {
@@ -621,6 +623,14 @@ impl Worker {
         let Some(running) = self.running.take() else {
             return;
         };
+        // Recorded before the entry goes: if removing it fails, a restart finds the turn done
+        // instead of answering it again (SPEC D5).
+        remember_delivery(
+            &self.deps.turn.env.ports,
+            running.turn.id,
+            Delivery::Finished,
+        )
+        .await;
         forget(&self.deps, self.channel, &running.pending).await;
         self.announce(&running, report);
     }
@@ -768,7 +778,7 @@ async fn crashed(deps: &OrchestratorDeps, turn: &Turn, panic: String) -> TurnRep
     let notice = locale::text(turn.locale, "turn-crashed");
     let sink = &deps.turn.env.ports.sink;
     if let Err(error) = sink
-        .send_text(turn.scope.channel, notice, None, &Pings::none())
+        .send_text(turn.scope.channel, notice, None, &Pings::none(), None)
         .await
     {
         tracing::warn!(channel = %turn.scope.channel, %error, "could not post the error notice");

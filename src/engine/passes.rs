@@ -17,11 +17,11 @@ use std::sync::Arc;
 use self::attempts::PassKind;
 use crate::config::TurnConfig;
 use crate::domain::history::{EntryStatus, ToolHistoryEntry};
-use crate::domain::ports::{ChatModel, OutcomeStore, Persona, Pings, TokenUsage};
+use crate::domain::ports::{ChatModel, Delivered, OutcomeStore, Persona, Pings, TokenUsage};
 use crate::domain::provider_failure::user_message;
 use crate::domain::review::ReviewNote;
 use crate::domain::role::Role;
-use crate::domain::turn::{Turn, TurnStatus};
+use crate::domain::turn::{ExpressionState, Turn, TurnStatus};
 use crate::engine::context::{LoadedContext, Trigger};
 use crate::engine::stream::{PassEnd, ReplyDelivery};
 use crate::locale;
@@ -60,6 +60,9 @@ pub enum TurnEnd {
     HeldResponse,
     /// The turn panicked: it ended with the localized error notice, and the channel goes on.
     Crashed,
+    /// A run of this turn before a restart had finished it (its queue entry outlived it):
+    /// nothing was done again (SPEC D5).
+    AlreadyFinished,
 }
 
 /// What happened in a turn, for the orchestrator and the thought log's summary.
@@ -95,7 +98,23 @@ pub async fn run_turn(
     persona: &Persona,
     trigger: &Trigger,
 ) -> TurnReport {
-    let mut run = TurnRun::start(deps, config, &turn, persona, trigger).await;
+    // A turn resumed after a restart reuses what it completed and delivered (SPEC R4, D5).
+    let ports = &deps.env.ports;
+    seed_stored_outcomes(&turn, ports.outcomes.as_ref()).await;
+    let delivered = delivered_before(&turn, ports.outcomes.as_ref()).await;
+    if delivered.finished {
+        tracing::info!(turn = %turn.id, "turn already finished before the restart; not run again");
+        return TurnReport {
+            status: TurnStatus::Completed,
+            end: TurnEnd::AlreadyFinished,
+            passes: 0,
+            tool_calls: 0,
+            messages_sent: 0,
+            usage: TokenUsage::default(),
+            reviews: Vec::new(),
+        };
+    }
+    let mut run = TurnRun::start(deps, config, &turn, persona, trigger, delivered.pieces).await;
     while run.next_pass().await.is_continue() {}
     run.finish().await
 }
@@ -130,10 +149,9 @@ impl<'a> TurnRun<'a> {
         turn: &'a Arc<Turn>,
         persona: &Persona,
         trigger: &Trigger,
+        delivered_before: u32,
     ) -> Self {
         let ports = &deps.env.ports;
-        // A turn resumed after a restart reuses what it completed before (SPEC R4, D4).
-        seed_stored_outcomes(turn, ports.outcomes.as_ref()).await;
         let context =
             crate::engine::context::load(turn, persona, ports, trigger, config.history_messages)
                 .await;
@@ -145,7 +163,7 @@ impl<'a> TurnRun<'a> {
         );
         let reply_to = trigger.reply.then_some(trigger.message);
         let pings = Pings::answering(trigger.author, &trigger.content);
-        let mut delivery = ReplyDelivery::new(turn, ports.sink.as_ref(), reply_to, pings);
+        let mut delivery = ReplyDelivery::new(turn, ports, reply_to, pings, delivered_before);
         let holding = turn.drafting && turn.review.replies && deps.env.reviewer.is_some();
         if holding {
             delivery.hold();
@@ -308,6 +326,27 @@ impl<'a> TurnRun<'a> {
         self.delivery.notice(text).await;
         self.report.status = TurnStatus::Error;
         self.report.end = TurnEnd::PlansIncomplete;
+    }
+}
+
+/// What an earlier run of this turn delivered: its sticker uses the turn's allowance again
+/// (SPEC T9), and the returned count of messages is not posted again.
+async fn delivered_before(turn: &Turn, store: &dyn OutcomeStore) -> Delivered {
+    match store.deliveries(turn.id).await {
+        Ok(records) => {
+            let delivered = Delivered::from_records(&records);
+            if let Some(sticker_id) = delivered.sticker {
+                turn.state().expression = ExpressionState::Delivered { sticker_id };
+            }
+            if delivered.pieces > 0 {
+                turn.state().response_delivered = true;
+            }
+            delivered
+        }
+        Err(error) => {
+            tracing::warn!(turn = %turn.id, %error, "stored deliveries unavailable");
+            Delivered::default()
+        }
     }
 }
 

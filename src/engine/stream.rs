@@ -8,7 +8,8 @@ use futures::StreamExt;
 
 use crate::domain::call::ToolCallRequest;
 use crate::domain::ports::{
-    ChatSink, Finish, ModelError, ModelEvent, ModelStream, Pings, TokenUsage,
+    Delivery, Finish, ModelError, ModelEvent, ModelStream, Pings, Ports, TokenUsage, delivery_key,
+    remember_delivery,
 };
 use crate::domain::scope::MessageId;
 use crate::domain::turn::{Turn, TurnStatus};
@@ -31,7 +32,11 @@ pub enum PassEnd {
 /// sent.
 pub struct ReplyDelivery<'a> {
     turn: &'a Turn,
-    sink: &'a dyn ChatSink,
+    /// The sink it posts to, and the store each delivered message is recorded in (SPEC D5).
+    ports: &'a Ports,
+    /// Messages an earlier run of this turn delivered (it was resumed after a crash): the first
+    /// that many are not posted again.
+    delivered_before: u32,
     segmenter: Segmenter,
     /// The first message of the turn replies to this (a queued trigger), once.
     reply_to: Option<MessageId>,
@@ -50,13 +55,15 @@ pub struct ReplyDelivery<'a> {
 impl<'a> ReplyDelivery<'a> {
     pub fn new(
         turn: &'a Turn,
-        sink: &'a dyn ChatSink,
+        ports: &'a Ports,
         reply_to: Option<MessageId>,
         pings: Pings,
+        delivered_before: u32,
     ) -> Self {
         Self {
             turn,
-            sink,
+            ports,
+            delivered_before,
             segmenter: Segmenter::default(),
             reply_to,
             pings,
@@ -119,17 +126,31 @@ impl<'a> ReplyDelivery<'a> {
         }
     }
 
-    /// Posts one message, whatever the stop state (the complete text a user stop keeps).
+    /// Posts one message, whatever the stop state (the complete text a user stop keeps), and
+    /// records it before the turn goes on. A message an earlier run of the turn delivered is
+    /// counted, not posted again; each message's idempotency key is its place in the turn.
     async fn deliver(&mut self, text: String) {
         let reply_to = self.reply_to.take();
         let channel = self.turn.scope.channel;
-        if let Err(error) = self
-            .sink
-            .send_text(channel, text.clone(), reply_to, &self.pings)
-            .await
-        {
-            tracing::warn!(turn = %self.turn.id, %error, "a reply message could not be sent");
-            return;
+        let index = u32::try_from(self.sent).unwrap_or(u32::MAX);
+        if index < self.delivered_before {
+            tracing::debug!(turn = %self.turn.id, index, "message delivered before the restart; not posted again");
+        } else {
+            let key = delivery_key(self.turn.id, &format!("piece-{index}"));
+            let posted = self
+                .ports
+                .sink
+                .send_text(channel, text.clone(), reply_to, &self.pings, Some(&key))
+                .await;
+            let message = match posted {
+                Ok(message) => message,
+                Err(error) => {
+                    tracing::warn!(turn = %self.turn.id, %error, "a reply message could not be sent");
+                    return;
+                }
+            };
+            let delivery = Delivery::Piece { index, message };
+            remember_delivery(self.ports, self.turn.id, delivery).await;
         }
         self.turn.progress.touch();
         if !self.sent_this_pass.is_empty() {

@@ -286,7 +286,7 @@ impl ImageWorker {
         if let Err(error) = self
             .ports
             .sink
-            .send_text(plan.channel, lines.join("\n"), None, &Pings::none())
+            .send_text(plan.channel, lines.join("\n"), None, &Pings::none(), None)
             .await
         {
             tracing::warn!(task = task.id, %error, "could not tell the channel an image failed");

@@ -14,8 +14,12 @@ use sqlx::{AnyConnection, AssertSqlSafe};
 
 use super::writer::{Write, WriteQueue};
 use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, storable};
-use crate::domain::ports::{OutcomeStore, PortError, StoredOutcome};
+use crate::domain::ports::{Delivery, Durability, OutcomeStore, PortError, StoredOutcome};
+use crate::domain::scope::MessageId;
 use crate::domain::turn::TurnId;
+
+/// Deliveries older than this are pruned at start: no turn waits a week to resume.
+pub const DELIVERIES_KEPT_MS: i64 = 7 * 24 * 60 * 60 * 1000;
 
 pub struct OutcomeRepo {
     db: Database,
@@ -35,13 +39,78 @@ impl OutcomeStore for OutcomeRepo {
         turn: TurnId,
         outcome: &StoredOutcome,
         at_ms: i64,
+        durability: Durability,
     ) -> Result<(), PortError> {
-        self.writes.submit(Write::Outcome {
-            turn,
-            outcome: outcome.clone(),
-            at_ms,
-        });
+        match durability {
+            Durability::Batched => {
+                self.writes.submit(Write::Outcome {
+                    turn,
+                    outcome: outcome.clone(),
+                    at_ms,
+                });
+                Ok(())
+            }
+            Durability::Now => {
+                let mut conn = self.db.pool().acquire().await.map_err(port_error)?;
+                upsert(&mut conn, &[(turn, outcome, at_ms)])
+                    .await
+                    .map_err(port_error)
+            }
+        }
+    }
+
+    async fn record_delivery(
+        &self,
+        turn: TurnId,
+        delivery: Delivery,
+        at_ms: i64,
+    ) -> Result<(), PortError> {
+        let (kind, item, value) = match delivery {
+            Delivery::Piece { index, message } => ("piece", i64::from(index), message.0),
+            Delivery::Sticker { sticker } => ("sticker", 0, sticker),
+            Delivery::Finished => ("finished", 0, 0),
+        };
+        sqlx::query(
+            "INSERT INTO turn_deliveries (turn_id, kind, item, value, created_at) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (turn_id, kind, item) DO NOTHING",
+        )
+        .bind(turn.to_string())
+        .bind(kind)
+        .bind(item)
+        .bind(value.to_string())
+        .bind(at_ms)
+        .execute(self.db.pool())
+        .await
+        .map_err(port_error)?;
         Ok(())
+    }
+
+    async fn deliveries(&self, turn: TurnId) -> Result<Vec<Delivery>, PortError> {
+        // A turn delivers a bounded number of messages (its passes and their cuts); the LIMIT
+        // bounds what a corrupted table could hand back.
+        let rows: Vec<(String, i64, String)> = sqlx::query_as(
+            "SELECT kind, item, value FROM turn_deliveries WHERE turn_id = $1 \
+             ORDER BY kind, item LIMIT 10000",
+        )
+        .bind(turn.to_string())
+        .fetch_all(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(kind, item, value)| {
+                let value = value.parse::<u64>().ok()?;
+                match kind.as_str() {
+                    "piece" => Some(Delivery::Piece {
+                        index: u32::try_from(item).ok()?,
+                        message: MessageId(value),
+                    }),
+                    "sticker" => Some(Delivery::Sticker { sticker: value }),
+                    "finished" => Some(Delivery::Finished),
+                    _ => None,
+                }
+            })
+            .collect())
     }
 
     async fn outcomes(&self, turn: TurnId) -> Result<Vec<StoredOutcome>, PortError> {
@@ -67,6 +136,18 @@ impl OutcomeStore for OutcomeRepo {
                 })
             })
             .collect()
+    }
+}
+
+impl OutcomeRepo {
+    /// Removes deliveries recorded before `before_ms` (start-up): their turns are long over.
+    pub async fn prune_deliveries(&self, before_ms: i64) -> Result<u64, PortError> {
+        let done = sqlx::query("DELETE FROM turn_deliveries WHERE created_at < $1")
+            .bind(before_ms)
+            .execute(self.db.pool())
+            .await
+            .map_err(port_error)?;
+        Ok(done.rows_affected())
     }
 }
 

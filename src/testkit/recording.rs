@@ -28,11 +28,12 @@ impl ChatSink for Discard {
         _: String,
         _: Option<MessageId>,
         _: &Pings,
-    ) -> Result<(), PortError> {
-        Ok(())
+        _: Option<&str>,
+    ) -> Result<MessageId, PortError> {
+        Ok(MessageId(1))
     }
     async fn typing(&self, _: ChannelId) {}
-    async fn send_sticker(&self, _: ChannelId, _: &Sticker) -> StickerSend {
+    async fn send_sticker(&self, _: ChannelId, _: &Sticker, _: Option<&str>) -> StickerSend {
         StickerSend::Confirmed
     }
     async fn send_progress(&self, _: ChannelId, _: String) {}
@@ -61,6 +62,8 @@ pub struct SentText {
     pub reply_to: Option<MessageId>,
     /// Who the message may notify.
     pub pings: Vec<UserId>,
+    /// Its idempotency key, if it had one.
+    pub key: Option<String>,
 }
 
 /// A chat sink that records what was posted. Each sticker send needs a scripted answer.
@@ -144,7 +147,8 @@ impl ChatSink for RecordingSink {
         text: String,
         reply_to: Option<MessageId>,
         pings: &Pings,
-    ) -> Result<(), PortError> {
+        key: Option<&str>,
+    ) -> Result<MessageId, PortError> {
         while self.hang.load(Ordering::Relaxed) {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
@@ -152,13 +156,15 @@ impl ChatSink for RecordingSink {
         if let Some(delay) = delay {
             tokio::time::sleep(delay).await;
         }
-        lock(&self.texts).push(SentText {
+        let mut texts = lock(&self.texts);
+        texts.push(SentText {
             channel,
             text,
             reply_to,
             pings: pings.users.clone(),
+            key: key.map(str::to_owned),
         });
-        Ok(())
+        Ok(MessageId(u64::try_from(texts.len()).unwrap_or(u64::MAX)))
     }
 
     async fn typing(&self, channel: ChannelId) {
@@ -171,7 +177,12 @@ impl ChatSink for RecordingSink {
         }
     }
 
-    async fn send_sticker(&self, channel: ChannelId, sticker: &Sticker) -> StickerSend {
+    async fn send_sticker(
+        &self,
+        channel: ChannelId,
+        sticker: &Sticker,
+        _: Option<&str>,
+    ) -> StickerSend {
         let answer = lock(&self.script)
             .pop_front()
             .unwrap_or_else(|| unexpected("ChatSink::send_sticker (no scripted answer)"));

@@ -8,14 +8,24 @@ use std::sync::atomic::Ordering;
 use async_trait::async_trait;
 
 use super::lock;
-use crate::domain::ports::{OutcomeStore, PortError, StoredOutcome};
+use crate::domain::ports::{Delivery, Durability, OutcomeStore, PortError, StoredOutcome};
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 use crate::domain::turn::TurnId;
 
-/// Completed tool outcomes, by turn.
+/// Completed tool outcomes and deliveries, by turn.
 #[derive(Default)]
 pub struct InMemoryOutcomes {
     outcomes: Mutex<HashMap<TurnId, Vec<StoredOutcome>>>,
+    deliveries: Mutex<HashMap<TurnId, Vec<Delivery>>>,
+    /// How each outcome was asked to be written, in order (tests check what is durable).
+    durability: Mutex<Vec<(String, Durability)>>,
+}
+
+impl InMemoryOutcomes {
+    /// Each recorded outcome's identity with the durability it was written with.
+    pub fn durability(&self) -> Vec<(String, Durability)> {
+        lock(&self.durability).clone()
+    }
 }
 
 #[async_trait]
@@ -25,7 +35,9 @@ impl OutcomeStore for InMemoryOutcomes {
         turn: TurnId,
         outcome: &StoredOutcome,
         _at_ms: i64,
+        durability: Durability,
     ) -> Result<(), PortError> {
+        lock(&self.durability).push((outcome.identity.clone(), durability));
         let mut all = lock(&self.outcomes);
         let turn_outcomes = all.entry(turn).or_default();
         turn_outcomes.retain(|o| o.identity != outcome.identity);
@@ -35,6 +47,27 @@ impl OutcomeStore for InMemoryOutcomes {
 
     async fn outcomes(&self, turn: TurnId) -> Result<Vec<StoredOutcome>, PortError> {
         Ok(lock(&self.outcomes).get(&turn).cloned().unwrap_or_default())
+    }
+
+    async fn record_delivery(
+        &self,
+        turn: TurnId,
+        delivery: Delivery,
+        _at_ms: i64,
+    ) -> Result<(), PortError> {
+        let mut all = lock(&self.deliveries);
+        let records = all.entry(turn).or_default();
+        if !records.contains(&delivery) {
+            records.push(delivery);
+        }
+        Ok(())
+    }
+
+    async fn deliveries(&self, turn: TurnId) -> Result<Vec<Delivery>, PortError> {
+        Ok(lock(&self.deliveries)
+            .get(&turn)
+            .cloned()
+            .unwrap_or_default())
     }
 }
 

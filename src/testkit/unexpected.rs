@@ -4,9 +4,9 @@ use async_trait::async_trait;
 
 use super::unexpected;
 use crate::domain::ports::{
-    ChannelHistory, ChatSink, Fact, FactAdded, HistoryMessage, MemoryStore, NewFact, NewImagePlan,
-    OutcomeStore, Pings, PlanStore, PortError, Sticker, StickerCatalog, StickerSend, StoredOutcome,
-    ThoughtLog, ToolEvent, ToolEvents, UsageRecord, UsageStats,
+    ChannelHistory, ChatSink, Delivery, Durability, Fact, FactAdded, HistoryMessage, MemoryStore,
+    NewFact, NewImagePlan, OutcomeStore, Pings, PlanStore, PortError, Sticker, StickerCatalog,
+    StickerSend, StoredOutcome, ThoughtLog, ToolEvent, ToolEvents, UsageRecord, UsageStats,
 };
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 use crate::domain::thought_log::Notice;
@@ -23,13 +23,14 @@ impl ChatSink for Unexpected {
         _: String,
         _: Option<MessageId>,
         _: &Pings,
-    ) -> Result<(), PortError> {
+        _: Option<&str>,
+    ) -> Result<MessageId, PortError> {
         unexpected("ChatSink::send_text")
     }
     async fn typing(&self, _: ChannelId) {
         unexpected("ChatSink::typing")
     }
-    async fn send_sticker(&self, _: ChannelId, _: &Sticker) -> StickerSend {
+    async fn send_sticker(&self, _: ChannelId, _: &Sticker, _: Option<&str>) -> StickerSend {
         unexpected("ChatSink::send_sticker")
     }
     async fn send_progress(&self, _: ChannelId, _: String) {
@@ -128,8 +129,20 @@ impl ChannelHistory for Unexpected {
 
 #[async_trait]
 impl OutcomeStore for Unexpected {
-    async fn record_outcome(&self, _: TurnId, _: &StoredOutcome, _: i64) -> Result<(), PortError> {
+    async fn record_outcome(
+        &self,
+        _: TurnId,
+        _: &StoredOutcome,
+        _: i64,
+        _: Durability,
+    ) -> Result<(), PortError> {
         unexpected("OutcomeStore::record_outcome")
+    }
+    async fn record_delivery(&self, _: TurnId, _: Delivery, _: i64) -> Result<(), PortError> {
+        unexpected("OutcomeStore::record_delivery")
+    }
+    async fn deliveries(&self, _: TurnId) -> Result<Vec<Delivery>, PortError> {
+        unexpected("OutcomeStore::deliveries")
     }
     async fn outcomes(&self, _: TurnId) -> Result<Vec<StoredOutcome>, PortError> {
         unexpected("OutcomeStore::outcomes")

@@ -12,7 +12,9 @@ use super::review_gate::{self, Rejection, Review};
 use super::watchdog::{Watched, run_under_watchdog};
 use super::{ToolCallOutcome, ToolCallRequest};
 use crate::domain::history::{EntryStatus, ToolHistoryEntry};
-use crate::domain::ports::{EventOutcome, Metric, StoredOutcome, UsageRecord};
+use crate::domain::ports::{
+    Delivery, Durability, EventOutcome, Metric, StoredOutcome, UsageRecord, remember_delivery,
+};
 use crate::domain::review::ReviewedCall;
 use crate::domain::role::Role;
 use crate::domain::thought_log::{FailureKind, Notice};
@@ -366,7 +368,12 @@ impl Stage<'_> {
                 };
             }
             match expression::deliver(turn, ports.sink.as_ref(), &sticker).await {
-                StickerDelivery::Sent => {}
+                StickerDelivery::Sent => {
+                    let sent = Delivery::Sticker {
+                        sticker: sticker.id,
+                    };
+                    remember_delivery(ports, turn.id, sent).await;
+                }
                 StickerDelivery::AlreadyDelivered => {
                     counted = false;
                     StickerWithheld::AlreadyDelivered.apply(&mut output);
@@ -434,9 +441,20 @@ impl Stage<'_> {
             response: response.clone(),
             invocation,
         };
+        // SPEC D5: a tool with external effects is not run again by a resumed turn.
+        let effect = self
+            .session
+            .registry()
+            .get(prepared.name)
+            .is_none_or(|tool| tool.external_effect);
+        let durability = if effect {
+            Durability::Now
+        } else {
+            Durability::Batched
+        };
         if let Err(error) = ports
             .outcomes
-            .record_outcome(turn.id, &stored, ports.clock.now_ms())
+            .record_outcome(turn.id, &stored, ports.clock.now_ms(), durability)
             .await
         {
             // The turn's own ledger still has it; only reuse after a restart is lost.

@@ -1,7 +1,7 @@
 //! Expression (sticker) delivery: at most one per persona turn (SPEC T9). The allowance lives on
 //! the turn, so it survives passes, restarts, key rotation, fallback and retries.
 
-use crate::domain::ports::{ChatSink, Sticker, StickerSend};
+use crate::domain::ports::{ChatSink, Sticker, StickerSend, delivery_key};
 use crate::domain::turn::{ExpressionState, Turn};
 
 /// What happened to a sticker the model selected.
@@ -38,7 +38,11 @@ pub async fn deliver(turn: &Turn, sink: &dyn ChatSink, sticker: &Sticker) -> Sti
         ExpressionState::Available => {}
     }
     // Calls in a turn run one at a time, so the allowance cannot change during the send.
-    let sent = sink.send_sticker(turn.scope.channel, sticker).await;
+    // The same key in every run of the turn: a resumed turn's sticker is not shown twice.
+    let key = delivery_key(turn.id, "sticker");
+    let sent = sink
+        .send_sticker(turn.scope.channel, sticker, Some(&key))
+        .await;
     let mut state = turn.state();
     match sent {
         StickerSend::Confirmed => {

@@ -44,6 +44,7 @@ impl Tool for FetchOlderMessages {
     const DESCRIPTION: &'static str = "Read older messages of this channel, from before the \
         oldest one you can see, when the conversation refers to something earlier.";
     const GATED: bool = false;
+    const EXTERNAL_EFFECT: bool = false;
     const PROGRESS_KEY: Option<&'static str> = Some("progress-fetch-older-messages");
 
     fn validate(&self, args: &Args) -> Result<(), ArgError> {

@@ -223,6 +223,11 @@ pub trait Tool: Send + Sync + 'static {
     /// Whether its output is public (a sticker): with drafting On it passes the same
     /// checkpoint as the reply before it is sent.
     const PUBLIC_OUTPUT: bool = false;
+    /// Whether a run changes something outside the turn (posts, stores, schedules). Such a
+    /// tool's outcome is written before the stage returns it, so a turn resumed after a crash
+    /// reuses it instead of running the tool again (SPEC D5); a pure lookup's outcome is
+    /// bookkeeping and goes with the next batch.
+    const EXTERNAL_EFFECT: bool = true;
 
     /// The tool's own watchdog timeout when config names none (config default otherwise).
     fn timeout(&self) -> Option<std::time::Duration> {

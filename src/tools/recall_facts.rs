@@ -32,6 +32,7 @@ impl Tool for RecallFacts {
     const DESCRIPTION: &'static str = "Look up remembered facts about this server and about \
         the person being answered. Read-only.";
     const GATED: bool = false;
+    const EXTERNAL_EFFECT: bool = false;
 
     fn validate(&self, args: &Args) -> Result<(), ArgError> {
         ArgError::check_range("$.limit", args.limit, 1, 50)

@@ -84,6 +84,8 @@ pub struct RegisteredTool {
     pub gated: bool,
     pub progress_key: Option<&'static str>,
     pub public_output: bool,
+    /// See [`Tool::EXTERNAL_EFFECT`].
+    pub external_effect: bool,
     pub timeout: Duration,
     /// The OpenAI function specification shown to the model.
     pub spec: Value,
@@ -193,6 +195,7 @@ impl Registry {
                 gated: T::GATED,
                 progress_key: T::PROGRESS_KEY,
                 public_output: T::PUBLIC_OUTPUT,
+                external_effect: T::EXTERNAL_EFFECT,
                 timeout,
                 spec: specification::<T>(),
                 tool: Box::new(Erased(tool, PhantomData)),

@@ -44,6 +44,7 @@ impl Tool for SubmitReview {
     const DESCRIPTION: &'static str = "Submit your verdict on the request or reply under \
         review: pass, or reject with short findings and whether one correction is allowed.";
     const GATED: bool = false;
+    const EXTERNAL_EFFECT: bool = false;
 
     fn validate(&self, verdict: &SubmittedVerdict) -> Result<(), ArgError> {
         match verdict.decision {

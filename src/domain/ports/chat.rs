@@ -74,19 +74,27 @@ impl Pings {
 #[async_trait]
 pub trait ChatSink: Send + Sync {
     /// Posts one message (at most 2000 characters), as a reply to `reply_to` when given,
-    /// notifying only `pings`. The adapter waits out rate limits itself; an error means Discord
-    /// would not take it.
+    /// notifying only `pings`, and returns its id. `key`, when given, makes the post idempotent:
+    /// a second post with the same key is not shown twice (a turn resumed after a crash, SPEC
+    /// D5). The adapter waits out rate limits itself; an error means Discord would not take it.
     async fn send_text(
         &self,
         channel: ChannelId,
         text: String,
         reply_to: Option<MessageId>,
         pings: &Pings,
-    ) -> Result<(), PortError>;
+        key: Option<&str>,
+    ) -> Result<MessageId, PortError>;
     /// Shows the typing indicator (Discord keeps it about 10 s).
     async fn typing(&self, channel: ChannelId);
-    /// Posts a sticker in the channel and reports what Discord said.
-    async fn send_sticker(&self, channel: ChannelId, sticker: &Sticker) -> StickerSend;
+    /// Posts a sticker in the channel and reports what Discord said; `key` as for
+    /// [`Self::send_text`].
+    async fn send_sticker(
+        &self,
+        channel: ChannelId,
+        sticker: &Sticker,
+        key: Option<&str>,
+    ) -> StickerSend;
     /// Posts a short progress line ("Planning an image...") in the conversation. Failures are
     /// the adapter's to log: progress is best effort.
     async fn send_progress(&self, channel: ChannelId, text: String);

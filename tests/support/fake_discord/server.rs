@@ -384,6 +384,12 @@ impl FakeDiscord {
         self.script(channel_id, Scripted::FailAfterCreate { status });
     }
 
+    /// Forgets every message nonce, as Discord does five minutes after a message: an
+    /// `enforce_nonce` create with an old nonce then posts a new message.
+    pub fn expire_nonces(&self) {
+        self.shared.lock().nonces.clear();
+    }
+
     /// Rate limits on (the default) or off. Off: no request is refused for them and no
     /// rate-limit header is sent (except on scripted 429s). Either way the windows start anew.
     pub fn set_rate_limits(&self, on: bool) {

@@ -1,0 +1,312 @@
+//! Restarts repeat nothing (SPEC D5), proved the hard way: the real `persona-bot run` binary as a
+//! child process, against the fake Discord and the fake OpenAI-compatible server in this test,
+//! killed with SIGKILL at a point of a turn (mid-stream, after a sticker, after
+//! `create_reminder`) and started again on the same database, after Discord's five-minute nonce
+//! memory is over (so only the bot's own records stand between a resumed turn and a repeat). The
+//! resumed turn must post no message and no sticker twice and create no reminder twice. Each case
+//! runs on SQLite and on PostgreSQL.
+
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod db;
+    pub mod fake_discord;
+    pub mod fake_openai;
+}
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sqlx::Connection;
+use support::db::TestDb;
+use support::fake_discord::{FakeDiscord, Incoming, World};
+use support::fake_openai::{FakeOpenAi, Reply, Sse};
+
+const GUILD: u64 = 100;
+const GENERAL: u64 = 200;
+const BOT: u64 = 900;
+const ALICE: u64 = 300;
+/// The fake world's "wave" sticker.
+const WAVE: u64 = 700;
+
+on_both_databases!(
+    a_turn_killed_mid_stream_posts_each_message_once,
+    a_turn_killed_after_its_sticker_sends_it_once,
+    a_turn_killed_after_create_reminder_creates_it_once,
+);
+
+/// The bot as a child process, with its stderr kept in a file for a failure's message.
+struct Bot {
+    child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Bot {
+    fn start(dir: &Path, db: &TestDb, round: u32) -> Self {
+        let log = dir.join(format!("bot-{round}.log"));
+        let stderr = std::fs::File::create(&log).expect("log file");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_persona-bot"));
+        for (key, _) in std::env::vars() {
+            if key.starts_with("PERSONA_BOT_") {
+                command.env_remove(key);
+            }
+        }
+        let child = command
+            .args(["run", "--config-dir"])
+            .arg(dir)
+            .env("DISCORD_TOKEN", "test-token")
+            .env("PROVIDER_API_KEYS", "provider-key")
+            .env("DATABASE_URL", &db.url)
+            .env("RUST_LOG", "info,persona_bot=debug")
+            .stdout(Stdio::null())
+            .stderr(stderr)
+            .spawn()
+            .expect("start persona-bot");
+        Self { child, log }
+    }
+
+    fn kill(mut self) {
+        // SIGKILL: nothing is flushed, nothing winds down.
+        self.child.kill().expect("kill -9");
+        self.child.wait().expect("reap");
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Bot {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The fakes, a config directory pointing the bot at them, and the database.
+struct Stage {
+    discord: FakeDiscord,
+    openai: FakeOpenAi,
+    db: TestDb,
+    dir: tempfile::TempDir,
+}
+
+impl Stage {
+    async fn new(db: TestDb) -> Self {
+        let discord = FakeDiscord::start(World::simple()).await;
+        let openai = FakeOpenAi::start().await;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let local = format!(
+            "[discord]\napi_base_url = \"{}\"\n\
+             [provider]\nbase_url = \"{}\"\nmodels = [\"test-model\"]\n\
+             idle_timeout_secs = 120\nfirst_token_timeout_secs = 120\n\
+             [image_worker]\nrun_in_bot = false\n",
+            discord.base_url, openai.base_url
+        );
+        std::fs::write(dir.path().join("local.toml"), local).expect("local.toml");
+        Self {
+            discord,
+            openai,
+            db,
+            dir,
+        }
+    }
+
+    /// Starts the bot and waits until its `round`-th gateway session identified. A restart
+    /// comes after Discord forgot the nonces of the first run's messages.
+    async fn start_bot(&self, round: u32) -> Bot {
+        if round > 1 {
+            self.discord.expire_nonces();
+        }
+        let bot = Bot::start(self.dir.path(), &self.db, round);
+        let identified = usize::try_from(round).expect("round");
+        self.until(&bot, "the bot identifies", |s| {
+            s.discord.identifies().len() >= identified
+        })
+        .await;
+        bot
+    }
+
+    async fn until(&self, bot: &Bot, what: &str, done: impl Fn(&Self) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !done(self) {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for: {what}\n--- bot log ---\n{}",
+                bot.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn mention(&self, text: &str) {
+        let mut m = Incoming::new(
+            GENERAL,
+            Some(GUILD),
+            ALICE,
+            "alice",
+            &format!("<@{BOT}> {text}"),
+        );
+        m.mentions = vec![(BOT, "Aria".into())];
+        self.discord.send_message(m).await;
+    }
+
+    /// What the bot posted in the channel.
+    fn posted(&self) -> Vec<Value> {
+        self.discord.messages_in(GENERAL)
+    }
+
+    fn texts(&self) -> Vec<String> {
+        self.posted()
+            .iter()
+            .filter_map(|m| m["content"].as_str().map(str::to_owned))
+            .filter(|t| !t.is_empty())
+            .collect()
+    }
+
+    fn stickers(&self) -> usize {
+        self.posted()
+            .iter()
+            .filter(|m| m["sticker_ids"].as_array().is_some_and(|s| !s.is_empty()))
+            .count()
+    }
+
+    async fn count(&self, table: &str) -> i64 {
+        sqlx::any::install_default_drivers();
+        let mut conn = sqlx::AnyConnection::connect(&self.db.url)
+            .await
+            .expect("connect");
+        let (count,): (i64,) =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+                .fetch_one(&mut conn)
+                .await
+                .expect("count");
+        conn.close().await.ok();
+        count
+    }
+
+    /// Waits until the channel's queue is empty: the resumed turn ended and was forgotten, so
+    /// everything it would post is posted.
+    async fn until_answered(&self, bot: &Bot) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while self.count("queued_messages").await > 0 {
+            assert!(
+                Instant::now() < deadline,
+                "the resumed turn did not finish\n--- bot log ---\n{}",
+                bot.log()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// `n` sentences of about 50 characters: long enough text to be cut into several messages.
+fn sentences(from: usize, n: usize) -> String {
+    (from..from + n)
+        .map(|i| format!("Sentence number {i:04} says a little more here. "))
+        .collect()
+}
+
+// SPEC D5: killed after the first message of a long reply went out, the resumed turn (the model
+// answering the same) posts the rest, and the first message once.
+async fn a_turn_killed_mid_stream_posts_each_message_once(db: TestDb) {
+    let stage = Stage::new(db).await;
+    let (head, tail) = (sentences(0, 45), sentences(45, 45));
+    // First run: the head, enough for one full message, then the stream stalls.
+    stage.openai.push(Reply::Stream(vec![
+        Sse::text(&head),
+        Sse::text(&tail[..100]),
+        Sse::Hang,
+    ]));
+    let bot = stage.start_bot(1).await;
+    stage.mention("tell me a long story").await;
+    stage
+        .until(&bot, "the first message is posted", |s| {
+            s.texts().len() == 1
+        })
+        .await;
+    let first = stage.texts();
+    bot.kill();
+
+    stage.openai.push(Reply::text(&[&head, &tail]));
+    let bot = stage.start_bot(2).await;
+    stage.until_answered(&bot).await;
+    let texts = stage.texts();
+    assert_eq!(texts.first(), first.first(), "{}", bot.log());
+    // Every sentence once, in order: no message was posted twice.
+    let whole: String = texts.concat();
+    assert_eq!(whole.matches("Sentence number").count(), 90, "{texts:#?}");
+    assert!(
+        whole
+            .trim_end()
+            .ends_with("Sentence number 0089 says a little more here.")
+    );
+    assert_eq!(stage.openai.requests().len(), 2);
+}
+
+// SPEC D5, T9: killed after the sticker went out (the next pass waiting on the model), the
+// resumed turn, asking for another sticker, posts none: the turn's one sticker is out.
+async fn a_turn_killed_after_its_sticker_sends_it_once(db: TestDb) {
+    let stage = Stage::new(db).await;
+    let wave = r#"{"name":"wave"}"#;
+    stage
+        .openai
+        .push(Reply::call("call_1", "select_sticker_for_response", wave));
+    stage.openai.push(Reply::Stream(vec![Sse::Hang]));
+    let bot = stage.start_bot(1).await;
+    stage.mention("wave at me").await;
+    stage
+        .until(&bot, "the second pass asks the model", |s| {
+            s.openai.requests().len() == 2
+        })
+        .await;
+    assert_eq!(stage.stickers(), 1);
+    bot.kill();
+
+    stage.openai.push(Reply::call(
+        "call_1",
+        "select_sticker_for_response",
+        r#"{"name":"heart"}"#,
+    ));
+    stage.openai.push(Reply::text(&["There you go!"]));
+    let bot = stage.start_bot(2).await;
+    stage.until_answered(&bot).await;
+    assert_eq!(stage.stickers(), 1, "{:#?}", stage.posted());
+    assert_eq!(stage.texts(), vec!["There you go!".to_owned()]);
+    let sticker = stage
+        .posted()
+        .iter()
+        .find_map(|m| m["sticker_ids"].get(0).cloned());
+    assert_eq!(sticker, Some(Value::String(WAVE.to_string())));
+}
+
+// SPEC D5: killed after create_reminder ran (the next pass waiting on the model), the resumed
+// turn reuses its outcome: one reminder.
+async fn a_turn_killed_after_create_reminder_creates_it_once(db: TestDb) {
+    let stage = Stage::new(db).await;
+    let remind = r#"{"text":"stretch","in_minutes":60}"#;
+    stage
+        .openai
+        .push(Reply::call("call_1", "create_reminder", remind));
+    stage.openai.push(Reply::Stream(vec![Sse::Hang]));
+    let bot = stage.start_bot(1).await;
+    stage.mention("remind me to stretch in an hour").await;
+    stage
+        .until(&bot, "the second pass asks the model", |s| {
+            s.openai.requests().len() == 2
+        })
+        .await;
+    assert_eq!(stage.count("reminders").await, 1);
+    bot.kill();
+
+    stage
+        .openai
+        .push(Reply::call("call_1", "create_reminder", remind));
+    stage.openai.push(Reply::text(&["Reminder set."]));
+    let bot = stage.start_bot(2).await;
+    stage.until_answered(&bot).await;
+    assert_eq!(stage.count("reminders").await, 1, "{}", bot.log());
+    assert_eq!(stage.texts(), vec!["Reminder set.".to_owned()]);
+}
