@@ -39,6 +39,7 @@ pub struct RunningBot {
     pub storage: Storage,
     discord: DiscordClient,
     shutdown: Shutdown,
+    config: Arc<Config>,
 }
 
 impl RunningBot {
@@ -47,21 +48,33 @@ impl RunningBot {
         self.discord.wait().await
     }
 
-    /// Stops background work and turns (keeping queued messages for the next start), the
-    /// gateway, and storage.
-    pub async fn shutdown(self) {
-        // Background work and summaries first (reminders feed the orchestrator), then turns,
-        // then the gateway; then every tracked task has its end.
+    /// Stops within `shutdown.grace_secs`: background work first (reminders feed the
+    /// orchestrator), then turns (see [`Orchestrator::stop_within`]: running ones may finish,
+    /// queued ones stay stored), then the gateway, the remaining tasks, and storage (pending
+    /// writes flushed). Returns whether everything ended in time.
+    pub async fn shutdown(self) -> bool {
+        let grace = Duration::from_secs(self.config.shutdown.grace_secs);
+        let deadline = tokio::time::Instant::now() + grace;
+        // Turns get three quarters; the gateway, tasks and the flush the rest.
+        let for_turns = grace.mul_f64(0.75);
         self.shutdown.token().cancel();
-        self.orchestrator.shutdown().await;
+        let mut clean = self.orchestrator.stop_within(for_turns).await;
         self.discord.stop().await;
-        if !self.shutdown.stop(STOP_WITHIN).await {
-            tracing::warn!(
-                "background work did not stop within {} s",
-                STOP_WITHIN.as_secs()
-            );
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if !self.shutdown.stop(left.min(STOP_WITHIN)).await {
+            tracing::warn!("background work did not stop in time");
+            clean = false;
         }
-        self.storage.close().await;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        // The flush gets at least a second: dropping pending writes is worse than a late exit.
+        if tokio::time::timeout(left.max(Duration::from_secs(1)), self.storage.close())
+            .await
+            .is_err()
+        {
+            tracing::error!("pending database writes were not flushed before the deadline");
+            clean = false;
+        }
+        clean
     }
 }
 
@@ -84,8 +97,17 @@ pub async fn run(config: Config, secrets: &Secrets) -> Result<(), RunError> {
         result = running.wait() => result,
         () = crate::shutdown::signalled() => Ok(()),
     };
-    running.shutdown().await;
-    stopped.map_err(RunError::Stopped)
+    let grace = running.config.shutdown.grace_secs;
+    let clean = running.shutdown().await;
+    stopped.map_err(RunError::Stopped)?;
+    if clean {
+        tracing::info!("stopped");
+        Ok(())
+    } else {
+        Err(RunError::Stopped(anyhow::anyhow!(
+            "the stop took longer than shutdown.grace_secs ({grace} s); see the warnings above"
+        )))
+    }
 }
 
 /// Starts the bot: storage (migrated), provider, orchestrator (recovering queued messages), the
@@ -168,6 +190,7 @@ pub async fn start(
         storage,
         discord,
         shutdown,
+        config,
     })
 }
 

@@ -55,6 +55,15 @@ pub struct Config {
     pub review: ReviewConfig,
     pub image_worker: ImageWorkerConfig,
     pub reminders: RemindersConfig,
+    pub shutdown: ShutdownConfig,
+}
+
+/// How the process stops (SIGTERM, Ctrl-C).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShutdownConfig {
+    /// Longest a stop may take, in seconds, from the signal to the exit.
+    pub grace_secs: u64,
 }
 
 /// Which backend makes planned images.
@@ -459,6 +468,12 @@ impl Config {
         let positive = self.must_be_positive();
         if let Some((name, _)) = positive.iter().find(|(_, value)| *value == 0) {
             return Err(key(name, "must be greater than 0"));
+        }
+        if !(2..=3600).contains(&self.shutdown.grace_secs) {
+            return Err(key(
+                "shutdown.grace_secs",
+                "must be from 2 to 3600 (seconds)",
+            ));
         }
         if t.typing_delay_ms > 60_000 {
             return Err(key(

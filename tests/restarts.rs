@@ -35,6 +35,7 @@ on_both_databases!(
     a_turn_killed_mid_stream_posts_each_message_once,
     a_turn_killed_after_its_sticker_sends_it_once,
     a_turn_killed_after_create_reminder_creates_it_once,
+    sigterm_mid_turn_exits_0_and_the_next_start_goes_on,
 );
 
 /// The bot as a child process, with its stderr kept in a file for a failure's message.
@@ -73,6 +74,28 @@ impl Bot {
         self.child.wait().expect("reap");
     }
 
+    /// SIGTERM, then waits for the exit (a hang fails the test after 30 s).
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .expect("kill -TERM");
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no exit 30 s after SIGTERM\n--- bot log ---\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
@@ -102,7 +125,8 @@ impl Stage {
             "[discord]\napi_base_url = \"{}\"\n\
              [provider]\nbase_url = \"{}\"\nmodels = [\"test-model\"]\n\
              idle_timeout_secs = 120\nfirst_token_timeout_secs = 120\n\
-             [image_worker]\nrun_in_bot = false\n",
+             [image_worker]\nrun_in_bot = false\n\
+             [shutdown]\ngrace_secs = 2\n",
             discord.base_url, openai.base_url
         );
         std::fs::write(dir.path().join("local.toml"), local).expect("local.toml");
@@ -309,4 +333,55 @@ async fn a_turn_killed_after_create_reminder_creates_it_once(db: TestDb) {
     stage.until_answered(&bot).await;
     assert_eq!(stage.count("reminders").await, 1, "{}", bot.log());
     assert_eq!(stage.texts(), vec!["Reminder set.".to_owned()]);
+}
+
+// Issue 13, SPEC D5: SIGTERM mid-turn (what `docker stop` sends) exits with status 0 within
+// `shutdown.grace_secs`: the text posted so far stays, the interrupted message and the one
+// waiting behind it stay queued, and the next start answers both, posting nothing twice.
+async fn sigterm_mid_turn_exits_0_and_the_next_start_goes_on(db: TestDb) {
+    let stage = Stage::new(db).await;
+    let (head, tail) = (sentences(0, 45), sentences(45, 45));
+    stage.openai.push(Reply::Stream(vec![
+        Sse::text(&head),
+        Sse::text(&tail[..100]),
+        Sse::Hang,
+    ]));
+    let bot = stage.start_bot(1).await;
+    stage.mention("tell me a long story").await;
+    stage
+        .until(&bot, "the first message is posted", |s| {
+            s.texts().len() == 1
+        })
+        .await;
+    let mut bob = Incoming::new(
+        GENERAL,
+        Some(GUILD),
+        301,
+        "bob",
+        &format!("<@{BOT}> me next"),
+    );
+    bob.mentions = vec![(BOT, "Aria".into())];
+    stage.discord.send_message(bob).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while stage.count("queued_messages").await < 2 {
+        assert!(Instant::now() < deadline, "bob's message was not queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let status = bot.terminate();
+    assert!(status.success(), "exit status {status:?}");
+    assert_eq!(stage.texts().len(), 1, "nothing half-said at the stop");
+    assert_eq!(
+        stage.count("queued_messages").await,
+        2,
+        "both messages kept"
+    );
+
+    stage.openai.push(Reply::text(&[&head, &tail]));
+    stage.openai.push(Reply::text(&["Bob's answer."]));
+    let bot = stage.start_bot(2).await;
+    stage.until_answered(&bot).await;
+    let texts = stage.texts();
+    let whole: String = texts.concat();
+    assert_eq!(whole.matches("Sentence number").count(), 90, "{texts:#?}");
+    assert_eq!(texts.last().map(String::as_str), Some("Bob's answer."));
 }

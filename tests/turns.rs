@@ -1086,6 +1086,48 @@ async fn resumed_turn_reuses_the_outcome_stored_before_a_restart() {
     assert_eq!(next.transcript(), "Seven done.");
 }
 
+// Issue 13: a stop lets a running turn finish within the first half of the grace: it is
+// answered and its entry removed; the message waiting behind it stays stored for the next start.
+#[tokio::test(start_paused = true)]
+async fn a_stop_lets_the_running_turn_finish_and_keeps_the_waiting_one() {
+    let queue = Arc::new(InMemoryQueue::default());
+    let bot = Bot::with_queue(
+        Harness::new(),
+        ScriptedModel::new(vec![ScriptedPass::Stream(vec![
+            delay(2),
+            text("Finished in time."),
+        ])]),
+        queue.clone(),
+    );
+    bot.say(message(1, ALICE, "hi")).await;
+    bot.say(message(2, BOB, "me next")).await;
+    settle().await;
+    assert!(bot.orchestrator.stop_within(Duration::from_secs(8)).await);
+    assert_eq!(bot.transcript(), "Finished in time.");
+    let left: Vec<MessageId> = queue.entries().iter().map(|e| e.entry.message).collect();
+    assert_eq!(left, vec![MessageId(2)], "the waiting message stays stored");
+}
+
+// Issue 13: a turn still running at half the grace is stopped at a safe point: what it had not
+// posted yet is not posted in part (its next run cuts it the same way), and its entry stays.
+#[tokio::test(start_paused = true)]
+async fn a_stop_stops_a_long_turn_and_keeps_its_entry() {
+    let queue = Arc::new(InMemoryQueue::default());
+    let bot = Bot::with_queue(
+        Harness::new(),
+        ScriptedModel::new(vec![ScriptedPass::Stream(vec![
+            text("A complete sentence. And half of"),
+            Step::Hang,
+        ])]),
+        queue.clone(),
+    );
+    bot.say(message(1, ALICE, "hi")).await;
+    settle().await;
+    assert!(bot.orchestrator.stop_within(Duration::from_secs(2)).await);
+    assert!(bot.h.fakes.sink.texts().is_empty(), "nothing half-said");
+    assert_eq!(queue.entries().len(), 1, "the interrupted message is kept");
+}
+
 // SPEC D5: a turn that finished but whose queue entry outlived it (removing it failed, then the
 // process stopped) is not answered again after the restart: the store says it finished.
 #[tokio::test(start_paused = true)]

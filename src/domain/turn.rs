@@ -91,6 +91,8 @@ pub struct StopSignal {
     follow_up: AtomicBool,
     /// Wakes whoever waits for a follow-up (a review in progress, SPEC C8).
     follow_up_arrived: tokio::sync::Notify,
+    /// The kill is the process stopping, not `/kill`: the turn resumes at the next start.
+    for_shutdown: AtomicBool,
 }
 
 impl StopSignal {
@@ -99,7 +101,21 @@ impl StopSignal {
             kill,
             follow_up: AtomicBool::new(false),
             follow_up_arrived: tokio::sync::Notify::new(),
+            for_shutdown: AtomicBool::new(false),
         }
+    }
+
+    /// The process stops: cancels the turn like `/kill`, but the turn resumes at the next start,
+    /// so text not yet posted is left for that run rather than sent in part (a resumed turn skips
+    /// the messages it delivered, counted from the first, SPEC D5).
+    pub fn stop_for_shutdown(&self) {
+        self.for_shutdown.store(true, Ordering::Release);
+        self.kill.cancel();
+    }
+
+    /// Whether the kill is the process stopping.
+    pub fn is_shutdown(&self) -> bool {
+        self.for_shutdown.load(Ordering::Acquire)
     }
 
     /// `/kill`: cancels the turn and everything running under it.

@@ -3,8 +3,9 @@
 //!
 //! The worker owns its channel's waiting messages (a bounded FIFO, mirrored in the store so a
 //! restart loses nothing, SPEC D4), the running turn, and the decisions about follow-ups (C7),
-//! `/kill` (C6), typing, and the stale-turn guard (C10). Cancellation is a tree: process, then
-//! channel, then turn; `/kill` cancels the turn's token only. It imports no Discord type: the
+//! `/kill` (C6), typing, and the stale-turn guard (C10). The process's token is the parent of each
+//! channel's; a turn has its own, which `/kill`, the stale-turn guard and a stopping worker
+//! cancel (a stop first lets the turn finish, within the shutdown's grace). It imports no Discord type: the
 //! adapter hands it [`NewQueuedMessage`]s and renders its [`KillReport`]s.
 //!
 //! A panic silences nothing: a panicking turn ends as an error turn with the localized error
@@ -118,6 +119,16 @@ struct Inner {
     next_worker: AtomicU64,
     /// When each channel's stored messages were last taken again after a worker panic.
     replayed: Mutex<HashMap<ChannelId, Instant>>,
+    /// Set when the process stops: how long running turns have (see [`Orchestrator::stop_within`]).
+    stopping: Arc<Mutex<Option<StopPlan>>>,
+}
+
+/// A stop's deadlines for running turns: until `finish_by` a turn may end by itself; then it is
+/// stopped, and until `stop_by` it may wind down; then it is dropped.
+#[derive(Debug, Clone, Copy)]
+struct StopPlan {
+    finish_by: Instant,
+    stop_by: Instant,
 }
 
 /// The channel workers' inboxes.
@@ -151,6 +162,7 @@ impl Orchestrator {
                 finished,
                 next_worker: AtomicU64::new(0),
                 replayed: Mutex::new(HashMap::new()),
+                stopping: Arc::new(Mutex::new(None)),
             }),
         }
     }
@@ -235,12 +247,30 @@ impl Orchestrator {
         answer.await.unwrap_or(KillReport::NothingRunning)
     }
 
-    /// Stops every worker. Running turns are abandoned with their queue entries kept, so they
-    /// run again after the next start (their completed tool outcomes are reused).
+    /// Stops every worker at once. Running turns are stopped with their queue entries kept, so
+    /// they run again after the next start (SPEC D5: nothing they delivered is repeated).
     pub async fn shutdown(&self) {
+        self.stop_within(Duration::ZERO).await;
+    }
+
+    /// Stops taking work and stops every worker within `within`: a running turn has the first
+    /// half to finish by itself (answered, its entry removed); then it is stopped at a safe point
+    /// (complete sentences sent, the running tool cancelled) and has the rest to wind down, its
+    /// entry kept for the next start. Messages still waiting stay stored. Returns whether every
+    /// worker ended in time.
+    pub async fn stop_within(&self, within: Duration) -> bool {
+        let now = Instant::now();
+        *lock(&self.inner.stopping) = Some(StopPlan {
+            finish_by: now + within / 2,
+            stop_by: now + within,
+        });
         self.inner.root.cancel();
         self.inner.tracker.close();
-        self.inner.tracker.wait().await;
+        // A little past the plan, for the workers' own bookkeeping after their turns.
+        let margin = Duration::from_millis(200);
+        tokio::time::timeout(within + margin, self.inner.tracker.wait())
+            .await
+            .is_ok()
     }
 
     /// Channel workers alive now (idle ones retire after `turn.worker_idle_secs`).
@@ -285,6 +315,7 @@ impl Orchestrator {
             queue: VecDeque::new(),
             running: None,
             finished: self.inner.finished.clone(),
+            stopping: self.inner.stopping.clone(),
         };
         let orchestrator = Arc::downgrade(&self.inner);
         self.inner.tracker.spawn(async move {
@@ -360,12 +391,14 @@ struct Worker {
     slots: Arc<Slots>,
     /// The orchestrator's tracker: the worker's own small tasks join it too.
     tasks: TaskTracker,
-    /// The channel's token: a child of the process's, parent of each turn's.
+    /// The channel's token, a child of the process's: cancelled, the worker winds down.
     token: CancellationToken,
     activity: Arc<ChannelActivity>,
     queue: VecDeque<Pending>,
     running: Option<RunningTurn>,
     finished: broadcast::Sender<TurnFinished>,
+    /// The stop's deadlines, once the process stops.
+    stopping: Arc<Mutex<Option<StopPlan>>>,
 }
 
 /// Longest a typing pulse may hold the channel's loop.
@@ -397,7 +430,7 @@ impl Worker {
             tokio::select! {
                 biased;
                 () = self.token.cancelled() => {
-                    self.abandon_for_shutdown();
+                    self.wind_down().await;
                     return;
                 }
                 command = self.rx.recv(), if inbox_open => match command {
@@ -582,7 +615,9 @@ impl Worker {
                 .drafting(settings.drafting)
                 .review_policy(settings.review.clone())
                 .admission(admission)
-                .in_channel(self.activity.clone(), self.token.child_token()),
+                // Not a child of the channel's token: a stopping process lets the turn finish
+                // first, and stops it itself (see `wind_down`).
+                .in_channel(self.activity.clone(), CancellationToken::new()),
         );
         let trigger = Trigger {
             message: m.message,
@@ -723,11 +758,35 @@ impl Worker {
         });
     }
 
-    fn abandon_for_shutdown(&mut self) {
-        if let Some(running) = self.running.take() {
-            // Its queue entry stays: the turn runs again after the next start.
-            running.turn.stop.kill();
-            tracing::info!(channel = %self.channel, turn = %running.turn.id, "turn interrupted by shutdown; kept for the next start");
+    /// The process stops: the running turn may finish by itself until the plan's `finish_by`,
+    /// else it is stopped and may wind down until `stop_by` (its entry stays for the next start).
+    async fn wind_down(&mut self) {
+        let Some(running) = &mut self.running else {
+            return;
+        };
+        let plan = *lock(&self.stopping);
+        let now = Instant::now();
+        let plan = plan.unwrap_or(StopPlan {
+            finish_by: now,
+            stop_by: now,
+        });
+        if let Ok(report) = tokio::time::timeout_at(plan.finish_by, &mut running.future).await {
+            self.finish(report).await;
+            return;
+        }
+        let Some(mut running) = self.running.take() else {
+            return;
+        };
+        running.turn.stop.stop_for_shutdown();
+        let channel = self.channel;
+        let turn = running.turn.id;
+        match tokio::time::timeout_at(plan.stop_by, &mut running.future).await {
+            Ok(_) => {
+                tracing::info!(%channel, %turn, "turn stopped by the shutdown; it resumes at the next start")
+            }
+            Err(_) => {
+                tracing::warn!(%channel, %turn, "turn did not wind down before the shutdown's deadline; dropped, it resumes at the next start")
+            }
         }
     }
 }

@@ -177,6 +177,10 @@ impl<'a> ReplyDelivery<'a> {
     /// Checks for a stop request; `interruptible` says whether a follow-up may interrupt.
     async fn stop_requested(&mut self, interruptible: bool) -> Option<TurnStatus> {
         if self.turn.stop.is_killed() {
+            if self.turn.stop.is_shutdown() {
+                // The turn resumes at the next start: its messages must be cut there as here.
+                return Some(TurnStatus::StoppedByUser);
+            }
             let complete = self.segmenter.finish_complete_sentences();
             if self.held.is_some() {
                 // A held draft is discarded, never posted (SPEC C8).
