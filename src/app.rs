@@ -146,6 +146,7 @@ pub async fn start(
         config.general.default_locale,
     ));
     let orchestrator = orchestrator(&config, secrets, &storage, &sink, &thought_log, extend)?;
+    let sink_for_notices: Arc<dyn ChatSink> = sink.clone();
     let recovered = orchestrator.recover().await?;
     if recovered > 0 {
         tracing::info!(
@@ -182,6 +183,8 @@ pub async fn start(
         bot: bot.clone(),
         recent,
         default_locale: config.general.default_locale,
+        sink: sink_for_notices,
+        outage_notices: Default::default(),
     });
     let connection = Connection { data, bot, cache };
     let discord = discord::connect(&config, &token, connection, &shutdown).await?;

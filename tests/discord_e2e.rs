@@ -1090,3 +1090,28 @@ async fn random_turns_are_off_by_default_and_bounded_per_hour() {
     e.assert_fakes_used();
     e.stop().await;
 }
+
+// Issue 13: with the database unreachable and the server's settings never read, the bot cannot
+// know the server's rules: it does not answer, but someone who mentions it is told why, once
+// a minute per channel, instead of silence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mention_during_a_database_outage_gets_a_reason_not_silence() {
+    let e = E2e::start(Behaviour::succeed(), vec![]).await;
+    e.running().storage.db.close().await;
+    let first = e.mention(ALICE, "alice", "are you there?").await;
+    e.until("the notice", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    let notice = persona_bot::locale::text(Locale::En, "settings-unavailable");
+    assert_eq!(e.texts(GENERAL), vec![notice]);
+    let posted = e.posted(GENERAL);
+    assert_eq!(
+        posted[0]["message_reference"]["message_id"],
+        json!(first.to_string())
+    );
+    // A second mention within the minute: no second notice (and no model call at all).
+    e.mention(ALICE, "alice", "hello?").await;
+    e.mention(BOB, "bob", "anyone?").await;
+    let texts_after = e.texts(GENERAL).len();
+    assert_eq!(texts_after, 1);
+    assert!(e.openai.requests().is_empty());
+}

@@ -49,6 +49,7 @@ on_both_databases!(
     nul_characters_in_user_text_are_stored_escaped,
     a_row_the_database_refuses_is_dropped_alone,
     two_processes_changing_two_settings_both_win,
+    an_outage_uses_the_last_known_settings,
 );
 
 const SERVER: ServerId = ServerId(111);
@@ -555,6 +556,23 @@ async fn outcomes_round_trip(db: TestDb) {
     assert_eq!(s.outcomes.outcomes(turn).await.unwrap(), vec![updated]);
     assert!(s.outcomes.outcomes(TurnId::new()).await.unwrap().is_empty());
     s.close().await;
+}
+
+// Issue 13: when the database cannot be reached, a server read before is handled with its last
+// known settings (its access lists and review stay in force); one never read is an error, not
+// the defaults.
+async fn an_outage_uses_the_last_known_settings(db: TestDb) {
+    let s = db.open().await;
+    let known = ServerSettings {
+        drafting: true,
+        ..ServerSettings::default()
+    };
+    s.settings.save_settings(SERVER, &known).await.unwrap();
+    s.settings.age_cache();
+    s.db.close().await;
+    assert_eq!(s.settings.settings(SERVER).await.unwrap(), known);
+    assert!(s.db.health().is_down());
+    assert!(s.settings.settings(ServerId(999)).await.is_err());
 }
 
 // SPEC D5: the outcome of a tool with external effects is in the database when the call

@@ -14,8 +14,9 @@ use std::time::Duration;
 
 use persona_bot::config::{Config, KillPermission};
 use persona_bot::domain::ports::{
-    Attempt, ChatMessage, Delivery, Durability, EventOutcome, HistoryMessage, ModelError,
-    OutcomeStore, QueueStore, Sticker, StickerSend, delivery_key,
+    Attempt, ChatMessage, DeliberateSettings, Delivery, Durability, EventOutcome, HistoryMessage,
+    ModelError, OutcomeStore, QueueStore, ServerSettings, SettingsStore, Sticker, StickerSend,
+    delivery_key,
 };
 use persona_bot::domain::provider_failure::FailureClass;
 use persona_bot::domain::scope::{ChannelId, MessageId, UserId};
@@ -23,8 +24,10 @@ use persona_bot::domain::turn::{TurnId, TurnStatus};
 use persona_bot::engine::orchestrator::KillReport;
 use persona_bot::engine::passes::TurnEnd;
 use persona_bot::locale::{self, Locale};
-use persona_bot::testkit::{Fakes, InMemoryQueue, ScriptedModel, ScriptedPass, Step};
-use support::bot::{ALICE, BOB, Bot, CHANNEL, message, message_in};
+use persona_bot::testkit::{
+    Fakes, InMemoryQueue, InMemorySettings, ScriptedModel, ScriptedPass, Step,
+};
+use support::bot::{ALICE, BOB, Bot, CHANNEL, SERVER, message, message_in};
 use support::harness::{Behaviour, Harness};
 
 fn delay(secs: u64) -> Step {
@@ -1126,6 +1129,65 @@ async fn a_stop_stops_a_long_turn_and_keeps_its_entry() {
     assert!(bot.orchestrator.stop_within(Duration::from_secs(2)).await);
     assert!(bot.h.fakes.sink.texts().is_empty(), "nothing half-said");
     assert_eq!(queue.entries().len(), 1, "the interrupted message is kept");
+}
+
+// Issue 13: while a server's settings cannot be read, its turns wait (never run with guessed
+// settings, which would skip the server's review or its deliberate mode); once the store answers, the turn runs with
+// the server's own settings.
+#[tokio::test(start_paused = true)]
+async fn a_turn_waits_for_unreadable_settings_and_runs_with_the_real_ones() {
+    let settings = Arc::new(InMemorySettings::default());
+    settings
+        .save_settings(
+            SERVER,
+            &ServerSettings {
+                deliberate: DeliberateSettings {
+                    enabled: true,
+                    ..DeliberateSettings::default()
+                },
+                ..ServerSettings::default()
+            },
+        )
+        .await
+        .unwrap();
+    settings.set_unavailable(true);
+    let mut bot = Bot::with_settings(
+        Harness::new(),
+        ScriptedModel::new(vec![ScriptedPass::text(&["Reviewed answer."])]),
+        Arc::new(InMemoryQueue::default()),
+        settings.clone(),
+    );
+    bot.say(message(1, ALICE, "hi")).await;
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(bot.model.requests().is_empty(), "no turn without settings");
+    settings.set_unavailable(false);
+    let finished = bot.next().await;
+    assert_eq!(finished.message, MessageId(1));
+    assert_eq!(bot.model.requests().len(), 1);
+    let offered = serde_json::to_string(&bot.model.requests()[0].1.tools).unwrap();
+    assert!(
+        !offered.contains("remember_fact"),
+        "the turn ran with the server's deliberate mode on: {offered}"
+    );
+}
+
+// Issue 13: a removal that fails (the database is down) is tried again until it lands, so the
+// answered message is not answered again after a restart.
+#[tokio::test(start_paused = true)]
+async fn a_failed_removal_of_an_answered_message_is_retried() {
+    let queue = Arc::new(InMemoryQueue::default());
+    queue.set_removals_fail(true);
+    let mut bot = Bot::with_queue(
+        Harness::new(),
+        ScriptedModel::new(vec![ScriptedPass::text(&["Answered."])]),
+        queue.clone(),
+    );
+    bot.say(message(1, ALICE, "hi")).await;
+    bot.next().await;
+    assert_eq!(queue.entries().len(), 1, "the removal failed");
+    queue.set_removals_fail(false);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(queue.entries().is_empty(), "the retry removed it");
 }
 
 // SPEC D5: a turn that finished but whose queue entry outlived it (removing it failed, then the

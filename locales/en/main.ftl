@@ -46,6 +46,7 @@ turn-pass-limit = I had to stop here: this reply took too many steps.
 turn-failure-limit = I had to stop: my tools failed several times in a row.
 turn-provider-error = I couldn't reply just now. { $reason }
 turn-empty-response = I couldn't come up with a reply. Please try again.
+settings-unavailable = I cannot reach my settings right now, so I cannot answer yet. Please ask again in a minute.
 turn-crashed = Something went wrong on my side, so I stopped this reply. Please try again.
 turn-queue-dropped = Too many messages are waiting here, so I skipped this one. Please send it again in a moment.
 turn-plans-incomplete = Some of the images I promised were not planned: { $missing }.

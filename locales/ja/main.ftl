@@ -46,6 +46,7 @@ turn-pass-limit = ここで止めました：この返信は手順が多すぎ�
 turn-failure-limit = 止めました：ツールが続けて何度も失敗しました。
 turn-provider-error = 今は返信できませんでした。{ $reason }
 turn-empty-response = 返信を思いつけませんでした。もう一度お試しください。
+settings-unavailable = 今は設定を読み込めないため、まだお答えできません。少し待ってからもう一度話しかけてください。
 turn-crashed = こちら側で問題が起きたため、この返信を中断しました。もう一度お試しください。
 turn-queue-dropped = ここでは待機中のメッセージが多すぎるため、このメッセージはスキップしました。少ししてからもう一度送ってください。
 turn-plans-incomplete = 約束した画像の一部が計画されていません：{ $missing }。

@@ -46,6 +46,7 @@ turn-pass-limit = 我只能停在这里：这次回复的步骤太多了。
 turn-failure-limit = 我停下了：工具连续多次失败。
 turn-provider-error = 我现在无法回复。{ $reason }
 turn-empty-response = 我没能想出回复，请再试一次。
+settings-unavailable = 我现在读取不到设置，暂时无法回答。请过一分钟再问一次。
 turn-crashed = 我这边出了问题，所以中止了这条回复。请再试一次。
 turn-queue-dropped = 这里等待的消息太多，我跳过了这条。请稍后再发送一次。
 turn-plans-incomplete = 我承诺的部分图片没有被规划：{ $missing }。

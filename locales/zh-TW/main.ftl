@@ -46,6 +46,7 @@ turn-pass-limit = 我只能停在這裡：這次回覆的步驟太多了。
 turn-failure-limit = 我停下了：工具連續多次失敗。
 turn-provider-error = 我現在無法回覆。{ $reason }
 turn-empty-response = 我沒能想出回覆，請再試一次。
+settings-unavailable = 我現在讀取不到設定，暫時無法回答。請過一分鐘再問一次。
 turn-crashed = 我這邊出了問題，所以中止了這則回覆。請再試一次。
 turn-queue-dropped = 這裡等待的訊息太多，我跳過了這則。請稍後再傳送一次。
 turn-plans-incomplete = 我承諾的部分圖片沒有被規劃：{ $missing }。

@@ -5,7 +5,9 @@ use serenity::all::{FullEvent, Message};
 
 use super::BotData;
 use crate::domain::admission::{MessageFacts, admit, triggers};
-use crate::domain::ports::{Clock, HistoryMessage, NewQueuedMessage, ServerSettings, SystemClock};
+use crate::domain::ports::{
+    Clock, HistoryMessage, NewQueuedMessage, Pings, ServerSettings, SystemClock,
+};
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
 
 /// Handles one gateway event.
@@ -88,7 +90,32 @@ async fn on_message(data: &BotData, message: &Message) {
     }
     let server = message.guild_id.map(|g| ServerId(g.get()));
     let channel = ChannelId(message.channel_id.get());
+    let bot_mention = format!("<@{bot}>");
+    let bot_nick_mention = format!("<@!{bot}>");
+    let mentions_bot = message.mentions.iter().any(|u| u.id.get() == bot)
+        || message.content.contains(&bot_mention)
+        || message.content.contains(&bot_nick_mention);
+    let replies_to_bot = message
+        .referenced_message
+        .as_ref()
+        .is_some_and(|r| r.author.id.get() == bot);
     let Some(settings) = settings_of(data, server).await else {
+        // Without its access lists the server's rules are unknown: not answered, but someone
+        // who spoke to the bot is told why (at most once a minute per channel).
+        if (mentions_bot || replies_to_bot) && data.outage_notices.due(channel) {
+            let locale = server
+                .and_then(|s| data.cache.locale(s))
+                .unwrap_or(data.default_locale);
+            let notice = crate::locale::text(locale, "settings-unavailable");
+            let reply_to = Some(MessageId(message.id.get()));
+            if let Err(error) = data
+                .sink
+                .send_text(channel, notice, reply_to, &Pings::none(), None)
+                .await
+            {
+                tracing::warn!(%channel, %error, "could not post the settings-unavailable notice");
+            }
+        }
         return;
     };
     let roles: Vec<u64> = message
@@ -96,8 +123,6 @@ async fn on_message(data: &BotData, message: &Message) {
         .as_ref()
         .map(|m| m.roles.iter().map(|r| r.get()).collect())
         .unwrap_or_default();
-    let bot_mention = format!("<@{bot}>");
-    let bot_nick_mention = format!("<@!{bot}>");
     let facts = MessageFacts {
         content: &message.content,
         channel,
@@ -105,13 +130,8 @@ async fn on_message(data: &BotData, message: &Message) {
         is_dm: server.is_none(),
         author: UserId(message.author.id.get()),
         from_bot_or_webhook,
-        mentions_bot: message.mentions.iter().any(|u| u.id.get() == bot)
-            || message.content.contains(&bot_mention)
-            || message.content.contains(&bot_nick_mention),
-        replies_to_bot: message
-            .referenced_message
-            .as_ref()
-            .is_some_and(|r| r.author.id.get() == bot),
+        mentions_bot,
+        replies_to_bot,
         author_roles: &roles,
         bot_can_send: server.is_none_or(|s| data.cache.bot_can_send(s, channel, bot)),
     };
@@ -148,6 +168,39 @@ async fn on_message(data: &BotData, message: &Message) {
     data.orchestrator
         .submit(queued(data, message, server, content, random))
         .await;
+}
+
+/// Channels told lately that the bot cannot read its settings: one notice a minute per channel.
+#[derive(Debug, Default)]
+pub struct OutageNotices {
+    told: std::sync::Mutex<std::collections::HashMap<ChannelId, std::time::Instant>>,
+}
+
+/// How often one channel is told.
+const OUTAGE_NOTICE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
+/// Channels remembered; past it the memory starts over (a few channels told twice).
+const OUTAGE_NOTICE_CHANNELS: usize = 1024;
+
+impl OutageNotices {
+    /// Whether `channel` is due a notice now (and, if so, counts it as told).
+    pub fn due(&self, channel: ChannelId) -> bool {
+        let mut told = self
+            .told
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let now = std::time::Instant::now();
+        if told
+            .get(&channel)
+            .is_some_and(|at| now.duration_since(*at) < OUTAGE_NOTICE_EVERY)
+        {
+            return false;
+        }
+        if told.len() >= OUTAGE_NOTICE_CHANNELS {
+            told.clear();
+        }
+        told.insert(channel, now);
+        true
+    }
 }
 
 /// The settings a message is handled with: the defaults in a DM; `None` when a server's cannot

@@ -44,6 +44,9 @@ pub struct BotData {
     /// Recent messages as the gateway delivers them (history without a REST call).
     pub recent: Arc<recent::RecentMessages>,
     pub default_locale: Locale,
+    /// Where the bot tells someone it cannot answer now (the database is down).
+    pub sink: Arc<dyn crate::domain::ports::ChatSink>,
+    pub outage_notices: events::OutageNotices,
 }
 
 /// The gateway client, running.

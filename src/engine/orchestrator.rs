@@ -31,7 +31,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::{Config, KillPermission};
 use crate::domain::ports::{
     Delivery, NewQueuedMessage, Persona, PersonaStore, Pings, PortError, Pushed, QueueStore,
-    SettingsStore, remember_delivery,
+    ServerSettings, SettingsStore, remember_delivery,
 };
 use crate::domain::role::Role;
 use crate::domain::scope::{ChannelId, MessageId, Scope, UserId};
@@ -316,6 +316,7 @@ impl Orchestrator {
             running: None,
             finished: self.inner.finished.clone(),
             stopping: self.inner.stopping.clone(),
+            settings_retry: None,
         };
         let orchestrator = Arc::downgrade(&self.inner);
         self.inner.tracker.spawn(async move {
@@ -399,8 +400,14 @@ struct Worker {
     finished: broadcast::Sender<TurnFinished>,
     /// The stop's deadlines, once the process stops.
     stopping: Arc<Mutex<Option<StopPlan>>>,
+    /// While the server's settings cannot be read, the next turn waits until then.
+    settings_retry: Option<Instant>,
 }
 
+/// How long a channel waits before it tries a server's settings again after a failed read.
+const SETTINGS_RETRY: Duration = Duration::from_secs(5);
+/// The longest wait between two tries of a failed queue removal.
+const REMOVE_RETRY_MAX: Duration = Duration::from_secs(30);
 /// Longest a typing pulse may hold the channel's loop.
 const TYPING_WAIT: Duration = Duration::from_millis(500);
 /// How often the stale-turn guard looks.
@@ -417,6 +424,7 @@ impl Worker {
         let mut idle_since = Instant::now();
         loop {
             if self.running.is_none()
+                && self.settings_retry.is_none()
                 && let Some(next) = self.queue.pop_front()
             {
                 self.start(next).await;
@@ -447,6 +455,7 @@ impl Worker {
                         Err(command) => self.handle(command).await,
                     }
                 }
+                () = sleep_until_opt(self.settings_retry) => self.settings_retry = None,
                 () = sleep_until_opt(next_typing) => {
                     if let Some(running) = &mut self.running {
                         running.next_typing = Instant::now() + typing_every;
@@ -539,7 +548,7 @@ impl Worker {
             .position(|q| q.message.follow_up && q.message.author == author)
             && let Some(old) = self.queue.remove(at)
         {
-            forget(&self.deps, self.channel, &old).await;
+            self.forget(&old).await;
         }
         // Outside a tool chain (or with drafting On) it interrupts; inside, it waits at the
         // front so the tool progress is kept.
@@ -586,13 +595,26 @@ impl Worker {
             {
                 tracing::warn!(channel = %self.channel, %error, "could not post the queue-full notice");
             }
-            forget(&self.deps, self.channel, &dropped).await;
+            self.forget(&dropped).await;
         }
     }
 
     async fn start(&mut self, pending: Pending) {
         let m = &pending.message;
-        let settings = self.deps.settings.settings_or_default(m.server).await;
+        let settings = match m.server {
+            None => ServerSettings::default(),
+            Some(server) => match self.deps.settings.settings(server).await {
+                Ok(settings) => settings,
+                Err(error) => {
+                    // Never with guessed settings (a server's review would be skipped): the
+                    // message waits, first in line, until the store answers.
+                    tracing::debug!(%server, %error, "settings unavailable; the turn waits");
+                    self.queue.push_front(pending);
+                    self.settings_retry = Some(Instant::now() + SETTINGS_RETRY);
+                    return;
+                }
+            },
+        };
         let persona = persona(&self.deps, &m.persona).await;
         let admission = deliberate::admit(
             &self.deps.turn.registry,
@@ -666,7 +688,7 @@ impl Worker {
             Delivery::Finished,
         )
         .await;
-        forget(&self.deps, self.channel, &running.pending).await;
+        self.forget(&running.pending).await;
         self.announce(&running, report);
     }
 
@@ -758,6 +780,17 @@ impl Worker {
         });
     }
 
+    /// Removes an answered or dropped message from the store (see [`forget`]).
+    fn forget(&self, pending: &Pending) -> impl Future<Output = ()> + Send + 'static {
+        forget(
+            self.deps.queue.clone(),
+            self.tasks.clone(),
+            self.token.clone(),
+            self.channel,
+            pending.store_id,
+        )
+    }
+
     /// The process stops: the running turn may finish by itself until the plan's `finish_by`,
     /// else it is stopped and may wind down until `stop_by` (its entry stays for the next start).
     async fn wind_down(&mut self) {
@@ -791,13 +824,38 @@ impl Worker {
     }
 }
 
-/// Removes an answered or dropped message from the store.
-async fn forget(deps: &OrchestratorDeps, channel: ChannelId, pending: &Pending) {
-    if let Some(id) = pending.store_id
-        && let Err(error) = deps.queue.remove(id).await
-    {
-        tracing::warn!(%channel, %error, "could not remove a queue entry");
+/// Removes an answered or dropped message from the store. A removal that fails (the database is
+/// down) is tried again in the background until it lands, so the message is not answered again
+/// after a restart; the process stopping ends the tries (the turn's finished record, when it
+/// landed, still keeps a restart from answering it again).
+async fn forget(
+    queue: Arc<dyn QueueStore>,
+    tasks: TaskTracker,
+    stop: CancellationToken,
+    channel: ChannelId,
+    id: Option<i64>,
+) {
+    let Some(id) = id else {
+        return;
+    };
+    if queue.remove(id).await.is_ok() {
+        return;
     }
+    tracing::warn!(%channel, "could not remove an answered message from the queue; retrying");
+    tasks.spawn(async move {
+        let mut wait = Duration::from_secs(1);
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(wait) => {}
+            }
+            if queue.remove(id).await.is_ok() {
+                tracing::info!(%channel, "answered message removed from the queue");
+                return;
+            }
+            wait = (wait * 2).min(REMOVE_RETRY_MAX);
+        }
+    });
 }
 
 /// The persona by id, or the shipped one when the store has none.

@@ -18,6 +18,7 @@ use crate::config::DatabaseConfig;
 use crate::domain::ports::{ChatPorts, PortError, Ports};
 
 pub mod events;
+pub mod health;
 pub mod memory;
 pub mod outcomes;
 pub mod personas;
@@ -68,6 +69,7 @@ pub enum StoreError {
 pub struct Database {
     pool: AnyPool,
     backend: Backend,
+    health: Arc<health::Health>,
 }
 
 impl Database {
@@ -111,7 +113,11 @@ impl Database {
             .connect(&url)
             .await
             .map_err(|source| StoreError::Connect { backend, source })?;
-        Ok(Self { pool, backend })
+        Ok(Self {
+            pool,
+            backend,
+            health: Arc::default(),
+        })
     }
 
     /// Applies the backend's migrations (idempotent).
@@ -135,6 +141,11 @@ impl Database {
 
     pub fn backend(&self) -> Backend {
         self.backend
+    }
+
+    /// Whether the database answers, as the repositories last saw it.
+    pub fn health(&self) -> &health::Health {
+        &self.health
     }
 
     pub async fn close(&self) {

@@ -91,7 +91,7 @@ const CLAIM_POSTGRES: &str = "UPDATE queued_messages SET claimed_by = $2 WHERE i
 #[async_trait]
 impl QueueStore for QueueRepo {
     async fn push(&self, m: &NewQueuedMessage) -> Result<Pushed, PortError> {
-        let inserted: Option<i64> = sqlx::query_scalar(
+        let inserted: Result<Option<i64>, sqlx::Error> = sqlx::query_scalar(
             "INSERT INTO queued_messages (server_id, channel_id, message_id, author_id, \
              author_name, content, follow_up, enqueued_at, persona, visibility, locale, quiet) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
@@ -110,8 +110,9 @@ impl QueueStore for QueueRepo {
         .bind(m.locale.tag().to_owned())
         .bind(i64::from(m.quiet))
         .fetch_optional(self.db.pool())
-        .await
-        .map_err(port_error)?;
+        .await;
+        self.db.health().observe(&inserted);
+        let inserted = inserted.map_err(port_error)?;
         if let Some(id) = inserted {
             return Ok(Pushed::New(id));
         }
@@ -128,11 +129,12 @@ impl QueueStore for QueueRepo {
     }
 
     async fn remove(&self, id: i64) -> Result<(), PortError> {
-        sqlx::query("DELETE FROM queued_messages WHERE id = $1")
+        let removed = sqlx::query("DELETE FROM queued_messages WHERE id = $1")
             .bind(id)
             .execute(self.db.pool())
-            .await
-            .map_err(port_error)?;
+            .await;
+        self.db.health().observe(&removed);
+        removed.map_err(port_error)?;
         Ok(())
     }
 

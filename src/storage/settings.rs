@@ -44,8 +44,19 @@ impl SettingsRepo {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Makes every cached entry old, as if `FRESH_FOR` had passed (tests of stale reads).
+    #[cfg(feature = "testkit")]
+    pub fn age_cache(&self) {
+        let old = Instant::now().checked_sub(FRESH_FOR * 2);
+        for (read_at, _) in self.cache().values_mut() {
+            *read_at = old.unwrap_or(*read_at);
+        }
+    }
+
     async fn read(&self, server: ServerId) -> Result<ServerSettings, PortError> {
-        let mut conn = self.db.pool().acquire().await.map_err(port_error)?;
+        let conn = self.db.pool().acquire().await;
+        self.db.health().observe(&conn);
+        let mut conn = conn.map_err(port_error)?;
         read_row(&mut conn, server).await
     }
 }
@@ -84,10 +95,25 @@ impl SettingsStore for SettingsRepo {
         {
             return Ok(settings.clone());
         }
-        let settings = self.read(server).await?;
-        self.cache()
-            .insert(server, (Instant::now(), settings.clone()));
-        Ok(settings)
+        match self.read(server).await {
+            Ok(settings) => {
+                self.cache()
+                    .insert(server, (Instant::now(), settings.clone()));
+                Ok(settings)
+            }
+            // An outage: the last known settings, however old, rather than none (a message is
+            // still handled by the server's rules, and its review stays on).
+            Err(error) => match self.cache().get(&server) {
+                Some((read_at, settings)) => {
+                    tracing::debug!(
+                        %server, %error, age_secs = read_at.elapsed().as_secs(),
+                        "settings read failed; using the last known (stale) settings"
+                    );
+                    Ok(settings.clone())
+                }
+                None => Err(error),
+            },
+        }
     }
 
     async fn save_settings(

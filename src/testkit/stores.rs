@@ -76,6 +76,8 @@ impl OutcomeStore for InMemoryOutcomes {
 pub struct InMemoryQueue {
     entries: Mutex<QueueEntries>,
     next_id: std::sync::atomic::AtomicI64,
+    /// Removals fail while set (a database outage).
+    removals_fail: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -86,6 +88,11 @@ struct QueueEntries {
 }
 
 impl InMemoryQueue {
+    /// Makes removals fail (`true`) or work again.
+    pub fn set_removals_fail(&self, fail: bool) {
+        self.removals_fail.store(fail, Ordering::SeqCst);
+    }
+
     pub fn entries(&self) -> Vec<crate::domain::ports::QueuedMessage> {
         lock(&self.entries).by_id.values().cloned().collect()
     }
@@ -116,6 +123,12 @@ impl crate::domain::ports::QueueStore for InMemoryQueue {
     }
 
     async fn remove(&self, id: i64) -> Result<(), PortError> {
+        if self.removals_fail.load(Ordering::SeqCst) {
+            return Err(PortError::Unavailable {
+                what: "database",
+                detail: "unreachable (test)".into(),
+            });
+        }
         let mut entries = lock(&self.entries);
         if let Some(removed) = entries.by_id.remove(&id) {
             entries
@@ -180,6 +193,15 @@ impl crate::domain::ports::QueueStore for InMemoryQueue {
 #[derive(Default)]
 pub struct InMemorySettings {
     settings: Mutex<HashMap<ServerId, crate::domain::ports::ServerSettings>>,
+    /// Reads fail while set (a database outage).
+    unavailable: std::sync::atomic::AtomicBool,
+}
+
+impl InMemorySettings {
+    /// Makes reads fail (`true`) or answer again.
+    pub fn set_unavailable(&self, unavailable: bool) {
+        self.unavailable.store(unavailable, Ordering::SeqCst);
+    }
 }
 
 #[async_trait]
@@ -188,6 +210,12 @@ impl crate::domain::ports::SettingsStore for InMemorySettings {
         &self,
         server: ServerId,
     ) -> Result<crate::domain::ports::ServerSettings, PortError> {
+        if self.unavailable.load(Ordering::SeqCst) {
+            return Err(PortError::Unavailable {
+                what: "database",
+                detail: "unreachable (test)".into(),
+            });
+        }
         Ok(lock(&self.settings)
             .get(&server)
             .cloned()

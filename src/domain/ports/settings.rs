@@ -143,16 +143,4 @@ pub trait SettingsStore: Send + Sync {
         self.save_settings(server, &settings).await?;
         Ok(settings)
     }
-
-    /// The settings a message is handled with: the defaults in a DM, and (with a warning) when
-    /// the store cannot be read, so a database hiccup never silences the bot.
-    async fn settings_or_default(&self, server: Option<ServerId>) -> ServerSettings {
-        let Some(server) = server else {
-            return ServerSettings::default();
-        };
-        self.settings(server).await.unwrap_or_else(|error| {
-            tracing::warn!(%server, %error, "settings unavailable; using defaults");
-            ServerSettings::default()
-        })
-    }
 }
