@@ -128,7 +128,9 @@ pub async fn start(
                 storage: storage.clone(),
             };
             shutdown.spawn(endpoint.serve(health, shutdown.token().clone()));
-            tracing::info!(address = ?bound, "serving /metrics and /healthz");
+            if let Some(bound) = bound {
+                tracing::info!(address = %bound, "serving /metrics and /healthz");
+            }
             bound
         }
     };
@@ -205,7 +207,7 @@ pub async fn start(
 }
 
 /// The orchestrator with its turn dependencies: the provider, the reviewer, the tools. The
-/// model and the tool events are metered (no cost while no metrics recorder is installed).
+/// model and the tool events are metered (the metrics go nowhere until a recorder is installed).
 fn orchestrator(
     config: &Arc<Config>,
     secrets: &Secrets,
