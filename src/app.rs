@@ -1,7 +1,8 @@
 //! The app: start-up and wiring for `persona-bot run` and `persona-bot worker`, and nothing
 //! else. It opens storage, builds the provider and the reviewer, the orchestrator (recovering
-//! queued messages), the background work (reminders, the image worker) and the turn summaries,
-//! connects Discord, and stops it all through one [`Shutdown`].
+//! queued messages), the background work (reminders, the image worker), the turn summaries and
+//! turn lines, the metrics listener when configured, connects Discord, and stops it all through
+//! one [`Shutdown`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +21,9 @@ use crate::engine::passes::TurnDeps;
 use crate::engine::reminders::ReminderScheduler;
 use crate::engine::reviewer::ModelReviewer;
 use crate::engine::worker::{ImageWorker, WorkerPorts};
+use crate::observe::events::MeteredEvents;
+use crate::observe::health::Health;
+use crate::observe::model::MeteredModel;
 use crate::provider::OpenAiProvider;
 use crate::shutdown::Shutdown;
 use crate::storage::Storage;
@@ -40,9 +44,15 @@ pub struct RunningBot {
     discord: DiscordClient,
     shutdown: Shutdown,
     config: Arc<Config>,
+    metrics_address: Option<std::net::SocketAddr>,
 }
 
 impl RunningBot {
+    /// Where `/metrics` and `/healthz` are served; `None` when `metrics.listen` is empty.
+    pub fn metrics_address(&self) -> Option<std::net::SocketAddr> {
+        self.metrics_address
+    }
+
     /// Waits until the gateway client stops (an error or a shutdown).
     pub async fn wait(&mut self) -> anyhow::Result<()> {
         self.discord.wait().await
@@ -128,6 +138,25 @@ pub async fn start(
     let persona = default_persona(&config, &storage).await?;
     prune_deliveries(&storage).await;
     let shutdown = Shutdown::new();
+    // Bound first, so a taken port stops start-up before Discord is connected; it answers
+    // "not connected" until the gateway is.
+    let gateway = discord::GatewayStatus::default();
+    let metrics_address = match config.metrics.listen_addr() {
+        None => None,
+        Some(address) => {
+            let endpoint = crate::observe::server::Endpoint::bind(address).await?;
+            let bound = endpoint.address();
+            let health = Health {
+                gateway: gateway.clone(),
+                storage: storage.clone(),
+            };
+            shutdown.spawn(endpoint.serve(health, shutdown.token().clone()));
+            if let Some(bound) = bound {
+                tracing::info!(address = %bound, "serving /metrics and /healthz");
+            }
+            bound
+        }
+    };
     let rest = discord::discord_rest(&config, &token)?;
     let bot = sink::BotId::default();
     let cache = guild::CacheCell::default();
@@ -147,6 +176,11 @@ pub async fn start(
     ));
     let orchestrator = orchestrator(&config, secrets, &storage, &sink, &thought_log, extend)?;
     let sink_for_notices: Arc<dyn ChatSink> = sink.clone();
+    // Before any turn can finish (recovered messages start at once).
+    shutdown.spawn(crate::observe::turns::watch(
+        orchestrator.subscribe(),
+        shutdown.token().clone(),
+    ));
     let recovered = orchestrator.recover().await?;
     if recovered > 0 {
         tracing::info!(
@@ -188,12 +222,14 @@ pub async fn start(
     });
     let connection = Connection { data, bot, cache };
     let discord = discord::connect(&config, &token, connection, &shutdown).await?;
+    discord.report_to(&gateway);
     Ok(RunningBot {
         orchestrator,
         storage,
         discord,
         shutdown,
         config,
+        metrics_address,
     })
 }
 
@@ -208,7 +244,8 @@ async fn prune_deliveries(storage: &Storage) {
     }
 }
 
-/// The orchestrator with its turn dependencies: the provider, the reviewer, the tools.
+/// The orchestrator with its turn dependencies: the provider, the reviewer, the tools. The
+/// model and the tool events are metered (the metrics go nowhere until a recorder is installed).
 fn orchestrator(
     config: &Arc<Config>,
     secrets: &Secrets,
@@ -222,25 +259,33 @@ fn orchestrator(
     let mut review_provider = config.provider.clone();
     review_provider.models = config.review.models.clone();
     let reviewer: Arc<dyn Reviewer> = Arc::new(ModelReviewer::new(
-        Arc::new(
-            OpenAiProvider::new(review_provider, &secrets.provider_keys)
-                .context("reviewer HTTP client")?,
-        ),
+        Arc::new(MeteredModel::new(
+            Arc::new(
+                OpenAiProvider::new(review_provider, &secrets.provider_keys)
+                    .context("reviewer HTTP client")?,
+            ),
+            "reviewer",
+        )),
         config.review.prompt.clone(),
         Duration::from_secs(config.review.timeout_secs),
     ));
     let chat_sink: Arc<dyn ChatSink> = sink.clone();
-    let ports = storage.ports(ChatPorts {
+    let registry = Arc::new(extend(Registry::builtin(config)));
+    let mut ports = storage.ports(ChatPorts {
         sink: chat_sink,
         thought_log: thought_log.clone(),
         stickers: sink.clone(),
         history: sink.clone(),
         clock: Arc::new(SystemClock),
     });
+    ports.events = Arc::new(MeteredEvents::new(
+        ports.events,
+        registry.iter().map(|tool| tool.name),
+    ));
     Ok(Orchestrator::new(OrchestratorDeps {
         turn: TurnDeps {
-            model: Arc::new(provider),
-            registry: Arc::new(extend(Registry::builtin(config))),
+            model: Arc::new(MeteredModel::new(Arc::new(provider), "persona")),
+            registry,
             env: Arc::new(ToolEnv {
                 ports,
                 config: config.clone(),

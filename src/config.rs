@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use figment::providers::{Env, Format, Toml};
@@ -55,6 +56,7 @@ pub struct Config {
     pub review: ReviewConfig,
     pub image_worker: ImageWorkerConfig,
     pub reminders: RemindersConfig,
+    pub metrics: MetricsConfig,
     pub shutdown: ShutdownConfig,
 }
 
@@ -109,6 +111,36 @@ pub struct RemindersConfig {
     pub poll_ms: u64,
     /// Most active reminders one user may have created.
     pub max_per_user: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsConfig {
+    /// Where `/metrics` and `/healthz` are served (`host:port`); empty: not served.
+    pub listen: String,
+}
+
+impl MetricsConfig {
+    /// The address to serve on, or `None` when off. [`Config`] has checked it parses.
+    pub fn listen_addr(&self) -> Option<SocketAddr> {
+        let listen = self.listen.trim();
+        if listen.is_empty() {
+            return None;
+        }
+        listen.parse().ok()
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let listen = self.listen.trim();
+        if listen.is_empty() || listen.parse::<SocketAddr>().is_ok() {
+            return Ok(());
+        }
+        Err(ConfigError::Key {
+            key: "metrics.listen".to_owned(),
+            problem: "must be empty (off) or an IP address and port, such as 127.0.0.1:9100"
+                .to_owned(),
+        })
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -519,6 +551,7 @@ impl Config {
             ));
         }
         self.database.validate()?;
+        self.metrics.validate()?;
         for (tool, packs) in &self.deliberate.keywords {
             for tag in packs.keys() {
                 if Locale::from_tag(tag).is_none() {
@@ -845,6 +878,31 @@ mod tests {
             let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
             assert!(err.to_string().contains(named), "{toml}: {err}");
         }
+    }
+
+    // Issue 13: metrics are off by default; a listen address that is not an IP and port is
+    // refused by name (a host name would need a lookup; a port alone says no interface).
+    #[test]
+    fn the_metrics_listen_address_is_checked() {
+        let config = Config::load_with_env(None, no_env()).expect("built-in defaults load");
+        assert_eq!(config.metrics.listen_addr(), None, "off by default");
+        for bad in [
+            "localhost:9100",
+            "9100",
+            "127.0.0.1",
+            "127.0.0.1:99999",
+            "on",
+        ] {
+            let dir = temp_config(Some(&format!("[metrics]\nlisten = \"{bad}\"\n")));
+            let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
+            assert!(err.to_string().contains("`metrics.listen`"), "{bad}: {err}");
+        }
+        let dir = temp_config(Some("[metrics]\nlisten = \"0.0.0.0:9100\"\n"));
+        let config = Config::load_with_env(Some(dir.path()), no_env()).expect("load");
+        assert_eq!(
+            config.metrics.listen_addr(),
+            Some(SocketAddr::from(([0, 0, 0, 0], 9100)))
+        );
     }
 
     // SPEC D2: zero is out of range for a timeout.

@@ -3,9 +3,9 @@
 //! Layers, bottom-up (`tests/layers.rs` checks that none uses one above it): the base
 //! (`config`, `locale`, `redact`, `http_body`, `telemetry`, `shutdown`), the [`domain`] types and
 //! ports, the [`tools`], the tool-call stage ([`tool_loop`]), the [`engine`] that runs turns, the
-//! adapters (`discord`, `provider`, `storage`, `media`) and the [`app`] that wires them. Nothing
-//! below the adapters knows Discord, HTTP or SQL; it reaches the outside only through the ports in
-//! [`domain::ports`].
+//! adapters (`discord`, `provider`, `storage`, `media`, `observe`) and the [`app`] that wires
+//! them. Nothing below the adapters knows Discord, HTTP or SQL; it reaches the outside only
+//! through the ports in [`domain::ports`].
 // Outside tests nothing may panic on outside input: every such site is handled, or allowed
 // at the site with a one-line reason (clippy.toml exempts #[test] code).
 #![deny(
@@ -33,6 +33,8 @@ pub mod http_body;
 pub mod locale;
 /// Image backends: ComfyUI and OpenAI-compatible images endpoints.
 pub mod media;
+/// Observability: the per-turn log line, metrics, and the `/metrics` and `/healthz` listener.
+pub mod observe;
 /// The OpenAI-compatible streaming provider: key rotation and model fallback support.
 pub mod provider;
 /// Secret redaction for everything moderators and operators read.

@@ -46,6 +46,9 @@ enum Command {
     /// Create the database if needed and apply its migrations, then exit. (Start-up applies
     /// them too; this is for deployments that migrate before rolling out.)
     Migrate,
+    /// Ask the running bot's /healthz (at metrics.listen) whether it is healthy: one line, exit
+    /// code 0 when healthy, 1 otherwise. For container health checks.
+    Health,
 }
 
 #[tokio::main]
@@ -79,6 +82,7 @@ async fn main() -> ExitCode {
             println!("config OK ({source}); tools: {}", tools.join(", "));
             ExitCode::SUCCESS
         }
+        Command::Health => health(&config).await,
         Command::Migrate => {
             let secrets = Secrets::from_env();
             let url = secrets.database_url_or(&config.database);
@@ -100,6 +104,66 @@ async fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// How long `persona-bot health` waits for the answer.
+const HEALTH_WITHIN: std::time::Duration = std::time::Duration::from_secs(3);
+
+async fn health(config: &Config) -> ExitCode {
+    let (line, healthy) = match config.metrics.listen_addr() {
+        None => (
+            "unhealthy: metrics.listen is empty, so the bot serves no /healthz".to_owned(),
+            false,
+        ),
+        Some(address) => ask_health(address).await,
+    };
+    println!("{line}");
+    if healthy {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// GETs `/healthz`; an unspecified address (0.0.0.0, [::]) is asked on loopback.
+async fn ask_health(mut address: std::net::SocketAddr) -> (String, bool) {
+    use persona_bot::observe::health::HealthReport;
+    if address.ip().is_unspecified() {
+        address.set_ip(if address.is_ipv4() {
+            std::net::Ipv4Addr::LOCALHOST.into()
+        } else {
+            std::net::Ipv6Addr::LOCALHOST.into()
+        });
+    }
+    let url = format!("http://{address}/healthz");
+    let asked = async {
+        let client = reqwest::Client::builder().timeout(HEALTH_WITHIN).build()?;
+        client.get(&url).send().await
+    };
+    let response = match asked.await {
+        Ok(response) => response,
+        Err(error) => {
+            let error = error.without_url();
+            return (format!("unhealthy: {url}: {}", causes(&error)), false);
+        }
+    };
+    let status = response.status();
+    match persona_bot::http_body::json_bounded::<HealthReport>(response, 4096).await {
+        Ok(report) => (report.line(), status.is_success() && report.healthy),
+        Err(_) => (format!("unhealthy: {url} answered {status}"), false),
+    }
+}
+
+/// An error and its causes, on one line ("error sending request: ...: Connection refused").
+fn causes(error: &dyn std::error::Error) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    line.replace('\n', " ")
 }
 
 async fn run(config: Config) -> ExitCode {

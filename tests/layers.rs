@@ -6,7 +6,7 @@
 //! tools     tools (the registry, sessions, the reviewer port, one tool per file)
 //! stage     tool_loop (execute_tool_call and its gates, payload builders)
 //! engine    engine (orchestrator, pass loop, stream delivery, reviewer, reminders, worker)
-//! adapters  discord, provider, storage, media
+//! adapters  discord, provider, storage, media, observe
 //! app       app, main, testkit (test fakes may use anything)
 //! ```
 //!
@@ -31,6 +31,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("provider", 5),
     ("storage", 5),
     ("media", 5),
+    ("observe", 5),
     ("app", 6),
     ("main", 6),
     ("testkit", 6),

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use secrecy::SecretString;
-use serenity::all::{ClientBuilder, GatewayIntents, HttpBuilder, ShardManager};
+use serenity::all::{ClientBuilder, ConnectionStage, GatewayIntents, HttpBuilder, ShardManager};
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
@@ -65,6 +65,11 @@ impl DiscordClient {
         }
     }
 
+    /// Lets `status` follow this client's shards.
+    pub fn report_to(&self, status: &GatewayStatus) {
+        let _ = status.0.set(self.shard_manager.clone());
+    }
+
     /// Closes the gateway connection and waits up to 5 s for the client to end.
     pub async fn stop(self) {
         self.shard_manager.shutdown_all().await;
@@ -74,6 +79,24 @@ impl DiscordClient {
         {
             tracing::warn!("Discord client did not stop within 5 s");
         }
+    }
+}
+
+/// Whether the gateway is connected, for health checks: not until the client is running
+/// ([`DiscordClient::report_to`]), then while every shard is connected. Cheap to clone.
+#[derive(Clone, Default)]
+pub struct GatewayStatus(Arc<std::sync::OnceLock<Arc<ShardManager>>>);
+
+impl GatewayStatus {
+    pub async fn connected(&self) -> bool {
+        let Some(manager) = self.0.get() else {
+            return false;
+        };
+        let runners = manager.runners.lock().await;
+        !runners.is_empty()
+            && runners
+                .values()
+                .all(|runner| runner.stage == ConnectionStage::Connected)
     }
 }
 

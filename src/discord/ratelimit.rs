@@ -34,6 +34,12 @@ const BUCKET_NAME_MAX: usize = 64;
 /// The span of the global budget.
 const GLOBAL_SPAN: Duration = Duration::from_secs(1);
 
+/// Metrics (see `crate::observe`): requests sent, by route; 429s, by route and scope (bucket or
+/// global); and how long requests waited here before they were sent.
+pub const REQUESTS: &str = "persona_bot_discord_requests_total";
+pub const RATE_LIMITED: &str = "persona_bot_discord_rate_limited_total";
+pub const WAITED: &str = "persona_bot_discord_scheduler_wait_seconds";
+
 /// Requests sent in a sliding span: never more than `limit` in any `span`. Sliding, not fixed,
 /// so it stays inside the server's fixed windows however theirs are aligned with ours.
 #[derive(Debug)]
@@ -415,13 +421,19 @@ impl<'a> Permit<'a> {
     /// Waits until the bucket's window and the global budget allow one more request; the
     /// global place is held until the request's answer is in (drop the slot then).
     pub async fn ready(&mut self) -> GlobalSlot<'a> {
+        let asked = Instant::now();
         loop {
             match self.state.take(Instant::now()) {
                 None => break,
                 Some(wait) => tokio::time::sleep(wait).await,
             }
         }
-        self.scheduler.global_turn().await
+        let slot = self.scheduler.global_turn().await;
+        // Route templates are this crate's constants: a bounded label.
+        metrics::counter!(REQUESTS, "route" => self.route.template).increment(1);
+        metrics::histogram!(WAITED, "route" => self.route.template)
+            .record(asked.elapsed().as_secs_f64());
+        slot
     }
 
     /// Learns from an answer's headers (any status).

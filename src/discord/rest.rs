@@ -10,7 +10,7 @@
 
 use std::time::Duration;
 
-use super::ratelimit::{RateHeaders, Route, Scheduler};
+use super::ratelimit::{RATE_LIMITED, RateHeaders, Route, Scheduler};
 use crate::config::DiscordConfig;
 use crate::http_body::{ERROR_TEXT_MAX, json_bounded};
 use secrecy::{ExposeSecret, SecretString};
@@ -239,7 +239,7 @@ impl DiscordRest {
             if status.as_u16() == 429 {
                 rate_limited += 1;
                 let (wait, global) = self
-                    .rate_limit_wait(response, &headers, rate_limited, server_failures)
+                    .rate_limit_wait(route, response, &headers, rate_limited, server_failures)
                     .await?;
                 tracing::info!(
                     route = route.template,
@@ -267,6 +267,7 @@ impl DiscordRest {
     /// the allowed waits, or asked to wait too long, the request is given up.
     async fn rate_limit_wait(
         &self,
+        route: Route,
         response: reqwest::Response,
         headers: &RateHeaders,
         rate_limited: u32,
@@ -276,6 +277,8 @@ impl DiscordRest {
             .await
             .unwrap_or(Value::Null);
         let global = headers.global || body.get("global").and_then(Value::as_bool) == Some(true);
+        let scope = if global { "global" } else { "bucket" };
+        metrics::counter!(RATE_LIMITED, "route" => route.template, "scope" => scope).increment(1);
         let asked = body
             .get("retry_after")
             .and_then(Value::as_f64)

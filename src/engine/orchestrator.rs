@@ -79,6 +79,8 @@ pub struct TurnFinished {
     pub report: TurnReport,
     /// From the turn's start to its end.
     pub elapsed: Duration,
+    /// Messages waiting in the channel's queue as the turn ended.
+    pub queued: usize,
 }
 
 /// A worker's inbox item. Boxed payloads keep it small: the channel allocates its slots in
@@ -700,6 +702,7 @@ impl Worker {
             scope: running.turn.scope.clone(),
             report,
             elapsed: running.started.elapsed(),
+            queued: self.queue.len(),
         });
     }
 

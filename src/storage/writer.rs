@@ -131,6 +131,12 @@ impl WriteQueue {
     pub fn stats(&self) -> &WriterStats {
         &self.stats
     }
+
+    /// Writes enqueued and not yet taken by the writer (the batch it is writing, or retrying
+    /// while the database is away, is not counted): 0 when it keeps up, `buffer_max` when full.
+    pub fn backlog(&self) -> usize {
+        self.tx.max_capacity().saturating_sub(self.tx.capacity())
+    }
 }
 
 /// Starts the writer task on `db`.

@@ -1,0 +1,252 @@
+//! Observability end to end (issue 13): the real bot against the fake Discord and the fake
+//! OpenAI-compatible server, with `metrics.listen` on a free loopback port; a turn's numbers on
+//! `/metrics`, `/healthz` and `persona-bot health` healthy, then unhealthy once the database is
+//! gone; and with the default configuration nothing listens.
+
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod e2e;
+    pub mod fake_discord;
+    pub mod fake_openai;
+    pub mod harness;
+}
+
+use std::net::SocketAddr;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::e2e::*;
+use support::fake_openai::{Reply, Sse};
+use support::harness::Behaviour;
+
+async fn get(address: SocketAddr, path: &str) -> (u16, String) {
+    let response = reqwest::get(format!("http://{address}{path}"))
+        .await
+        .expect("the listener answers");
+    let status = response.status().as_u16();
+    (status, response.text().await.expect("a body"))
+}
+
+/// The value of the series `name` whose labels include every one of `labels`.
+fn series(metrics: &str, name: &str, labels: &[&str]) -> Option<f64> {
+    metrics.lines().find_map(|line| {
+        let (key, value) = line.rsplit_once(' ')?;
+        let (series_name, rest) = key.split_once('{').unwrap_or((key, ""));
+        (series_name == name && labels.iter().all(|l| rest.contains(l)))
+            .then(|| value.parse().ok())
+            .flatten()
+    })
+}
+
+/// `persona-bot health` against `address`: its exit code and its output.
+fn health_command(address: SocketAddr) -> (bool, String) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_persona-bot"))
+        .arg("health")
+        .current_dir(dir.path())
+        .env("PERSONA_BOT_METRICS__LISTEN", address.to_string())
+        .output()
+        .expect("run persona-bot health");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+// Issue 13: a turn with a tool call and a Discord 429 shows on /metrics (the turn by status,
+// its tokens, the tool by name and outcome, the provider calls, Discord's requests and 429s,
+// the storage writer, the gateway); /healthz and `persona-bot health` say healthy, and once the
+// database is gone, unhealthy with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_shows_on_metrics_and_health_follows_the_database() {
+    let e = E2e::start_with(
+        Behaviour::succeed(),
+        vec![
+            Reply::call("call_1", "probe", r#"{"n":1}"#),
+            Reply::Stream(vec![
+                Sse::text("Done."),
+                Sse::finish("stop"),
+                Sse::usage(120, 34),
+                Sse::Done,
+            ]),
+        ],
+        |c| c.metrics.listen = "127.0.0.1:0".into(),
+    )
+    .await;
+    let address = e
+        .running()
+        .metrics_address()
+        .expect("metrics.listen is set: the listener is bound");
+    assert!(
+        address.ip().is_loopback() && address.port() != 0,
+        "{address}"
+    );
+    e.discord.rate_limit_next(GENERAL, 1, 0.01);
+    e.mention(ALICE, "alice", "run the probe").await;
+    e.until("the reply", |e| e.texts(GENERAL).contains(&"Done.".into()))
+        .await;
+
+    // The turn's line and metrics come from a subscriber: wait for its counter.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let metrics = loop {
+        let (status, metrics) = get(address, "/metrics").await;
+        assert_eq!(status, 200);
+        if series(
+            &metrics,
+            "persona_bot_turns_total",
+            &[r#"status="completed""#],
+        )
+        .is_some()
+        {
+            break metrics;
+        }
+        assert!(Instant::now() < deadline, "no turn counter: {metrics}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    for (name, labels) in [
+        ("persona_bot_turns_total", vec![r#"status="completed""#]),
+        ("persona_bot_turn_tokens_total", vec![r#"kind="prompt""#]),
+        (
+            "persona_bot_turn_tokens_total",
+            vec![r#"kind="completion""#],
+        ),
+        ("persona_bot_turn_duration_seconds_count", vec![]),
+        (
+            "persona_bot_tool_calls_total",
+            vec![r#"tool="probe""#, r#"outcome="succeeded""#],
+        ),
+        (
+            "persona_bot_tool_call_duration_seconds_count",
+            vec![r#"tool="probe""#],
+        ),
+        (
+            "persona_bot_provider_calls_total",
+            vec![
+                r#"role="persona""#,
+                r#"model="test-model""#,
+                r#"outcome="ok""#,
+            ],
+        ),
+        (
+            "persona_bot_provider_first_event_seconds_count",
+            vec![r#"model="test-model""#],
+        ),
+        (
+            "persona_bot_provider_call_seconds_count",
+            vec![r#"model="test-model""#],
+        ),
+        (
+            "persona_bot_discord_requests_total",
+            vec![r#"route="POST /channels/{}/messages""#],
+        ),
+        (
+            "persona_bot_discord_rate_limited_total",
+            vec![r#"route="POST /channels/{}/messages""#, r#"scope="bucket""#],
+        ),
+        ("persona_bot_discord_scheduler_wait_seconds_count", vec![]),
+    ] {
+        let value = series(&metrics, name, &labels);
+        assert!(
+            value.is_some_and(|v| v >= 1.0),
+            "{name}{labels:?}: {value:?}\n{metrics}"
+        );
+    }
+    assert!(
+        series(
+            &metrics,
+            "persona_bot_turn_tokens_total",
+            &[r#"kind="prompt""#]
+        )
+        .is_some_and(|v| v >= 120.0),
+        "{metrics}"
+    );
+    assert!(
+        series(
+            &metrics,
+            "persona_bot_provider_calls_total",
+            &[r#"outcome="ok""#]
+        )
+        .is_some_and(|v| v >= 2.0),
+        "both passes counted: {metrics}"
+    );
+    for gauge in [
+        "persona_bot_storage_write_backlog",
+        "persona_bot_storage_writes_total",
+        "persona_bot_queue_waiting_messages",
+    ] {
+        assert!(series(&metrics, gauge, &[]).is_some(), "{gauge}: {metrics}");
+    }
+    assert_eq!(
+        series(&metrics, "persona_bot_gateway_connected", &[]),
+        Some(1.0)
+    );
+    assert_eq!(
+        series(&metrics, "persona_bot_database_reachable", &[]),
+        Some(1.0)
+    );
+    assert!(
+        !metrics.contains("run the probe"),
+        "no message text in metrics"
+    );
+    assert!(!metrics.contains("alice"), "no user names in metrics");
+
+    let (status, body) = get(address, "/healthz").await;
+    assert_eq!(status, 200, "{body}");
+    let health: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(health["healthy"], true, "{body}");
+    assert_eq!(health["gateway_connected"], true, "{body}");
+    assert_eq!(health["database_reachable"], true, "{body}");
+    let (healthy, line) = health_command(address);
+    assert!(healthy, "{line}");
+    assert_eq!(line, "healthy: gateway connected, database reachable\n");
+
+    // The database goes away (its writes flushed first, so stopping does not wait for them):
+    // 503, and the command says why and fails.
+    e.running().storage.writes.flush().await;
+    e.running().storage.db.close().await;
+    let (status, body) = get(address, "/healthz").await;
+    assert_eq!(status, 503, "{body}");
+    let health: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(health["database_reachable"], false, "{body}");
+    assert_eq!(health["gateway_connected"], true, "{body}");
+    let (healthy, line) = health_command(address);
+    assert!(!healthy, "{line}");
+    assert_eq!(line, "unhealthy: gateway connected, database unreachable\n");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// Issue 13: metrics are off by default: the bot binds no listener, and `persona-bot health`
+// fails with one line saying so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_off_by_default_and_nothing_listens() {
+    let e = E2e::start(Behaviour::succeed(), vec![]).await;
+    assert_eq!(e.running().metrics_address(), None);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(env!("CARGO_BIN_EXE_persona-bot"))
+        .arg("health")
+        .current_dir(dir.path())
+        .env_remove("PERSONA_BOT_METRICS__LISTEN")
+        .output()
+        .expect("run persona-bot health");
+    assert!(!out.status.success());
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert!(stdout.contains("metrics.listen is empty"), "{stdout}");
+    e.stop().await;
+}
+
+// Issue 13: `persona-bot health` with nothing listening is one line and exit code 1.
+#[test]
+fn the_health_command_fails_when_nothing_answers() {
+    // A port that was free a moment ago: bound, read, closed.
+    let address = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
+    let (healthy, line) = health_command(address);
+    assert!(!healthy, "{line}");
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(line.starts_with("unhealthy: "), "{line}");
+}
