@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::config::{Config, Secrets};
+use crate::config::{Config, Secrets, ShardPlan};
 use crate::discord::recent::RecentMessages;
 use crate::discord::{self, BotData, Connection, DiscordClient, guild, sink};
 use crate::domain::admission::Cooldowns;
@@ -132,9 +132,10 @@ pub async fn start(
         .discord_token
         .clone()
         .context("DISCORD_TOKEN is not set: the bot needs its Discord token in the environment")?;
-    let storage = Storage::open(&secrets.database_url_or(&config.database), &config.database)
+    let mut storage = Storage::open(&secrets.database_url_or(&config.database), &config.database)
         .await
         .context("database")?;
+    storage.claim_queue_as(queue_claims(&config));
     let persona = default_persona(&config, &storage).await?;
     prune_deliveries(&storage).await;
     let shutdown = Shutdown::new();
@@ -169,7 +170,7 @@ pub async fn start(
         recent.clone(),
     ));
     let thought_log: Arc<dyn ThoughtLog> = Arc::new(discord::thought_log::DiscordThoughtLog::new(
-        rest,
+        rest.clone(),
         storage.settings.clone(),
         cache.clone(),
         config.general.default_locale,
@@ -191,6 +192,12 @@ pub async fn start(
     shutdown.spawn(post_summaries(
         orchestrator.clone(),
         thought_log.clone(),
+        shutdown.token().clone(),
+    ));
+    shutdown.spawn(hold_the_queue(
+        orchestrator.clone(),
+        storage.queue.clone(),
+        Duration::from_secs(config.turn.queue_lease_secs),
         shutdown.token().clone(),
     ));
     shutdown.spawn(
@@ -221,7 +228,7 @@ pub async fn start(
         outage_notices: Default::default(),
     });
     let connection = Connection { data, bot, cache };
-    let discord = discord::connect(&config, &token, connection, &shutdown).await?;
+    let discord = discord::connect(&config, &token, connection, &rest, &shutdown).await?;
     discord.report_to(&gateway);
     Ok(RunningBot {
         orchestrator,
@@ -231,6 +238,50 @@ pub async fn start(
         config,
         metrics_address,
     })
+}
+
+/// How this process claims queued messages: under its shard range's name, for its shards.
+fn queue_claims(config: &Config) -> crate::storage::queue::Claims {
+    let plan = config.discord.shard_plan();
+    let (first_shard, last_shard, total_shards) = match plan {
+        ShardPlan::Auto => (0, 0, 1),
+        ShardPlan::Range { first, last, total } => (first, last, total),
+    };
+    crate::storage::queue::Claims {
+        owner: plan.owner(),
+        first_shard,
+        last_shard,
+        total_shards,
+        lease_ms: i64::try_from(config.turn.queue_lease_secs.saturating_mul(1000))
+            .unwrap_or(i64::MAX),
+    }
+}
+
+/// Keeps this process's hold on its queued messages (renewed every third of the lease) and
+/// takes over those of its shards that a stopped process left (SPEC D6), until `stop`.
+async fn hold_the_queue(
+    orchestrator: Orchestrator,
+    queue: Arc<crate::storage::queue::QueueRepo>,
+    lease: Duration,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    use crate::domain::ports::QueueStore as _;
+    let mut every = tokio::time::interval(lease / 3);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        if let Err(error) = queue.renew_claims().await {
+            tracing::warn!(%error, "could not renew the hold on queued messages");
+        }
+        match orchestrator.take_over().await {
+            Ok(0) => {}
+            Ok(taken) => tracing::info!(taken, "took over queued messages no live process held"),
+            Err(error) => tracing::warn!(%error, "could not look for queued messages to take over"),
+        }
+    }
 }
 
 /// Drops delivery records of turns long over (SPEC D5 keeps them for resumed turns only).

@@ -169,6 +169,60 @@ pub struct DiscordConfig {
     pub max_rate_limit_waits: u32,
     /// A bucket's rate-limit state unused this long (and with its window over) is forgotten.
     pub rate_bucket_idle_secs: u64,
+    /// Which gateway shards this process runs: "auto" or a range (see [`ShardPlan`]).
+    pub shards: String,
+}
+
+/// Which gateway shards a process runs (SPEC D6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShardPlan {
+    /// Every shard, as many as Discord recommends: the process is the only one.
+    Auto,
+    /// Shards `first..=last` of `total`, the others run by other processes.
+    Range { first: u32, last: u32, total: u32 },
+}
+
+/// Most shards a setting may name (Discord's own largest bots run a few thousand).
+const SHARDS_MAX: u32 = 16_384;
+
+impl ShardPlan {
+    /// Parses `auto`, `ID/TOTAL` or `FIRST-LAST/TOTAL` (ids from 0).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text == "auto" {
+            return Ok(Self::Auto);
+        }
+        let bad = || {
+            "must be \"auto\", \"ID/TOTAL\" or \"FIRST-LAST/TOTAL\" (ids from 0, below TOTAL)"
+                .to_owned()
+        };
+        let (ids, total) = text.split_once('/').ok_or_else(bad)?;
+        let number = |s: &str| s.trim().parse::<u32>().map_err(|_| bad());
+        let total = number(total)?;
+        let (first, last) = match ids.split_once('-') {
+            Some((first, last)) => (number(first)?, number(last)?),
+            None => (number(ids)?, number(ids)?),
+        };
+        if total == 0 || total > SHARDS_MAX || first > last || last >= total {
+            return Err(bad());
+        }
+        Ok(Self::Range { first, last, total })
+    }
+
+    /// The name this process's queue claims go under: the same after a restart.
+    pub fn owner(&self) -> String {
+        match self {
+            Self::Auto => "shards:all".to_owned(),
+            Self::Range { first, last, total } => format!("shards:{first}-{last}/{total}"),
+        }
+    }
+}
+
+impl DiscordConfig {
+    /// The shards setting, parsed (checked at load; "auto" if it were not).
+    pub fn shard_plan(&self) -> ShardPlan {
+        ShardPlan::parse(&self.shards).unwrap_or(ShardPlan::Auto)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -245,6 +299,8 @@ pub struct DatabaseConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TurnConfig {
+    /// How long a process's claim on its queued messages lasts without renewal (SPEC D6).
+    pub queue_lease_secs: u64,
     /// Most provider passes per turn (SPEC C9).
     pub max_passes: u32,
     /// Most consecutive failed tool calls before the turn ends (SPEC C9).
@@ -436,6 +492,7 @@ impl Config {
                 self.thought_log.argument_max_chars as u64,
             ),
             ("turn.max_passes", t.max_passes.into()),
+            ("turn.queue_lease_secs", t.queue_lease_secs),
             (
                 "turn.max_consecutive_failures",
                 t.max_consecutive_failures.into(),
@@ -500,6 +557,15 @@ impl Config {
         let positive = self.must_be_positive();
         if let Some((name, _)) = positive.iter().find(|(_, value)| *value == 0) {
             return Err(key(name, "must be greater than 0"));
+        }
+        if t.queue_lease_secs > 86_400 {
+            return Err(key(
+                "turn.queue_lease_secs",
+                "must be at most 86400 (a day)",
+            ));
+        }
+        if let Err(problem) = ShardPlan::parse(&self.discord.shards) {
+            return Err(key("discord.shards", &problem));
         }
         if !(2..=3600).contains(&self.shutdown.grace_secs) {
             return Err(key(

@@ -23,6 +23,7 @@ use persona_bot::domain::role::Role;
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 use persona_bot::domain::turn::TurnId;
 use persona_bot::storage::Database;
+use persona_bot::storage::queue::Claims;
 use serde_json::json;
 use support::db::TestDb;
 
@@ -48,6 +49,7 @@ on_both_databases!(
     nul_characters_in_background_writes_are_stored_escaped,
     nul_characters_in_user_text_are_stored_escaped,
     a_row_the_database_refuses_is_dropped_alone,
+    queue_entries_are_held_per_shard_and_taken_over_after_the_lease,
     two_processes_changing_two_settings_both_win,
     an_outage_uses_the_last_known_settings,
 );
@@ -393,13 +395,6 @@ async fn queue_keeps_order_deduplicates_and_clears(db: TestDb) {
         s.queue.channels_with_pending().await.unwrap(),
         vec![CHANNEL]
     );
-    let claimed = s.queue.claim_next(CHANNEL, "p1").await.unwrap().unwrap();
-    assert_eq!(claimed.id, a);
-    assert_eq!(
-        s.queue.claim_next(CHANNEL, "p2").await.unwrap().unwrap().id,
-        b
-    );
-    assert_eq!(s.queue.claim_next(CHANNEL, "p2").await.unwrap(), None);
     s.queue.remove(a).await.unwrap();
     assert_eq!(s.queue.pending(CHANNEL).await.unwrap().len(), 1);
     assert_eq!(s.queue.clear(CHANNEL).await.unwrap(), 1);
@@ -727,8 +722,8 @@ async fn everything_survives_a_restart(db: TestDb) {
 
 // Several processes on one database: two pools stand for two bot processes.
 async fn two_processes_do_not_double_count_double_claim_or_lose_messages(db: TestDb) {
-    let one = Arc::new(db.open().await);
-    let two = Arc::new(db.open().await);
+    let one = Arc::new(process(&db, "p1", 0, 0, 1, 60_000).await);
+    let two = Arc::new(process(&db, "p2", 0, 0, 1, 60_000).await);
 
     // Usage: both count concurrently; the total is exact.
     let counting = [one.clone(), two.clone()].map(|s| {
@@ -792,20 +787,95 @@ async fn two_processes_do_not_double_count_double_claim_or_lose_messages(db: Tes
     for t in pushing {
         t.await.unwrap();
     }
-    assert_eq!(one.queue.pending(CHANNEL).await.unwrap().len(), 80);
-    let taking = [("p1", one.clone()), ("p2", two.clone())].map(|(owner, s)| {
+    // Each process holds what it took; neither sees the other's live entries.
+    let taking = [one.clone(), two.clone()].map(|s| {
         tokio::spawn(async move {
-            let mut mine = Vec::new();
-            while let Some(m) = s.queue.claim_next(CHANNEL, owner).await.unwrap() {
-                mine.push(m.id);
-            }
-            mine
+            let mine = s.queue.pending(CHANNEL).await.unwrap();
+            mine.into_iter().map(|m| m.id).collect::<Vec<_>>()
         })
     });
     let taken = joined_ids(taking.into_iter().collect()).await;
     assert_eq!((taken.len(), distinct(&taken)), (80, 80));
+    assert_eq!(one.queue.pending(CHANNEL).await.unwrap().len(), 40);
     one.close().await;
     two.close().await;
+}
+
+/// A bot process's storage: its queue claims under `owner`, for shards `first..=last` of
+/// `total`, with a lease of `lease_ms`.
+async fn process(
+    db: &TestDb,
+    owner: &str,
+    first: u32,
+    last: u32,
+    total: u32,
+    lease_ms: i64,
+) -> persona_bot::storage::Storage {
+    let mut s = db.open().await;
+    s.claim_queue_as(Claims {
+        owner: owner.into(),
+        first_shard: first,
+        last_shard: last,
+        total_shards: total,
+        lease_ms,
+    });
+    s
+}
+
+// SPEC D6: a process holds the entries it took; another process running the same shard takes
+// them over only once the holder's lease ran out without renewal, and a process never takes
+// entries of a shard it does not run (a DM is on shard 0).
+async fn queue_entries_are_held_per_shard_and_taken_over_after_the_lease(db: TestDb) {
+    let on_shard_1 = ServerId((1 << 22) + 100);
+    let holder = process(&db, "shards:0-1/2", 0, 1, 2, 60_000).await;
+    let mut other_shard = queued(2, false);
+    other_shard.server = Some(on_shard_1);
+    other_shard.channel = ChannelId(223);
+    let mut dm = queued(3, false);
+    dm.server = None;
+    dm.channel = ChannelId(224);
+    for m in [queued(1, false), other_shard, dm] {
+        holder.queue.push(&m).await.unwrap();
+    }
+    // A successor for shard 0 with a short lease; one for shard 1.
+    let shard0 = process(&db, "shards:0/2", 0, 0, 2, 50).await;
+    let shard1 = process(&db, "shards:1/2", 1, 1, 2, 50).await;
+    assert_eq!(holder.queue.renew_claims().await.unwrap(), 3);
+    assert!(
+        shard0.queue.pending(CHANNEL).await.unwrap().is_empty(),
+        "held"
+    );
+    assert!(
+        shard0
+            .queue
+            .channels_to_take_over()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    // The holder is gone (no renewal): each successor takes its own shard's entries.
+    assert_eq!(
+        shard0.queue.channels_to_take_over().await.unwrap(),
+        vec![CHANNEL, ChannelId(224)]
+    );
+    assert_eq!(
+        shard1.queue.channels_to_take_over().await.unwrap(),
+        vec![ChannelId(223)]
+    );
+    assert_eq!(shard0.queue.pending(CHANNEL).await.unwrap().len(), 1);
+    assert!(
+        shard0
+            .queue
+            .pending(ChannelId(223))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(shard1.queue.pending(ChannelId(223)).await.unwrap().len(), 1);
+    // Taken over, they are held again: the old holder, back with a long lease, sees them held.
+    assert!(holder.queue.pending(CHANNEL).await.unwrap().is_empty());
+    assert!(shard0.queue.channels_to_take_over().await.unwrap() == vec![ChannelId(224)]);
 }
 
 async fn joined_ids(handles: Vec<tokio::task::JoinHandle<Vec<i64>>>) -> Vec<i64> {

@@ -12,6 +12,7 @@ use serenity::all::{ClientBuilder, ConnectionStage, GatewayIntents, HttpBuilder,
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
+use crate::config::ShardPlan;
 use crate::domain::admission::Cooldowns;
 use crate::domain::ports::{Persona, SettingsStore};
 use crate::engine::orchestrator::Orchestrator;
@@ -113,6 +114,7 @@ pub async fn connect(
     config: &Config,
     token: &SecretString,
     connection: Connection,
+    rest: &rest::DiscordRest,
     shutdown: &Shutdown,
 ) -> anyhow::Result<DiscordClient> {
     let Connection { data, bot, cache } = connection;
@@ -164,11 +166,49 @@ pub async fn connect(
         .await
         .context("Discord client")?;
     let shard_manager = client.shard_manager.clone();
-    let client = shutdown.spawn(async move { client.start().await });
+    let plan = config.discord.shard_plan();
+    // "auto" asks Discord for its recommended count through the scheduled client (serenity's
+    // own autosharding would send one more request outside the global budget).
+    let total = match plan {
+        ShardPlan::Auto => recommended_shards(rest).await,
+        ShardPlan::Range { total, .. } => total,
+    };
+    tracing::info!(shards = %plan.owner(), total, "connecting to the Discord gateway");
+    let client = shutdown.spawn(async move {
+        match plan {
+            ShardPlan::Auto => client.start_shards(total).await,
+            // serenity's range end is the last shard itself.
+            ShardPlan::Range { first, last, total } => {
+                client.start_shard_range(first..last, total).await
+            }
+        }
+    });
     Ok(DiscordClient {
         shard_manager,
         client,
     })
+}
+
+/// The shard count Discord recommends (`GET /gateway/bot`), or 1 when it does not say: serenity
+/// then reports the real problem (a refused token, say) when it connects.
+async fn recommended_shards(rest: &rest::DiscordRest) -> u32 {
+    let route = ratelimit::Route {
+        template: "GET /gateway/bot",
+        major: 0,
+        local_per_5s: None,
+    };
+    match rest.get(route, "/gateway/bot").await {
+        Ok(answer) => answer
+            .get("shards")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|n| u32::try_from(n).ok())
+            .filter(|n| (1..=16_384).contains(n))
+            .unwrap_or(1),
+        Err(error) => {
+            tracing::warn!(%error, "Discord did not say how many shards to run; running one");
+            1
+        }
+    }
 }
 
 /// Delivery's REST client (its own rate limits and retries, see `rest`).

@@ -207,6 +207,16 @@ impl Orchestrator {
         Ok(recovered)
     }
 
+    /// Takes over what no live process holds in this process's shards (a process that stopped
+    /// for good, SPEC D6); returns how many messages were taken.
+    pub async fn take_over(&self) -> Result<usize, PortError> {
+        let mut taken = 0;
+        for channel in self.inner.deps.queue.channels_to_take_over().await? {
+            taken += self.take_stored(channel).await?;
+        }
+        Ok(taken)
+    }
+
     /// Hands what the store holds for `channel` to its worker, in store order (a follow-up is
     /// recognised again as its author's turn runs); returns how many.
     async fn take_stored(&self, channel: ChannelId) -> Result<usize, PortError> {

@@ -271,13 +271,19 @@ impl Storage {
             memory: Arc::new(memory::MemoryRepo::new(db.clone())),
             events: Arc::new(events::EventRepo::new(db.clone(), writes.clone())),
             usage: Arc::new(usage::UsageRepo::new(db.clone(), writes.clone())),
-            queue: Arc::new(queue::QueueRepo::new(db.clone())),
+            queue: Arc::new(queue::QueueRepo::new(db.clone(), queue::Claims::default())),
             plans: Arc::new(plans::PlanRepo::new(db.clone())),
             outcomes: Arc::new(outcomes::OutcomeRepo::new(db.clone(), writes.clone())),
             reminders: Arc::new(reminders::ReminderRepo::new(db.clone())),
             writes,
             db,
         }
+    }
+
+    /// Takes queue entries as `claims` says (a process of several, SPEC D6) instead of as the
+    /// only process. Call before the queue is used.
+    pub fn claim_queue_as(&mut self, claims: queue::Claims) {
+        self.queue = Arc::new(queue::QueueRepo::new(self.db.clone(), claims));
     }
 
     /// The tool stage's ports: memory, plans, stats, events and outcomes from this database,

@@ -4,18 +4,61 @@
 
 use async_trait::async_trait;
 
-use super::{Backend, Database, from_sql_id, port_error, sql_id, storable};
+use super::{Database, from_sql_id, port_error, sql_id, storable};
 use crate::domain::ports::{NewQueuedMessage, PortError, Pushed, QueueStore, QueuedMessage};
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use crate::locale::Locale;
 
 pub struct QueueRepo {
     db: Database,
+    claims: Claims,
 }
 
+/// Who this process is to the queue (SPEC D6): the name its entries are claimed under (stable
+/// across restarts, so a restarted process takes its own entries back at once), the shards it
+/// runs (it only takes entries of servers on them; a DM is on shard 0), and how long a claim
+/// lasts without renewal before another process may take it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claims {
+    pub owner: String,
+    pub first_shard: u32,
+    pub last_shard: u32,
+    pub total_shards: u32,
+    pub lease_ms: i64,
+}
+
+impl Default for Claims {
+    /// One process running every shard.
+    fn default() -> Self {
+        Self {
+            owner: "shards:all".to_owned(),
+            first_shard: 0,
+            last_shard: 0,
+            total_shards: 1,
+            lease_ms: 60_000,
+        }
+    }
+}
+
+fn now_ms() -> i64 {
+    use crate::domain::ports::Clock as _;
+    crate::domain::ports::SystemClock.now_ms()
+}
+
+/// The condition "this process may take the row": its own, unclaimed, or with an expired lease,
+/// and of one of its shards. Binds: $1 owner, $2 expiry cut-off, $3 total, $4 first, $5 last.
+/// A server's shard is `(id >> 22) % total`, as Discord routes it; a DM (server 0) is shard 0.
+const TAKEABLE: &str = "(claimed_by = $1 OR claimed_by IS NULL OR claimed_at < $2) \
+    AND ((server_id >> 22) % $3) BETWEEN $4 AND $5";
+
 impl QueueRepo {
-    pub fn new(db: Database) -> Self {
-        Self { db }
+    pub fn new(db: Database, claims: Claims) -> Self {
+        Self { db, claims }
+    }
+
+    /// The cut-off before which a claim has expired.
+    fn expired_before(&self, now: i64) -> i64 {
+        now.saturating_sub(self.claims.lease_ms)
     }
 }
 
@@ -76,25 +119,36 @@ fn from_row(row: QueueRow) -> QueuedMessage {
 const COLUMNS: &str = "id, server_id, channel_id, message_id, author_id, author_name, \
     content, follow_up, enqueued_at, persona, visibility, locale, quiet";
 
-const CLAIM_SQLITE: &str = "UPDATE queued_messages SET claimed_by = $2 WHERE id = (SELECT id \
-    FROM queued_messages WHERE channel_id = $1 AND claimed_by IS NULL ORDER BY id LIMIT 1) \
-    AND claimed_by IS NULL RETURNING id, server_id, channel_id, message_id, author_id, \
-    author_name, content, follow_up, enqueued_at, persona, visibility, locale, quiet";
-// SKIP LOCKED lets a second process take the next entry instead of waiting for the first; the
-// outer `claimed_by IS NULL` re-check makes a double claim impossible either way.
-const CLAIM_POSTGRES: &str = "UPDATE queued_messages SET claimed_by = $2 WHERE id = (SELECT id \
-    FROM queued_messages WHERE channel_id = $1 AND claimed_by IS NULL ORDER BY id LIMIT 1 \
-    FOR UPDATE SKIP LOCKED) AND claimed_by IS NULL RETURNING id, server_id, channel_id, \
-    message_id, author_id, author_name, content, follow_up, enqueued_at, persona, visibility, \
-    locale, quiet";
+impl QueueRepo {
+    /// Distinct channels of the rows matching `condition` (binds as [`TAKEABLE`]).
+    async fn channels_where(&self, condition: &str) -> Result<Vec<ChannelId>, PortError> {
+        let c = &self.claims;
+        let rows: Vec<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT DISTINCT channel_id FROM queued_messages WHERE {condition} ORDER BY channel_id"
+        )))
+        .bind(storable(&c.owner))
+        .bind(self.expired_before(now_ms()))
+        .bind(i64::from(c.total_shards))
+        .bind(i64::from(c.first_shard))
+        .bind(i64::from(c.last_shard))
+        .fetch_all(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|c| ChannelId(from_sql_id(c)))
+            .collect())
+    }
+}
 
 #[async_trait]
 impl QueueStore for QueueRepo {
     async fn push(&self, m: &NewQueuedMessage) -> Result<Pushed, PortError> {
         let inserted: Result<Option<i64>, sqlx::Error> = sqlx::query_scalar(
             "INSERT INTO queued_messages (server_id, channel_id, message_id, author_id, \
-             author_name, content, follow_up, enqueued_at, persona, visibility, locale, quiet) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+             author_name, content, follow_up, enqueued_at, persona, visibility, locale, quiet, \
+             claimed_by, claimed_at) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
              ON CONFLICT (channel_id, message_id) DO NOTHING RETURNING id",
         )
         .bind(sql_id(m.server.map_or(0, |s| s.0)))
@@ -109,6 +163,8 @@ impl QueueStore for QueueRepo {
         .bind(visibility_str(m.visibility).to_owned())
         .bind(m.locale.tag().to_owned())
         .bind(i64::from(m.quiet))
+        .bind(storable(&self.claims.owner))
+        .bind(now_ms())
         .fetch_optional(self.db.pool())
         .await;
         self.db.health().observe(&inserted);
@@ -148,10 +204,31 @@ impl QueueStore for QueueRepo {
     }
 
     async fn pending(&self, channel: ChannelId) -> Result<Vec<QueuedMessage>, PortError> {
+        let now = now_ms();
+        let c = &self.claims;
+        // One statement claims every takeable row: a second process's concurrent claim waits
+        // on the rows (PostgreSQL re-checks the condition on the new row versions; SQLite runs
+        // one writer at a time), so no entry ends up held by two.
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE queued_messages SET claimed_by = $1, claimed_at = $6 \
+             WHERE channel_id = $7 AND {TAKEABLE}"
+        )))
+        .bind(storable(&c.owner))
+        .bind(self.expired_before(now))
+        .bind(i64::from(c.total_shards))
+        .bind(i64::from(c.first_shard))
+        .bind(i64::from(c.last_shard))
+        .bind(now)
+        .bind(sql_id(channel.0))
+        .execute(self.db.pool())
+        .await
+        .map_err(port_error)?;
         let rows: Vec<QueueRow> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM queued_messages WHERE channel_id = $1 ORDER BY id"
+            "SELECT {COLUMNS} FROM queued_messages WHERE channel_id = $1 AND claimed_by = $2 \
+             ORDER BY id"
         )))
         .bind(sql_id(channel.0))
+        .bind(storable(&c.owner))
         .fetch_all(self.db.pool())
         .await
         .map_err(port_error)?;
@@ -159,16 +236,24 @@ impl QueueStore for QueueRepo {
     }
 
     async fn channels_with_pending(&self) -> Result<Vec<ChannelId>, PortError> {
-        let rows: Vec<i64> = sqlx::query_scalar(
-            "SELECT DISTINCT channel_id FROM queued_messages ORDER BY channel_id",
-        )
-        .fetch_all(self.db.pool())
+        self.channels_where(TAKEABLE).await
+    }
+
+    async fn channels_to_take_over(&self) -> Result<Vec<ChannelId>, PortError> {
+        self.channels_where(&format!(
+            "{TAKEABLE} AND (claimed_by IS NULL OR claimed_by <> $1)"
+        ))
         .await
-        .map_err(port_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|c| ChannelId(from_sql_id(c)))
-            .collect())
+    }
+
+    async fn renew_claims(&self) -> Result<u64, PortError> {
+        let done = sqlx::query("UPDATE queued_messages SET claimed_at = $2 WHERE claimed_by = $1")
+            .bind(storable(&self.claims.owner))
+            .bind(now_ms())
+            .execute(self.db.pool())
+            .await;
+        self.db.health().observe(&done);
+        Ok(done.map_err(port_error)?.rows_affected())
     }
 
     async fn clear(&self, channel: ChannelId) -> Result<u64, PortError> {
@@ -178,23 +263,5 @@ impl QueueStore for QueueRepo {
             .await
             .map_err(port_error)?;
         Ok(done.rows_affected())
-    }
-
-    async fn claim_next(
-        &self,
-        channel: ChannelId,
-        owner: &str,
-    ) -> Result<Option<QueuedMessage>, PortError> {
-        let sql = match self.db.backend() {
-            Backend::Sqlite => CLAIM_SQLITE,
-            Backend::Postgres => CLAIM_POSTGRES,
-        };
-        let row: Option<QueueRow> = sqlx::query_as(sql)
-            .bind(sql_id(channel.0))
-            .bind(storable(owner))
-            .fetch_optional(self.db.pool())
-            .await
-            .map_err(port_error)?;
-        Ok(row.map(from_row))
     }
 }

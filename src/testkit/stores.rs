@@ -176,16 +176,13 @@ impl crate::domain::ports::QueueStore for InMemoryQueue {
         Ok((before - entries.by_id.len()) as u64)
     }
 
-    async fn claim_next(
-        &self,
-        channel: ChannelId,
-        _owner: &str,
-    ) -> Result<Option<crate::domain::ports::QueuedMessage>, PortError> {
-        Ok(lock(&self.entries)
-            .by_id
-            .values()
-            .find(|e| e.entry.channel == channel)
-            .cloned())
+    // One process holds everything: nothing to take over, nothing to renew.
+    async fn channels_to_take_over(&self) -> Result<Vec<ChannelId>, PortError> {
+        Ok(Vec::new())
+    }
+
+    async fn renew_claims(&self) -> Result<u64, PortError> {
+        Ok(lock(&self.entries).by_id.len() as u64)
     }
 }
 

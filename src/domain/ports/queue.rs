@@ -54,23 +54,27 @@ impl Pushed {
 
 #[async_trait]
 pub trait QueueStore: Send + Sync {
-    /// Stores a message before it is acknowledged. A message already stored (a redelivered
-    /// gateway event, or one recovered at start) keeps its one entry.
+    /// Stores a message before it is acknowledged, held by this process (SPEC D6). A message
+    /// already stored (a redelivered gateway event, or one recovered at start) keeps its one
+    /// entry.
     async fn push(&self, message: &NewQueuedMessage) -> Result<Pushed, PortError>;
     /// Removes an answered (or deliberately dropped) entry.
     async fn remove(&self, id: i64) -> Result<(), PortError>;
     /// Marks an entry as a follow-up (SPEC C7), so it keeps its place after a restart.
     async fn mark_follow_up(&self, id: i64) -> Result<(), PortError>;
-    /// The channel's entries, oldest first.
+    /// Claims, for this process, the channel's entries it may take (its own, unclaimed ones,
+    /// and those whose holder let the lease expire, of the shards it runs), and returns every
+    /// entry of the channel it holds, oldest first. Another process's live entries are never
+    /// returned.
     async fn pending(&self, channel: ChannelId) -> Result<Vec<QueuedMessage>, PortError>;
-    /// Every channel with entries (start-up recovery).
+    /// Every channel with entries this process may take (start-up recovery).
     async fn channels_with_pending(&self) -> Result<Vec<ChannelId>, PortError>;
+    /// Channels with entries of this process's shards that no live process holds: unclaimed, or
+    /// left by a process whose lease expired (SPEC D6: a crashed process's messages are taken
+    /// over).
+    async fn channels_to_take_over(&self) -> Result<Vec<ChannelId>, PortError>;
+    /// Renews this process's lease on every entry it holds; returns how many.
+    async fn renew_claims(&self) -> Result<u64, PortError>;
     /// Removes every entry of the channel; returns how many there were (`/kill`).
     async fn clear(&self, channel: ChannelId) -> Result<u64, PortError>;
-    /// Claims the channel's oldest unclaimed entry for `owner` (one process of several).
-    async fn claim_next(
-        &self,
-        channel: ChannelId,
-        owner: &str,
-    ) -> Result<Option<QueuedMessage>, PortError>;
 }
