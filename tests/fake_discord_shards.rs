@@ -2,7 +2,8 @@
 //! IDENTIFY's `shard` is a session of its own, a guild's READY entry, GUILD_CREATE and dispatches
 //! go to the session of shard `(guild_id >> 22) % count` only, DMs to shard 0, RESUME is per
 //! shard, a second IDENTIFY for a live shard replaces it, and an invalid shard is closed with
-//! 4010.
+//! 4010. Then the real serenity client: two clients running a shard each, as two bot processes
+//! would, and one autosharded client.
 // The shared fakes this binary uses (tests/support/). Public, so that what it leaves
 // unused of them is not dead code.
 pub mod support {
@@ -13,9 +14,14 @@ use std::time::Duration;
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
+use serenity::all::{
+    Client, ClientBuilder, Context, EventHandler, GatewayIntents, Guild, HttpBuilder, Message,
+    RawEventHandler,
+};
+use serenity::model::event::Event;
 use support::fake_discord::{self as fd, FakeDiscord, Incoming, SHARD_1_GUILD, World};
 use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
 
 const GUILD_0: u64 = 100;
@@ -73,7 +79,7 @@ impl Shard {
 
     async fn send(&mut self, frame: Value) {
         self.ws
-            .send(Message::Text(frame.to_string().into()))
+            .send(WsMessage::Text(frame.to_string().into()))
             .await
             .expect("the gateway takes a frame");
     }
@@ -84,14 +90,14 @@ impl Shard {
                 .await
                 .expect("the gateway sends something within 20 s");
             match msg {
-                Some(Ok(Message::Text(text))) => {
+                Some(Ok(WsMessage::Text(text))) => {
                     let frame: Value = serde_json::from_str(&text).expect("JSON frames");
                     if let Some(s) = frame["s"].as_u64() {
                         self.seq = s;
                     }
                     return Got::Frame(frame);
                 }
-                Some(Ok(Message::Close(frame))) => {
+                Some(Ok(WsMessage::Close(frame))) => {
                     return Got::Closed(frame.map(|f| u16::from(f.code)));
                 }
                 Some(Ok(_)) => continue,
@@ -410,4 +416,153 @@ async fn resume_is_per_shard_and_replays_only_that_shards_dispatches() {
     back.expect("RESUMED").await;
     fake.wait_shards_ready(2).await;
     assert_eq!(fake.resumes(), 1);
+}
+
+// ----------------------------------------------------------------------------------------------
+// The real serenity client, one shard per client as two bot processes would run them
+
+#[derive(Debug, PartialEq)]
+enum Seen {
+    /// (shard, guild)
+    Guild(u32, u64),
+    /// (shard, message, guild)
+    Message(u32, u64, Option<u64>),
+    /// An event serenity could not parse.
+    Unknown(String),
+}
+
+struct Handler(tokio::sync::mpsc::UnboundedSender<Seen>);
+
+#[serenity::async_trait]
+impl EventHandler for Handler {
+    async fn guild_create(&self, ctx: Context, guild: Guild, _: Option<bool>) {
+        let _ = self.0.send(Seen::Guild(ctx.shard_id.0, guild.id.get()));
+    }
+
+    async fn message(&self, ctx: Context, message: Message) {
+        let guild = message.guild_id.map(|g| g.get());
+        let _ = self
+            .0
+            .send(Seen::Message(ctx.shard_id.0, message.id.get(), guild));
+    }
+}
+
+#[serenity::async_trait]
+impl RawEventHandler for Handler {
+    async fn raw_event(&self, _: Context, event: Event) {
+        if let Event::Unknown(unknown) = event {
+            let _ = self.0.send(Seen::Unknown(unknown.kind));
+        }
+    }
+}
+
+/// A serenity client on the fake; `start` runs it (e.g. one shard of a range).
+struct Bot {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Seen>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Bot {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Bot {
+    async fn start<F>(fake: &FakeDiscord, start: impl FnOnce(Client) -> F) -> Self
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let http = HttpBuilder::new("Bot test-token")
+            .proxy(&fake.base_url)
+            .ratelimiter_disabled(true)
+            .build();
+        let intents = GatewayIntents::GUILDS
+            | GatewayIntents::GUILD_MESSAGES
+            | GatewayIntents::DIRECT_MESSAGES
+            | GatewayIntents::MESSAGE_CONTENT;
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let client = ClientBuilder::new_with_http(http, intents)
+            .event_handler(Handler(tx.clone()))
+            .raw_event_handler(Handler(tx))
+            .await
+            .expect("client");
+        let task = tokio::spawn(start(client));
+        Self { rx, task }
+    }
+
+    /// The next thing the client saw; panics after 20 s.
+    async fn next(&mut self) -> Seen {
+        let seen = tokio::time::timeout(PATIENCE, self.rx.recv())
+            .await
+            .expect("the client sees something within 20 s")
+            .expect("the client runs");
+        assert!(
+            !matches!(seen, Seen::Unknown(_)),
+            "serenity could not parse {seen:?}"
+        );
+        seen
+    }
+}
+
+async fn run_shard(mut client: Client, id: u32, total: u32) {
+    if let Err(e) = client.start_shard(id, total).await {
+        eprintln!("shard {id} stopped: {e}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_serenity_clients_each_run_a_shard_and_see_only_its_guild() {
+    let fake = FakeDiscord::start(World::sharded()).await;
+    let mut zero = Bot::start(&fake, |c| run_shard(c, 0, 2)).await;
+    let mut one = Bot::start(&fake, |c| run_shard(c, 1, 2)).await;
+    fake.wait_shards_ready(2).await;
+    assert_eq!(zero.next().await, Seen::Guild(0, GUILD_0));
+    assert_eq!(one.next().await, Seen::Guild(1, SHARD_1_GUILD));
+
+    let b = fake
+        .send_message(says(GENERAL_1, SHARD_1_GUILD, "one"))
+        .await;
+    let a = fake.send_message(says(GENERAL_0, GUILD_0, "zero")).await;
+    let (_, c) = fake.send_dm(ALICE, "a DM").await;
+    let d = fake
+        .send_message(says(GENERAL_1, SHARD_1_GUILD, "one again"))
+        .await;
+    // serenity runs its handlers concurrently: the order on one client is loose
+    let (mut on_zero, mut on_one) = (Vec::new(), Vec::new());
+    for _ in 0..2 {
+        on_zero.push(zero.next().await);
+        on_one.push(one.next().await);
+    }
+    for seen in [
+        Seen::Message(0, a, Some(GUILD_0)),
+        Seen::Message(0, c, None),
+    ] {
+        assert!(on_zero.contains(&seen), "{seen:?} not in {on_zero:?}");
+    }
+    for seen in [
+        Seen::Message(1, b, Some(SHARD_1_GUILD)),
+        Seen::Message(1, d, Some(SHARD_1_GUILD)),
+    ] {
+        assert!(on_one.contains(&seen), "{seen:?} not in {on_one:?}");
+    }
+    // and nothing else: what shard 0 sees next is what is sent to it next
+    let e = fake.send_message(says(GENERAL_0, GUILD_0, "last")).await;
+    assert_eq!(zero.next().await, Seen::Message(0, e, Some(GUILD_0)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_autosharded_client_takes_the_recommended_count() {
+    let fake = FakeDiscord::start(World::sharded()).await;
+    fake.set_recommended_shards(2);
+    let _bot = Bot::start(&fake, |mut c| async move {
+        if let Err(e) = c.start_autosharded().await {
+            eprintln!("client stopped: {e}");
+        }
+    })
+    .await;
+    // serenity boots one shard every 5 s
+    fake.wait_shards_ready(2).await;
+    assert_eq!(fake.live_shards(), [(0, 2), (1, 2)]);
 }
