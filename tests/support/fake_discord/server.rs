@@ -142,7 +142,8 @@ impl FakeDiscord {
         inner.gateway_answered && !inner.identifies.is_empty()
     }
 
-    /// The `d` of every IDENTIFY received.
+    /// The `d` of every IDENTIFY received with a token, of every shard, oldest first (also those
+    /// refused for an invalid shard).
     pub fn identifies(&self) -> Vec<Value> {
         self.shared.lock().identifies.clone()
     }
