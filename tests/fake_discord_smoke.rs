@@ -78,7 +78,8 @@ fn gateway_frames_parse() {
     ));
     let gateway: serenity::model::gateway::Gateway = parse(fd::gateway_json("ws://x/gateway"));
     assert_eq!(gateway.url, "ws://x/gateway");
-    let bot: serenity::model::gateway::BotGateway = parse(fd::gateway_bot_json("ws://x/gateway"));
+    let bot: serenity::model::gateway::BotGateway =
+        parse(fd::gateway_bot_json("ws://x/gateway", 1));
     assert_eq!(bot.shards, 1);
     assert_eq!(bot.session_start_limit.max_concurrency, 1);
 }

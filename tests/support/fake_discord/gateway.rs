@@ -1,6 +1,13 @@
-//! The gateway websocket: HELLO, IDENTIFY (READY and one GUILD_CREATE per guild; its intents
-//! kept for the session), heartbeats, RESUME with replay of missed dispatches; and the frames it
-//! sends.
+//! The gateway websocket: HELLO, IDENTIFY (READY and one GUILD_CREATE per guild of the shard;
+//! its intents kept for the session), heartbeats, RESUME with replay of missed dispatches; and the
+//! frames it sends.
+//!
+//! Sharded as on Discord: an IDENTIFY's `shard` `[id, count]` (absent: `[0, 1]`) makes its own
+//! session, live beside the other shards' sessions; a guild belongs to shard
+//! `(guild_id >> 22) % count`, and DMs to shard 0. A new IDENTIFY for a shard whose session is
+//! live on another connection replaces that session and closes that connection (4009); a shard
+//! id not under the count, or a count other than the other live shards', is closed with 4010
+//! (invalid shard).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -13,7 +20,12 @@ use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::state::{Connection, Outgoing, Session, Shared, dispatch_locked};
+use super::state::{Connection, Inner, Outgoing, Session, Shared, dispatch_to};
+
+/// The close code of a connection whose shard was identified again on another one.
+pub const REPLACED_CLOSE_CODE: u16 = 4009;
+/// The close code of an IDENTIFY with an invalid shard.
+pub const INVALID_SHARD_CLOSE_CODE: u16 = 4010;
 
 /// `heartbeat_interval` in HELLO.
 pub const HEARTBEAT_INTERVAL_MS: u64 = 41_250;
@@ -84,14 +96,42 @@ async fn run_gateway(shared: Arc<Shared>, socket: WebSocket) {
     }
     {
         let mut inner = shared.lock();
-        if inner.live.as_ref().is_some_and(|c| c.id == conn_id) {
-            inner.live = None;
-            shared.ready.send_replace(false);
-        }
+        detach(&mut inner, conn_id);
+        shared.publish_ready(&inner);
     }
     drop(tx);
     // let a queued close frame go out, then stop
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+}
+
+/// The connection no longer carries any session.
+fn detach(inner: &mut Inner, conn_id: u64) {
+    for session in inner.shards.values_mut() {
+        if session.live.as_ref().is_some_and(|c| c.id == conn_id) {
+            session.live = None;
+            session.ready = false;
+        }
+    }
+}
+
+/// An IDENTIFY's `shard`: `[0, 1]` when absent, `None` when it is no `[id, count]`.
+fn requested_shard(d: &Value) -> Option<[u64; 2]> {
+    match &d["shard"] {
+        Value::Null => Some([0, 1]),
+        Value::Array(a) if a.len() == 2 => Some([a[0].as_u64()?, a[1].as_u64()?]),
+        _ => None,
+    }
+}
+
+/// Whether Discord takes this shard: an id under the count, and the count of the other shards'
+/// live sessions (the session of the same shard id is replaced, whatever its count).
+fn valid_shard(inner: &Inner, conn_id: u64, [id, total]: [u64; 2]) -> bool {
+    id < total
+        && inner.shards.values().all(|s| {
+            s.shard[0] == id
+                || s.shard[1] == total
+                || s.live.as_ref().is_none_or(|c| c.id == conn_id)
+        })
 }
 
 fn identify(shared: &Arc<Shared>, conn_id: u64, tx: &mpsc::UnboundedSender<Outgoing>, d: &Value) {
@@ -99,52 +139,91 @@ fn identify(shared: &Arc<Shared>, conn_id: u64, tx: &mpsc::UnboundedSender<Outgo
         let _ = tx.send(Outgoing::Close(4004)); // authentication failed
         return;
     }
-    let world = &shared.world;
     let mut inner = shared.lock();
-    shared.ready.send_replace(false);
     inner.identifies.push(d.clone());
+    let shard = requested_shard(d).filter(|s| valid_shard(&inner, conn_id, *s));
+    let Some(shard @ [id, total]) = shard else {
+        let _ = tx.send(Outgoing::Close(INVALID_SHARD_CLOSE_CODE));
+        return;
+    };
+    detach(&mut inner, conn_id);
+    if total != inner.shard_total {
+        // a new shard count: the sessions of the old one are gone (none of them is live but
+        // the one this IDENTIFY replaces)
+        inner.shard_total = total;
+        for old in std::mem::take(&mut inner.shards).into_values() {
+            close_replaced(old);
+        }
+    }
     inner.sessions += 1;
-    inner.session = Session {
+    let session = Session {
         id: format!("fake-session-{}", inner.sessions),
-        seq: 0,
+        shard,
         // Discord requires `intents` in an IDENTIFY; without them the session gets no message
         intents: Some(d["intents"].as_u64().unwrap_or(0)),
-        frames: Vec::new(),
+        live: Some(Connection {
+            id: conn_id,
+            tx: tx.clone(),
+        }),
+        ..Session::default()
     };
-    inner.live = Some(Connection {
-        id: conn_id,
-        tx: tx.clone(),
-    });
-    let ready = world.ready_json(&inner.session.id, &shared.ws_url);
-    dispatch_locked(&mut inner, "READY", ready);
-    for guild in &world.guilds {
-        dispatch_locked(&mut inner, "GUILD_CREATE", world.guild_create_json(guild));
+    let session_id = session.id.clone();
+    if let Some(old) = inner.shards.insert(id, session) {
+        close_replaced(old);
     }
-    drop(inner);
-    shared.ready.send_replace(true);
+    send_ready(shared, &mut inner, &session_id, shard);
+    shared.publish_ready(&inner);
+}
+
+/// Closes the connection of a session another IDENTIFY replaced, as Discord invalidates it.
+fn close_replaced(old: Session) {
+    if let Some(conn) = old.live {
+        let _ = conn.tx.send(Outgoing::Close(REPLACED_CLOSE_CODE));
+    }
+}
+
+/// READY and the GUILD_CREATEs of the shard's guilds, on the shard's new session.
+fn send_ready(shared: &Shared, inner: &mut Inner, session_id: &str, [id, total]: [u64; 2]) {
+    let world = &shared.world;
+    let ready = world.shard_ready_json(session_id, &shared.ws_url, id, total);
+    dispatch_to(inner, id, "READY", ready, None);
+    for guild in world.shard_guilds(id, total) {
+        let created = world.guild_create_json(guild);
+        dispatch_to(inner, id, "GUILD_CREATE", created, None);
+    }
+    if let Some(session) = inner.shards.get_mut(&id) {
+        session.ready = true;
+    }
 }
 
 fn resume(shared: &Arc<Shared>, conn_id: u64, tx: &mpsc::UnboundedSender<Outgoing>, d: &Value) {
     let mut inner = shared.lock();
-    let known = !inner.session.id.is_empty() && d["session_id"] == json!(inner.session.id);
-    if !known {
+    let known = inner
+        .shards
+        .values()
+        .find(|s| !s.id.is_empty() && d["session_id"] == json!(s.id))
+        .map(|s| s.shard[0]);
+    let Some(shard) = known else {
         let _ = tx.send(Outgoing::Frame(invalid_session_frame(false)));
         return;
-    }
+    };
+    detach(&mut inner, conn_id);
     let after = d["seq"].as_u64().unwrap_or(0);
-    for (seq, frame) in &inner.session.frames {
-        if *seq > after {
-            let _ = tx.send(Outgoing::Frame(frame.clone()));
+    if let Some(session) = inner.shards.get_mut(&shard) {
+        for (seq, frame) in &session.frames {
+            if *seq > after {
+                let _ = tx.send(Outgoing::Frame(frame.clone()));
+            }
         }
+        session.live = Some(Connection {
+            id: conn_id,
+            tx: tx.clone(),
+        });
+        session.ready = true;
     }
-    inner.live = Some(Connection {
-        id: conn_id,
-        tx: tx.clone(),
-    });
     inner.resumes += 1;
-    dispatch_locked(&mut inner, "RESUMED", resumed_json());
-    drop(inner);
-    shared.ready.send_replace(true);
+    dispatch_to(&mut inner, shard, "RESUMED", resumed_json(), None);
+    shared.publish_ready(&inner);
 }
 
 /// `GET /gateway`.
@@ -152,11 +231,11 @@ pub fn gateway_json(ws_url: &str) -> Value {
     json!({"url": ws_url})
 }
 
-/// `GET /gateway/bot`.
-pub fn gateway_bot_json(ws_url: &str) -> Value {
+/// `GET /gateway/bot`, recommending this many shards.
+pub fn gateway_bot_json(ws_url: &str, shards: u64) -> Value {
     json!({
         "url": ws_url,
-        "shards": 1,
+        "shards": shards,
         "session_start_limit": {
             "total": 1000, "remaining": 999, "reset_after": 14_400_000, "max_concurrency": 1,
         },

@@ -6,6 +6,11 @@
 //! READY + one GUILD_CREATE per guild, heartbeats, RESUME with replay of missed dispatches), and
 //! the test pushes MESSAGE_CREATE and INTERACTION_CREATE dispatches through it.
 //!
+//! The gateway is sharded as Discord's: each IDENTIFY with `shard: [id, count]` is a session of
+//! its own, live beside the others; a guild's dispatches go to the session of shard
+//! `(guild_id >> 22) % count` only, DMs to shard 0 (see `gateway`). `GET /gateway/bot` recommends
+//! [`FakeDiscord::set_recommended_shards`] shards (1 by default).
+//!
 //! Every payload is complete for serenity 0.12.5's model types: serenity drops a gateway event
 //! that misses a required field (only a `warn!` log line), so `fake_discord_smoke.rs` checks each
 //! builder against serenity's own types.
@@ -64,14 +69,15 @@ use bytes::Bytes;
 use serde_json::Value;
 
 pub use gateway::{
-    HEARTBEAT_INTERVAL_MS, dispatch_frame, gateway_bot_json, gateway_json, heartbeat_ack_frame,
-    hello_frame, invalid_session_frame, reconnect_frame, resumed_json,
+    HEARTBEAT_INTERVAL_MS, INVALID_SHARD_CLOSE_CODE, REPLACED_CLOSE_CODE, dispatch_frame,
+    gateway_bot_json, gateway_json, heartbeat_ack_frame, hello_frame, invalid_session_frame,
+    reconnect_frame, resumed_json,
 };
 pub use intents::{DIRECT_MESSAGES, GUILD_MESSAGES, MESSAGE_CONTENT};
 pub use permissions::*;
 pub use rate_limits::{RateLimit, RateLimitCounts};
 pub use server::FakeDiscord;
-pub use world::{FakeChannel, FakeGuild, FakeMember, World};
+pub use world::{FakeChannel, FakeGuild, FakeMember, SHARD_1_GUILD, World, shard_of};
 
 /// The first generated snowflake.
 pub const FIRST_SNOWFLAKE: u64 = 1_000_000;

@@ -283,11 +283,23 @@ impl World {
         })
     }
 
-    /// The READY payload: the bot user, every guild as unavailable, this session.
+    /// The READY payload of an unsharded session: the bot user, every guild as unavailable, this
+    /// session.
     pub fn ready_json(&self, session_id: &str, resume_url: &str) -> Value {
+        self.shard_ready_json(session_id, resume_url, 0, 1)
+    }
+
+    /// The READY payload of shard `id` of `total`: the bot user, the shard's guilds as
+    /// unavailable, this session.
+    pub fn shard_ready_json(
+        &self,
+        session_id: &str,
+        resume_url: &str,
+        id: u64,
+        total: u64,
+    ) -> Value {
         let guilds: Vec<Value> = self
-            .guilds
-            .iter()
+            .shard_guilds(id, total)
             .map(|g| json!({"id": g.id.to_string(), "unavailable": true}))
             .collect();
         json!({
@@ -297,7 +309,7 @@ impl World {
             "session_id": session_id,
             "session_type": "normal",
             "resume_gateway_url": resume_url,
-            "shard": [0, 1],
+            "shard": [id, total],
             "application": {"id": self.application_id.to_string(), "flags": 1 << 19},
             "private_channels": [],
             "relationships": [],

@@ -35,8 +35,12 @@ pub(super) fn route(
             ok(&gateway_json(&shared.ws_url))
         }
         ("GET", ["gateway", "bot"]) => {
-            shared.lock().gateway_answered = true;
-            ok(&gateway_bot_json(&shared.ws_url))
+            let shards = {
+                let mut inner = shared.lock();
+                inner.gateway_answered = true;
+                inner.recommended_shards
+            };
+            ok(&gateway_bot_json(&shared.ws_url, shards))
         }
         ("GET", ["users", "@me"]) => ok(&world.current_user_json()),
         ("GET", ["users", id]) => ok(&world.user(parse_id(id)?)),

@@ -1,6 +1,7 @@
 //! [`FakeDiscord`]: starts the server, and is what a test drives (dispatches, scripted answers,
 //! how strict it is) and reads back (requests, messages, pings, rate limits, interactions).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -10,12 +11,12 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::gateway::{dispatch_frame, gateway, reconnect_frame};
-use super::intents::as_seen;
+use super::gateway::{gateway, reconnect_frame};
 use super::rate_limits::{RateLimit, RateLimitCounts};
 use super::rest::{parse_id, rest};
 use super::state::{
-    INTERACTION_DEADLINE, Inner, InteractionState, Outgoing, Scripted, Shared, dispatch_locked,
+    INTERACTION_DEADLINE, Inner, InteractionState, Outgoing, Scripted, Session, Shared,
+    dispatch_locked, dispatch_to, shard_for,
 };
 use super::validation::check_options;
 use super::world::World;
@@ -40,10 +41,13 @@ impl FakeDiscord {
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let (ready, _) = watch::channel(false);
+        let (ready, _) = watch::channel(BTreeSet::new());
         let inner = Inner {
             bot_id: world.bot_id,
             interaction_deadline: INTERACTION_DEADLINE,
+            shard_total: 1,
+            recommended_shards: 1,
+            shards: BTreeMap::from([(0, Session::default())]),
             ..Inner::default()
         };
         let shared = Arc::new(Shared {
@@ -80,10 +84,24 @@ impl FakeDiscord {
     }
 
     /// Waits until a client identified (or resumed) and READY + GUILD_CREATEs were sent on a
-    /// connection that is still open. Panics after 20 s.
+    /// connection that is still open (any shard). Panics after 20 s.
     pub async fn wait_ready(&self) {
+        self.wait_for_ready("no client became ready", |r| !r.is_empty())
+            .await;
+    }
+
+    /// Waits until every shard `0..total` (of `total`) has a ready session on an open connection.
+    /// Panics after 20 s.
+    pub async fn wait_shards_ready(&self, total: u64) {
+        self.wait_for_ready(&format!("not all of {total} shards became ready"), |r| {
+            (0..total).all(|id| r.contains(&(id, total)))
+        })
+        .await;
+    }
+
+    async fn wait_for_ready(&self, what: &str, done: impl FnMut(&BTreeSet<(u64, u64)>) -> bool) {
         let mut rx = self.shared.ready.subscribe();
-        let waited = tokio::time::timeout(Duration::from_secs(20), rx.wait_for(|r| *r)).await;
+        let waited = tokio::time::timeout(Duration::from_secs(20), rx.wait_for(done)).await;
         if !matches!(waited, Ok(Ok(_))) {
             let (answered, identifies) = {
                 let inner = self.shared.lock();
@@ -95,10 +113,27 @@ impl FakeDiscord {
                 .map(|r| format!("{} {}", r.method, r.path))
                 .collect();
             panic!(
-                "fake Discord: no client became ready within 20 s (gateway answered: \
-                 {answered}, identifies: {identifies}, requests: {requests:?})"
+                "fake Discord: {what} within 20 s (gateway answered: {answered}, identifies: \
+                 {identifies}, live shards: {:?}, requests: {requests:?})",
+                self.live_shards()
             );
         }
+    }
+
+    /// `shards` in `GET /gateway/bot` from now on (1 at start).
+    pub fn set_recommended_shards(&self, shards: u64) {
+        self.shared.lock().recommended_shards = shards;
+    }
+
+    /// `(shard id, shard count)` of every session live on an open connection, by shard id.
+    pub fn live_shards(&self) -> Vec<(u64, u64)> {
+        self.shared
+            .lock()
+            .shards
+            .values()
+            .filter(|s| s.live.is_some())
+            .map(|s| (s.shard[0], s.shard[1]))
+            .collect()
     }
 
     /// `GET /gateway` was answered and a websocket client identified.
@@ -107,7 +142,8 @@ impl FakeDiscord {
         inner.gateway_answered && !inner.identifies.is_empty()
     }
 
-    /// The `d` of every IDENTIFY received.
+    /// The `d` of every IDENTIFY received with a token, of every shard, oldest first (also those
+    /// refused for an invalid shard).
     pub fn identifies(&self) -> Vec<Value> {
         self.shared.lock().identifies.clone()
     }
@@ -158,21 +194,14 @@ impl FakeDiscord {
             .entry(m.channel_id)
             .or_default()
             .push(message.clone());
-        let message = match inner.session.intents {
-            Some(intents) => match as_seen(intents, inner.bot_id, "MESSAGE_CREATE", message) {
-                Some(m) => m,
-                None => return id,
-            },
-            None => message,
-        };
-        inner.session.seq += 1;
-        let seq = inner.session.seq;
-        let frame = dispatch_frame(seq, "MESSAGE_CREATE", message);
-        if let Some(conn) = &inner.live {
-            let text = frame.to_string().replace(marker, raw);
-            let _ = conn.tx.send(Outgoing::Raw(text));
-        }
-        inner.session.frames.push((seq, frame));
+        let shard = shard_for(&inner, "MESSAGE_CREATE", &message);
+        dispatch_to(
+            &mut inner,
+            shard,
+            "MESSAGE_CREATE",
+            message,
+            Some((marker, raw)),
+        );
         id
     }
 
@@ -255,22 +284,35 @@ impl FakeDiscord {
         dispatch_locked(&mut self.shared.lock(), t, d);
     }
 
-    /// Asks the client to reconnect (op 7); serenity then resumes on a new connection.
+    /// Asks every live client to reconnect (op 7); serenity then resumes on a new connection.
     pub fn request_reconnect(&self) {
-        let mut inner = self.shared.lock();
-        if let Some(conn) = inner.live.take() {
-            let _ = conn.tx.send(Outgoing::Frame(reconnect_frame()));
-        }
-        self.shared.ready.send_replace(false);
+        self.take_live(None, Outgoing::Frame(reconnect_frame()));
     }
 
-    /// Closes the live connection with this close code.
+    /// Closes every live connection with this close code.
     pub fn close_gateway(&self, code: u16) {
+        self.take_live(None, Outgoing::Close(code));
+    }
+
+    /// Closes the connection of this shard's session with this close code.
+    pub fn close_shard(&self, shard_id: u64, code: u16) {
+        self.take_live(Some(shard_id), Outgoing::Close(code));
+    }
+
+    /// Sends `last` on the live connections of every session (or this shard's) and takes the
+    /// connections from their sessions.
+    fn take_live(&self, shard_id: Option<u64>, last: Outgoing) {
         let mut inner = self.shared.lock();
-        if let Some(conn) = inner.live.take() {
-            let _ = conn.tx.send(Outgoing::Close(code));
+        for (id, session) in inner.shards.iter_mut() {
+            if shard_id.is_some_and(|s| s != *id) {
+                continue;
+            }
+            session.ready = false;
+            if let Some(conn) = session.live.take() {
+                let _ = conn.tx.send(last.clone());
+            }
         }
-        self.shared.ready.send_replace(false);
+        self.shared.publish_ready(&inner);
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -436,14 +478,27 @@ impl FakeDiscord {
             .collect()
     }
 
-    /// The `d` of every dispatch of type `t` in the current session, as sent (after the
-    /// session's intents), oldest first.
+    /// The `d` of every dispatch of type `t` in the current sessions (shard by shard), as sent
+    /// (after each session's intents), oldest first.
     pub fn dispatches(&self, t: &str) -> Vec<Value> {
-        self.shared
-            .lock()
-            .session
-            .frames
-            .iter()
+        let inner = self.shared.lock();
+        inner
+            .shards
+            .values()
+            .flat_map(|s| s.frames.iter())
+            .filter(|(_, f)| f["t"] == json!(t))
+            .map(|(_, f)| f["d"].clone())
+            .collect()
+    }
+
+    /// [`Self::dispatches`] of this shard's current session only.
+    pub fn shard_dispatches(&self, shard_id: u64, t: &str) -> Vec<Value> {
+        let inner = self.shared.lock();
+        inner
+            .shards
+            .get(&shard_id)
+            .into_iter()
+            .flat_map(|s| s.frames.iter())
             .filter(|(_, f)| f["t"] == json!(t))
             .map(|(_, f)| f["d"].clone())
             .collect()

@@ -1,8 +1,8 @@
-//! What the server keeps between requests: the gateway connection and session, the recorded
+//! What the server keeps between requests: the gateway sessions (one per shard), the recorded
 //! requests, channel histories, scripted answers, rate-limit windows, nonces, interactions and
 //! registered commands.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -24,6 +24,7 @@ pub(super) const INTERACTION_TOKEN_LIFETIME: Duration = Duration::from_secs(15 *
 /// How long a message's nonce makes an `enforce_nonce` create with the same nonce return it.
 pub(super) const NONCE_LIFETIME: Duration = Duration::from_secs(5 * 60);
 
+#[derive(Clone)]
 pub(super) enum Outgoing {
     Frame(Value),
     /// A frame's JSON text, sent as is (it may hold what no `Value` can, such as `\ud800`).
@@ -36,15 +37,35 @@ pub(super) struct Connection {
     pub(super) tx: mpsc::UnboundedSender<Outgoing>,
 }
 
-#[derive(Default)]
 pub(super) struct Session {
     pub(super) id: String,
+    /// `[shard id, shard count]`, as in the IDENTIFY (`[0, 1]` when it had none).
+    pub(super) shard: [u64; 2],
     pub(super) seq: u64,
     /// The IDENTIFY's `intents`: which dispatches this session gets, and with what in them.
     /// `None` before any IDENTIFY: nobody receives the dispatches, which are kept whole.
     pub(super) intents: Option<u64>,
     /// Every dispatch frame of this session, for replay on RESUME.
     pub(super) frames: Vec<(u64, Value)>,
+    /// The connection the session is live on, if any.
+    pub(super) live: Option<Connection>,
+    /// READY and the GUILD_CREATEs (or RESUMED) went out on the live connection.
+    pub(super) ready: bool,
+}
+
+impl Default for Session {
+    /// Shard 0's session before any IDENTIFY: it keeps what is dispatched, nobody receives it.
+    fn default() -> Self {
+        Self {
+            id: String::new(),
+            shard: [0, 1],
+            seq: 0,
+            intents: None,
+            frames: Vec::new(),
+            live: None,
+            ready: false,
+        }
+    }
 }
 
 /// A scripted answer to the next `POST /channels/{id}/messages` of a channel.
@@ -86,8 +107,13 @@ pub(super) struct Inner {
     pub(super) identifies: Vec<Value>,
     pub(super) resumes: usize,
     pub(super) connections: usize,
-    pub(super) live: Option<Connection>,
-    pub(super) session: Session,
+    /// The shard count of every session (1 until an IDENTIFY says otherwise).
+    pub(super) shard_total: u64,
+    /// `shards` in `GET /gateway/bot`.
+    pub(super) recommended_shards: u64,
+    /// Shard id -> the latest session identified for it (live or waiting for a RESUME).
+    pub(super) shards: BTreeMap<u64, Session>,
+    /// How many sessions were identified (for their ids).
     pub(super) sessions: u64,
     /// Full message objects per channel, oldest first.
     pub(super) history: HashMap<u64, Vec<Value>>,
@@ -114,8 +140,9 @@ pub(super) struct Shared {
     pub(super) next_id: AtomicU64,
     pub(super) next_conn: AtomicU64,
     pub(super) inner: Mutex<Inner>,
-    /// Whether a live, identified (or resumed) session has had READY and GUILD_CREATEs.
-    pub(super) ready: watch::Sender<bool>,
+    /// `(shard id, shard count)` of every live session that has had READY and its
+    /// GUILD_CREATEs (or RESUMED).
+    pub(super) ready: watch::Sender<BTreeSet<(u64, u64)>>,
 }
 
 impl Shared {
@@ -136,6 +163,21 @@ impl Shared {
         id
     }
 
+    /// Tells the waiters which shards are ready now.
+    pub(super) fn publish_ready(&self, inner: &Inner) {
+        let ready: BTreeSet<(u64, u64)> = inner
+            .shards
+            .values()
+            .filter(|s| s.ready && s.live.is_some())
+            .map(|s| (s.shard[0], s.shard[1]))
+            .collect();
+        self.ready.send_if_modified(|r| {
+            let changed = *r != ready;
+            *r = ready;
+            changed
+        });
+    }
+
     pub(super) fn dm_user(inner: &Inner, channel_id: u64) -> Option<u64> {
         inner
             .dm_channels
@@ -145,21 +187,66 @@ impl Shared {
     }
 }
 
-/// Sends a dispatch to the live connection (if any) and keeps it for replay, as the session's
-/// intents let it through (a message event they do not ask for is not sent at all).
+/// The shard a guild belongs to among `total`, as on Discord.
+pub fn shard_of(guild_id: u64, total: u64) -> u64 {
+    (guild_id >> 22) % total.max(1)
+}
+
+/// The guild a dispatch is about: its `guild_id`, or the `id` of a guild event.
+fn guild_of(t: &str, d: &Value) -> Option<u64> {
+    let id = match t {
+        "GUILD_CREATE" | "GUILD_UPDATE" | "GUILD_DELETE" => &d["id"],
+        _ => &d["guild_id"],
+    };
+    match id {
+        Value::String(s) => s.parse().ok(),
+        other => other.as_u64(),
+    }
+}
+
+/// The shard whose session gets this dispatch: the guild's, or shard 0 without a guild (DMs).
+pub(super) fn shard_for(inner: &Inner, t: &str, d: &Value) -> u64 {
+    guild_of(t, d).map_or(0, |g| shard_of(g, inner.shard_total))
+}
+
+/// Sends a dispatch to the session of its guild's shard (shard 0 without a guild), to its live
+/// connection if any, and keeps it there for replay, as the session's intents let it through (a
+/// message event they do not ask for is not sent at all).
 pub(super) fn dispatch_locked(inner: &mut Inner, t: &str, d: Value) {
-    let d = match inner.session.intents {
-        Some(intents) => match as_seen(intents, inner.bot_id, t, d) {
+    let shard = shard_for(inner, t, &d);
+    dispatch_to(inner, shard, t, d, None);
+}
+
+/// Sends a dispatch to this shard's session (nothing when the shard has none). With `raw`
+/// `(marker, text)`, every marker in the frame's JSON text is replaced by the text as sent; the
+/// kept frame keeps the markers.
+pub(super) fn dispatch_to(
+    inner: &mut Inner,
+    shard: u64,
+    t: &str,
+    d: Value,
+    raw: Option<(&str, &str)>,
+) {
+    let bot_id = inner.bot_id;
+    let Some(session) = inner.shards.get_mut(&shard) else {
+        return;
+    };
+    let d = match session.intents {
+        Some(intents) => match as_seen(intents, bot_id, t, d) {
             Some(d) => d,
             None => return,
         },
         None => d,
     };
-    inner.session.seq += 1;
-    let seq = inner.session.seq;
+    session.seq += 1;
+    let seq = session.seq;
     let frame = dispatch_frame(seq, t, d);
-    if let Some(conn) = &inner.live {
-        let _ = conn.tx.send(Outgoing::Frame(frame.clone()));
+    if let Some(conn) = &session.live {
+        let out = match raw {
+            Some((marker, text)) => Outgoing::Raw(frame.to_string().replace(marker, text)),
+            None => Outgoing::Frame(frame.clone()),
+        };
+        let _ = conn.tx.send(out);
     }
-    inner.session.frames.push((seq, frame));
+    session.frames.push((seq, frame));
 }

@@ -1,5 +1,11 @@
 //! The world the fake serves: the bot, its guilds, their channels, members and stickers.
 
+pub use super::state::shard_of;
+
+/// The guild of [`World::sharded`] on shard 1 of 2 (`(id >> 22) % 2 == 1`); guild 100 is on
+/// shard 0.
+pub const SHARD_1_GUILD: u64 = (1 << 22) + 100;
+
 #[derive(Debug, Clone)]
 pub struct World {
     pub bot_id: u64,
@@ -110,6 +116,35 @@ impl World {
                 stickers: vec![(700, "wave".into()), (701, "heart".into())],
             }],
         }
+    }
+
+    /// [`Self::simple`] with a second guild [`SHARD_1_GUILD`] "Second Guild" beside guild 100, so
+    /// that with 2 shards each shard has one: guild 100 is on shard 0, the second on shard 1. The
+    /// second mirrors the first: channels 210 "general" (public), 211 "thoughts" (private), 212
+    /// "mods-public" (public), the same members, owner and locale; stickers 710 "wave" and 711
+    /// "heart".
+    pub fn sharded() -> Self {
+        let mut world = Self::simple();
+        let first = world.guilds[0].clone();
+        world.guilds.push(FakeGuild {
+            id: SHARD_1_GUILD,
+            name: "Second Guild".into(),
+            channels: vec![
+                FakeChannel::new(210, "general", true),
+                FakeChannel::new(211, "thoughts", false),
+                FakeChannel::new(212, "mods-public", true),
+            ],
+            stickers: vec![(710, "wave".into()), (711, "heart".into())],
+            ..first
+        });
+        world
+    }
+
+    /// The guilds of shard `id` among `total`, in order.
+    pub fn shard_guilds(&self, id: u64, total: u64) -> impl Iterator<Item = &FakeGuild> {
+        self.guilds
+            .iter()
+            .filter(move |g| shard_of(g.id, total) == id)
     }
 
     pub fn guild(&self, guild_id: u64) -> Option<&FakeGuild> {
