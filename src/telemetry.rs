@@ -3,13 +3,16 @@
 
 use tracing_subscriber::EnvFilter;
 
-/// Installs the global subscriber (compact text to stderr). Returns `false` when one was
-/// already installed.
+/// Installs the global subscriber (compact text to stderr; colours only on a terminal, so a log
+/// file, `docker logs` or journald get plain text). Returns `false` when one was already
+/// installed.
 pub fn init(default_filter: &str) -> bool {
+    use std::io::IsTerminal as _;
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default_filter));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .compact()
         .try_init()

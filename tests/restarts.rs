@@ -28,6 +28,7 @@ const GUILD: u64 = 100;
 const GENERAL: u64 = 200;
 const BOT: u64 = 900;
 const ALICE: u64 = 300;
+const BOB: u64 = 301;
 /// The fake world's "wave" sticker.
 const WAVE: u64 = 700;
 
@@ -36,6 +37,7 @@ on_both_databases!(
     a_turn_killed_after_its_sticker_sends_it_once,
     a_turn_killed_after_create_reminder_creates_it_once,
     sigterm_mid_turn_exits_0_and_the_next_start_goes_on,
+    two_processes_split_the_shards_and_a_stopped_ones_messages_are_taken_over,
 );
 
 /// The bot as a child process, with its stderr kept in a file for a failure's message.
@@ -46,6 +48,11 @@ struct Bot {
 
 impl Bot {
     fn start(dir: &Path, db: &TestDb, round: u32) -> Self {
+        Self::start_with(dir, db, round, &[])
+    }
+
+    /// Starts the bot with extra environment (settings as `PERSONA_BOT_...`).
+    fn start_with(dir: &Path, db: &TestDb, round: u32, env: &[(&str, &str)]) -> Self {
         let log = dir.join(format!("bot-{round}.log"));
         let stderr = std::fs::File::create(&log).expect("log file");
         let mut command = Command::new(env!("CARGO_BIN_EXE_persona-bot"));
@@ -61,6 +68,7 @@ impl Bot {
             .env("PROVIDER_API_KEYS", "provider-key")
             .env("DATABASE_URL", &db.url)
             .env("RUST_LOG", "info,persona_bot=debug")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(stderr)
             .spawn()
@@ -118,7 +126,11 @@ struct Stage {
 
 impl Stage {
     async fn new(db: TestDb) -> Self {
-        let discord = FakeDiscord::start(World::simple()).await;
+        Self::in_world(db, World::simple()).await
+    }
+
+    async fn in_world(db: TestDb, world: World) -> Self {
+        let discord = FakeDiscord::start(world).await;
         let openai = FakeOpenAi::start().await;
         let dir = tempfile::tempdir().expect("temp dir");
         let local = format!(
@@ -126,7 +138,8 @@ impl Stage {
              [provider]\nbase_url = \"{}\"\nmodels = [\"test-model\"]\n\
              idle_timeout_secs = 120\nfirst_token_timeout_secs = 120\n\
              [image_worker]\nrun_in_bot = false\n\
-             [shutdown]\ngrace_secs = 2\n",
+             [shutdown]\ngrace_secs = 2\n\
+             [turn]\nqueue_lease_secs = 1\n",
             discord.base_url, openai.base_url
         );
         std::fs::write(dir.path().join("local.toml"), local).expect("local.toml");
@@ -384,4 +397,100 @@ async fn sigterm_mid_turn_exits_0_and_the_next_start_goes_on(db: TestDb) {
     let whole: String = texts.concat();
     assert_eq!(whole.matches("Sentence number").count(), 90, "{texts:#?}");
     assert_eq!(texts.last().map(String::as_str), Some("Bob's answer."));
+}
+
+/// A mention of the bot in `channel` of `guild`.
+async fn mention_in(stage: &Stage, guild: u64, channel: u64, author: u64, text: &str) {
+    let mut m = Incoming::new(
+        channel,
+        Some(guild),
+        author,
+        "someone",
+        &format!("<@{BOT}> {text}"),
+    );
+    m.mentions = vec![(BOT, "Aria".into())];
+    stage.discord.send_message(m).await;
+}
+
+fn bot_texts(stage: &Stage, channel: u64) -> Vec<String> {
+    stage
+        .discord
+        .messages_in(channel)
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_owned))
+        .collect()
+}
+
+// SPEC D6: two `run` processes on one database split the shards ("0/2", "1/2"): each guild's
+// message is answered once, by the process running its shard. When the second process dies in
+// the middle of a turn, a process started later for every shard takes its message over once its
+// lease ran out, and answers it once.
+async fn two_processes_split_the_shards_and_a_stopped_ones_messages_are_taken_over(db: TestDb) {
+    use support::fake_discord::SHARD_1_GUILD;
+    const SECOND_GENERAL: u64 = 210;
+    let stage = Stage::in_world(db, World::sharded()).await;
+    stage.discord.set_recommended_shards(2);
+    let dir = stage.dir.path();
+    let one = Bot::start_with(dir, &stage.db, 1, &[("PERSONA_BOT_DISCORD__SHARDS", "0/2")]);
+    let two = Bot::start_with(dir, &stage.db, 2, &[("PERSONA_BOT_DISCORD__SHARDS", "1/2")]);
+    stage
+        .until(&two, "both shards are ready", |s| {
+            s.discord.live_shards().len() == 2
+        })
+        .await;
+    stage.discord.wait_shards_ready(2).await;
+
+    stage.openai.push(Reply::text(&["Hello from shard zero."]));
+    mention_in(&stage, GUILD, GENERAL, ALICE, "hi").await;
+    stage
+        .until(&one, "the first guild's answer", |s| {
+            !bot_texts(s, GENERAL).is_empty()
+        })
+        .await;
+    stage.openai.push(Reply::text(&["Hello from shard one."]));
+    mention_in(&stage, SHARD_1_GUILD, SECOND_GENERAL, ALICE, "hi").await;
+    stage
+        .until(&two, "the second guild's answer", |s| {
+            !bot_texts(s, SECOND_GENERAL).is_empty()
+        })
+        .await;
+    stage.until_answered(&two).await;
+    assert_eq!(bot_texts(&stage, GENERAL), vec!["Hello from shard zero."]);
+    assert_eq!(
+        bot_texts(&stage, SECOND_GENERAL),
+        vec!["Hello from shard one."]
+    );
+    assert!(one.log().contains("channel=200"), "{}", one.log());
+    assert!(!one.log().contains("channel=210"), "{}", one.log());
+    assert!(two.log().contains("channel=210"), "{}", two.log());
+
+    // The second process dies mid-turn; its message stays held under its name.
+    stage.openai.push(Reply::Stream(vec![Sse::Hang]));
+    mention_in(&stage, SHARD_1_GUILD, SECOND_GENERAL, BOB, "still there?").await;
+    stage
+        .until(&two, "the model is asked", |s| {
+            s.openai.requests().len() == 3
+        })
+        .await;
+    two.kill();
+    let status = one.terminate();
+    assert!(status.success(), "exit status {status:?}");
+    // One process for every shard now: it takes the message over once the lease (1 s) ran out.
+    stage.openai.push(Reply::text(&["Sorry for the wait."]));
+    let all = Bot::start_with(
+        dir,
+        &stage.db,
+        3,
+        &[("PERSONA_BOT_DISCORD__SHARDS", "auto")],
+    );
+    stage.until_answered(&all).await;
+    assert_eq!(
+        bot_texts(&stage, SECOND_GENERAL),
+        vec!["Hello from shard one.", "Sorry for the wait."]
+    );
+    assert!(
+        all.log().contains("took over queued messages"),
+        "{}",
+        all.log()
+    );
 }

@@ -126,13 +126,31 @@ impl Database {
             Backend::Sqlite => &SQLITE_MIGRATIONS,
             Backend::Postgres => &POSTGRES_MIGRATIONS,
         };
-        migrator
-            .run(&self.pool)
-            .await
-            .map_err(|source| StoreError::Migrate {
-                backend: self.backend,
-                source,
-            })
+        // SQLite has no lock for the migrator (PostgreSQL's takes an advisory lock): two
+        // processes starting on one new file may race on a migration, and the loser's
+        // transaction fails. It tries again: each migration is one transaction, so the next
+        // try finds what the winner applied and goes on from there.
+        let tries = match self.backend {
+            Backend::Sqlite => 20,
+            Backend::Postgres => 1,
+        };
+        let mut attempt = 1;
+        loop {
+            match migrator.run(&self.pool).await {
+                Ok(()) => return Ok(()),
+                Err(source) if attempt >= tries => {
+                    return Err(StoreError::Migrate {
+                        backend: self.backend,
+                        source,
+                    });
+                }
+                Err(error) => {
+                    tracing::debug!(%error, attempt, "migration raced another process; trying again");
+                    attempt += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
     }
 
     pub fn pool(&self) -> &AnyPool {
