@@ -268,9 +268,11 @@ async fn measure() {
     let openai = FakeOpenAi::start().await;
     let started = Instant::now();
     let mut bot = Bot::spawn(dir.path(), &discord, &openai);
+    let size = std::fs::metadata(env!("CARGO_BIN_EXE_persona-bot")).map_or(0, |m| m.len());
     println!(
-        "bot: {} (pid {})",
+        "bot: {} ({:.1} MiB, pid {})",
         env!("CARGO_BIN_EXE_persona-bot"),
+        size as f64 / 1_048_576.0,
         bot.pid()
     );
 
