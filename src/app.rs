@@ -139,25 +139,8 @@ pub async fn start(
     let persona = default_persona(&config, &storage).await?;
     prune_deliveries(&storage).await;
     let shutdown = Shutdown::new();
-    // Bound first, so a taken port stops start-up before Discord is connected; it answers
-    // "not connected" until the gateway is.
     let gateway = discord::GatewayStatus::default();
-    let metrics_address = match config.metrics.listen_addr() {
-        None => None,
-        Some(address) => {
-            let endpoint = crate::observe::server::Endpoint::bind(address).await?;
-            let bound = endpoint.address();
-            let health = Health {
-                gateway: gateway.clone(),
-                storage: storage.clone(),
-            };
-            shutdown.spawn(endpoint.serve(health, shutdown.token().clone()));
-            if let Some(bound) = bound {
-                tracing::info!(address = %bound, "serving /metrics and /healthz");
-            }
-            bound
-        }
-    };
+    let metrics_address = serve_metrics(&config, &gateway, &storage, &shutdown).await?;
     let rest = discord::discord_rest(&config, &token)?;
     let bot = sink::BotId::default();
     let cache = guild::CacheCell::default();
@@ -189,26 +172,7 @@ pub async fn start(
             "queued messages from before the restart are back in line"
         );
     }
-    shutdown.spawn(post_summaries(
-        orchestrator.clone(),
-        thought_log.clone(),
-        shutdown.token().clone(),
-    ));
-    shutdown.spawn(hold_the_queue(
-        orchestrator.clone(),
-        storage.queue.clone(),
-        Duration::from_secs(config.turn.queue_lease_secs),
-        shutdown.token().clone(),
-    ));
-    shutdown.spawn(
-        ReminderScheduler::new(
-            storage.reminders.clone(),
-            orchestrator.clone(),
-            Arc::new(SystemClock),
-            Duration::from_millis(config.reminders.poll_ms),
-        )
-        .run(shutdown.token().clone()),
-    );
+    spawn_background(&config, &orchestrator, &storage, &thought_log, &shutdown);
     if config.image_worker.run_in_bot {
         let worker = image_worker(&config, secrets, &storage, sink, thought_log)?;
         shutdown.spawn(worker.run(shutdown.token().clone()));
@@ -238,6 +202,61 @@ pub async fn start(
         config,
         metrics_address,
     })
+}
+
+/// With `metrics.listen` set, binds it and serves /metrics and /healthz. Bound before Discord is
+/// connected, so a taken port stops start-up; it answers "not connected" until the gateway is.
+async fn serve_metrics(
+    config: &Config,
+    gateway: &discord::GatewayStatus,
+    storage: &Storage,
+    shutdown: &Shutdown,
+) -> anyhow::Result<Option<std::net::SocketAddr>> {
+    let Some(address) = config.metrics.listen_addr() else {
+        return Ok(None);
+    };
+    let endpoint = crate::observe::server::Endpoint::bind(address).await?;
+    let bound = endpoint.address();
+    let health = Health {
+        gateway: gateway.clone(),
+        storage: storage.clone(),
+    };
+    shutdown.spawn(endpoint.serve(health, shutdown.token().clone()));
+    if let Some(bound) = bound {
+        tracing::info!(address = %bound, "serving /metrics and /healthz");
+    }
+    Ok(bound)
+}
+
+/// The long-lived background work of `run`: thought-log summaries, the queue's hold and
+/// take-over, and due reminders.
+fn spawn_background(
+    config: &Config,
+    orchestrator: &Orchestrator,
+    storage: &Storage,
+    thought_log: &Arc<dyn ThoughtLog>,
+    shutdown: &Shutdown,
+) {
+    shutdown.spawn(post_summaries(
+        orchestrator.clone(),
+        thought_log.clone(),
+        shutdown.token().clone(),
+    ));
+    shutdown.spawn(hold_the_queue(
+        orchestrator.clone(),
+        storage.queue.clone(),
+        Duration::from_secs(config.turn.queue_lease_secs),
+        shutdown.token().clone(),
+    ));
+    shutdown.spawn(
+        ReminderScheduler::new(
+            storage.reminders.clone(),
+            orchestrator.clone(),
+            Arc::new(SystemClock),
+            Duration::from_millis(config.reminders.poll_ms),
+        )
+        .run(shutdown.token().clone()),
+    );
 }
 
 /// How this process claims queued messages: under its shard range's name, for its shards.

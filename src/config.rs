@@ -492,7 +492,6 @@ impl Config {
                 self.thought_log.argument_max_chars as u64,
             ),
             ("turn.max_passes", t.max_passes.into()),
-            ("turn.queue_lease_secs", t.queue_lease_secs),
             (
                 "turn.max_consecutive_failures",
                 t.max_consecutive_failures.into(),
@@ -548,20 +547,16 @@ impl Config {
         positive
     }
 
-    fn validate(&self) -> Result<(), ConfigError> {
+    /// How the process runs as a service: its queue lease, its shards, its stop.
+    fn check_service_settings(&self) -> Result<(), ConfigError> {
         let key = |k: &str, problem: &str| ConfigError::Key {
             key: k.to_owned(),
             problem: problem.to_owned(),
         };
-        let (t, w) = (&self.turn, &self.image_worker);
-        let positive = self.must_be_positive();
-        if let Some((name, _)) = positive.iter().find(|(_, value)| *value == 0) {
-            return Err(key(name, "must be greater than 0"));
-        }
-        if t.queue_lease_secs > 86_400 {
+        if !(1..=86_400).contains(&self.turn.queue_lease_secs) {
             return Err(key(
                 "turn.queue_lease_secs",
-                "must be at most 86400 (a day)",
+                "must be from 1 to 86400 (a day)",
             ));
         }
         if let Err(problem) = ShardPlan::parse(&self.discord.shards) {
@@ -573,6 +568,20 @@ impl Config {
                 "must be from 2 to 3600 (seconds)",
             ));
         }
+        Ok(())
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        let key = |k: &str, problem: &str| ConfigError::Key {
+            key: k.to_owned(),
+            problem: problem.to_owned(),
+        };
+        let (t, w) = (&self.turn, &self.image_worker);
+        let positive = self.must_be_positive();
+        if let Some((name, _)) = positive.iter().find(|(_, value)| *value == 0) {
+            return Err(key(name, "must be greater than 0"));
+        }
+        self.check_service_settings()?;
         if t.typing_delay_ms > 60_000 {
             return Err(key(
                 "turn.typing_delay_ms",

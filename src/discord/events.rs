@@ -100,21 +100,8 @@ async fn on_message(data: &BotData, message: &Message) {
         .as_ref()
         .is_some_and(|r| r.author.id.get() == bot);
     let Some(settings) = settings_of(data, server).await else {
-        // Without its access lists the server's rules are unknown: not answered, but someone
-        // who spoke to the bot is told why (at most once a minute per channel).
-        if (mentions_bot || replies_to_bot) && data.outage_notices.due(channel) {
-            let locale = server
-                .and_then(|s| data.cache.locale(s))
-                .unwrap_or(data.default_locale);
-            let notice = crate::locale::text(locale, "settings-unavailable");
-            let reply_to = Some(MessageId(message.id.get()));
-            if let Err(error) = data
-                .sink
-                .send_text(channel, notice, reply_to, &Pings::none(), None)
-                .await
-            {
-                tracing::warn!(%channel, %error, "could not post the settings-unavailable notice");
-            }
+        if mentions_bot || replies_to_bot {
+            tell_settings_unavailable(data, message, server, channel).await;
         }
         return;
     };
@@ -168,6 +155,31 @@ async fn on_message(data: &BotData, message: &Message) {
     data.orchestrator
         .submit(queued(data, message, server, content, random))
         .await;
+}
+
+/// Without its access lists the server's rules are unknown: the message is not answered, but
+/// someone who spoke to the bot is told why (at most once a minute per channel).
+async fn tell_settings_unavailable(
+    data: &BotData,
+    message: &Message,
+    server: Option<ServerId>,
+    channel: ChannelId,
+) {
+    if !data.outage_notices.due(channel) {
+        return;
+    }
+    let locale = server
+        .and_then(|s| data.cache.locale(s))
+        .unwrap_or(data.default_locale);
+    let notice = crate::locale::text(locale, "settings-unavailable");
+    let reply_to = Some(MessageId(message.id.get()));
+    if let Err(error) = data
+        .sink
+        .send_text(channel, notice, reply_to, &Pings::none(), None)
+        .await
+    {
+        tracing::warn!(%channel, %error, "could not post the settings-unavailable notice");
+    }
 }
 
 /// Channels told lately that the bot cannot read its settings: one notice a minute per channel.
