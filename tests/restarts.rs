@@ -494,3 +494,68 @@ async fn two_processes_split_the_shards_and_a_stopped_ones_messages_are_taken_ov
         all.log()
     );
 }
+
+fn count_requests(stage: &Stage, method: &str, path_end: &str) -> usize {
+    stage
+        .discord
+        .requests()
+        .iter()
+        .filter(|r| r.method == method && r.path.ends_with(path_end))
+        .count()
+}
+
+// SPEC D8: Discord refusing the command registration (400 on every try) leaves the bot
+// answering messages; the refusal is one ERROR line with Discord's message and the field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_registration_leaves_the_bot_answering() {
+    let stage = Stage::new(TestDb::sqlite().await).await;
+    stage.discord.refuse_commands(true);
+    let bot = stage.start_bot(1).await;
+    stage
+        .until(&bot, "the registration is refused", |s| {
+            count_requests(s, "PUT", "/commands") == 1
+        })
+        .await;
+    stage.openai.push(Reply::text(&["Still here."]));
+    stage.mention("are you deaf?").await;
+    stage
+        .until(&bot, "the answer", |s| !s.texts().is_empty())
+        .await;
+    assert_eq!(stage.texts(), vec!["Still here.".to_owned()]);
+    let log = bot.log();
+    let refusals: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("ERROR") && l.contains("refused the slash commands"))
+        .collect();
+    assert_eq!(refusals.len(), 1, "{log}");
+    assert!(
+        refusals[0].contains("0.name: Command name is invalid"),
+        "{log}"
+    );
+}
+
+// SPEC D8: a restart with unchanged commands reads them and writes none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_with_unchanged_commands_writes_none() {
+    let stage = Stage::new(TestDb::sqlite().await).await;
+    let bot = stage.start_bot(1).await;
+    stage
+        .until(&bot, "the commands are registered", |s| {
+            count_requests(s, "PUT", "/commands") == 1
+        })
+        .await;
+    let status = bot.terminate();
+    assert!(status.success());
+    let bot = stage.start_bot(2).await;
+    stage
+        .until(&bot, "the second start reads the commands", |s| {
+            count_requests(s, "GET", "/commands") == 2
+        })
+        .await;
+    stage
+        .until(&bot, "the second start finds them unchanged", |_| {
+            bot.log().contains("slash commands up to date")
+        })
+        .await;
+    assert_eq!(count_requests(&stage, "PUT", "/commands"), 1);
+}

@@ -24,6 +24,7 @@ pub mod events;
 pub mod guild;
 pub mod ratelimit;
 pub mod recent;
+pub mod registration;
 pub mod rest;
 pub mod sink;
 pub mod thought_log;
@@ -114,10 +115,9 @@ pub async fn connect(
     config: &Config,
     token: &SecretString,
     connection: Connection,
-    rest: &rest::DiscordRest,
+    rest: &Arc<rest::DiscordRest>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<DiscordClient> {
-    let Connection { data, bot, cache } = connection;
     let token = secrecy::ExposeSecret::expose_secret(token)
         .trim()
         .to_owned();
@@ -129,34 +129,7 @@ pub async fn connect(
             .proxy(config.discord.api_base_url.trim_end_matches('/'))
             .ratelimiter_disabled(true);
     }
-    let framework = poise::Framework::builder()
-        .options(poise::FrameworkOptions {
-            commands: commands::all(),
-            on_error: |error| Box::pin(commands::on_error(error)),
-            event_handler: |ctx, event| {
-                Box::pin(async move {
-                    events::handle(event, ctx.user_data).await;
-                    Ok(())
-                })
-            },
-            prefix_options: poise::PrefixFrameworkOptions {
-                // A leading mention is a chat message, not a command prefix.
-                mention_as_prefix: false,
-                ..Default::default()
-            },
-            ..Default::default()
-        })
-        .initialize_owners(false)
-        .setup(move |ctx, ready, framework| {
-            Box::pin(async move {
-                bot.set(ready.user.id.get());
-                cache.set(ctx.cache.clone());
-                poise::builtins::register_globally(ctx, &framework.options().commands).await?;
-                tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
-                Ok(data)
-            })
-        })
-        .build();
+    let framework = framework(connection, rest.clone(), shutdown.clone());
     let intents = GatewayIntents::GUILDS
         | GatewayIntents::GUILD_MESSAGES
         | GatewayIntents::DIRECT_MESSAGES
@@ -187,6 +160,56 @@ pub async fn connect(
         shard_manager,
         client,
     })
+}
+
+/// The poise framework: the commands, the event handler, and a `setup` that cannot fail on the
+/// network (poise keeps every event waiting for the data it returns), so command registration
+/// goes on in the background (SPEC D8).
+fn framework(
+    connection: Connection,
+    registration_rest: Arc<rest::DiscordRest>,
+    registrar: Shutdown,
+) -> poise::Framework<Arc<BotData>, Error> {
+    let Connection { data, bot, cache } = connection;
+    poise::Framework::builder()
+        .options(poise::FrameworkOptions {
+            commands: commands::all(),
+            on_error: |error| Box::pin(commands::on_error(error)),
+            event_handler: |ctx, event| {
+                Box::pin(async move {
+                    events::handle(event, ctx.user_data).await;
+                    Ok(())
+                })
+            },
+            prefix_options: poise::PrefixFrameworkOptions {
+                // A leading mention is a chat message, not a command prefix.
+                mention_as_prefix: false,
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .initialize_owners(false)
+        .setup(move |ctx, ready, framework| {
+            Box::pin(async move {
+                bot.set(ready.user.id.get());
+                cache.set(ctx.cache.clone());
+                let commands = poise::builtins::create_application_commands(
+                    &framework.options().commands,
+                )
+                .iter()
+                .filter_map(|command| serde_json::to_value(command).ok())
+                .collect();
+                registrar.spawn(registration::keep_registered(
+                    registration_rest,
+                    ready.application.id.get(),
+                    commands,
+                    registrar.token().clone(),
+                ));
+                tracing::info!(user = %ready.user.name, guilds = ready.guilds.len(), "connected to Discord");
+                Ok(data)
+            })
+        })
+        .build()
 }
 
 /// The shard count Discord recommends (`GET /gateway/bot`), or 1 when it does not say: serenity

@@ -326,6 +326,38 @@ impl DiscordRest {
         }
     }
 
+    /// `PUT`s a JSON body on `route` (command registration): scheduled, 429s waited out, never
+    /// retried on a failure. A refusal says Discord's status, code, message and the first field
+    /// its `errors` name.
+    pub async fn put_json(&self, route: Route, path: &str, body: &Value) -> Result<Value, String> {
+        let make = || self.request(reqwest::Method::PUT, path).json(body);
+        let response = self
+            .exchange(route, make, Retry::Never)
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = response.status();
+        if status.is_success() {
+            return json_bounded(response, ANSWER_MAX)
+                .await
+                .map_err(|e| format!("{path}: {e}"));
+        }
+        let error: Value = json_bounded(response, ERROR_TEXT_MAX)
+            .await
+            .unwrap_or(Value::Null);
+        let mut why = format!(
+            "{status} ({}): {}",
+            error.get("code").and_then(Value::as_i64).unwrap_or(0),
+            error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        );
+        if let Some((field, problem)) = error.get("errors").and_then(|e| first_error(e, 0)) {
+            why.push_str(&format!("; {field}: {problem}"));
+        }
+        Err(why)
+    }
+
     /// `GET` a JSON value (history, stickers) on `route`.
     pub async fn get(&self, route: Route, path: &str) -> Result<Value, String> {
         let make = || self.request(reqwest::Method::GET, path);
@@ -341,6 +373,35 @@ impl DiscordRest {
             .await
             .map_err(|e| format!("{path}: {e}"))
     }
+}
+
+/// The first field Discord's `errors` object names, with its message: `{"0": {"name":
+/// {"_errors": [{"message": ...}]}}}` is `0.name`. Bounded in depth (the body is Discord's).
+fn first_error(errors: &Value, depth: usize) -> Option<(String, String)> {
+    let map = errors.as_object()?;
+    if let Some(message) = map
+        .get("_errors")
+        .and_then(|e| e.get(0))
+        .and_then(|e| e.get("message"))
+        .and_then(Value::as_str)
+    {
+        return Some((String::new(), message.chars().take(200).collect()));
+    }
+    if depth >= 8 {
+        return None;
+    }
+    map.iter().find_map(|(key, inner)| {
+        let (field, message) = first_error(inner, depth + 1)?;
+        let key: String = key.chars().take(40).collect();
+        Some((
+            if field.is_empty() {
+                key
+            } else {
+                format!("{key}.{field}")
+            },
+            message,
+        ))
+    })
 }
 
 /// Whether a request may be sent again after a 5xx or a lost connection: only a message create

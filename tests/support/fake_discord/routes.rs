@@ -15,7 +15,9 @@ use super::gateway::{gateway_bot_json, gateway_json};
 use super::interactions::{followup, interaction_callback, original_message};
 use super::message_edits::edit_message;
 use super::permissions::{READ_MESSAGE_HISTORY, VIEW_CHANNEL};
-use super::rest::{SEND, error, invalid_form_body, no_content, ok, parse_id, refusal_without};
+use super::rest::{
+    SEND, error, invalid_form_body, invalid_form_body_at, no_content, ok, parse_id, refusal_without,
+};
 use super::state::Shared;
 
 /// `None`: a route the fake does not know.
@@ -286,6 +288,14 @@ fn dm_channel_object(shared: &Arc<Shared>, channel_id: u64, user_id: u64) -> Val
 }
 
 fn put_commands(shared: &Arc<Shared>, guild_id: Option<u64>, body: &Value) -> Response {
+    if shared.lock().refuse_commands {
+        // What Discord answers for a field it does not accept, e.g. a name with capitals.
+        return invalid_form_body_at(
+            &["0", "name"],
+            "APPLICATION_COMMAND_INVALID_NAME",
+            "Command name is invalid",
+        );
+    }
     let Some(list) = body.as_array() else {
         return invalid_form_body("_", "BASE_TYPE_ARRAY", "Must be an array");
     };

@@ -432,6 +432,12 @@ impl FakeDiscord {
         self.shared.lock().nonces.clear();
     }
 
+    /// Refuses every command registration (PUT) with 400 Invalid Form Body (`true`), or takes
+    /// them again.
+    pub fn refuse_commands(&self, refuse: bool) {
+        self.shared.lock().refuse_commands = refuse;
+    }
+
     /// Rate limits on (the default) or off. Off: no request is refused for them and no
     /// rate-limit header is sent (except on scripted 429s). Either way the windows start anew.
     pub fn set_rate_limits(&self, on: bool) {

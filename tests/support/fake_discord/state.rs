@@ -104,6 +104,8 @@ pub(super) struct Inner {
     pub(super) requests: Vec<Recorded>,
     pub(super) unexpected: Vec<Recorded>,
     pub(super) gateway_answered: bool,
+    /// Every command registration (PUT) is refused with 400 Invalid Form Body.
+    pub(super) refuse_commands: bool,
     pub(super) identifies: Vec<Value>,
     pub(super) resumes: usize,
     pub(super) connections: usize,
