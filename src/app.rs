@@ -96,6 +96,9 @@ pub enum RunError {
     Start(anyhow::Error),
     #[error("{0:#}")]
     Stopped(anyhow::Error),
+    /// Discord refused the token after start (the gateway's close 4004).
+    #[error("{0}")]
+    Credentials(discord::TokenRejected),
 }
 
 /// `persona-bot run` until a signal or the gateway client stops.
@@ -109,7 +112,10 @@ pub async fn run(config: Config, secrets: &Secrets) -> Result<(), RunError> {
     };
     let grace = running.config.shutdown.grace_secs;
     let clean = running.shutdown().await;
-    stopped.map_err(RunError::Stopped)?;
+    stopped.map_err(|error| match error.downcast::<discord::TokenRejected>() {
+        Ok(rejected) => RunError::Credentials(rejected),
+        Err(error) => RunError::Stopped(error),
+    })?;
     if clean {
         tracing::info!("stopped");
         Ok(())

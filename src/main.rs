@@ -174,7 +174,7 @@ async fn run(config: Config) -> ExitCode {
             // One line: the outermost context and its cause.
             eprintln!("{error}");
             match error {
-                app::RunError::Start(_) => ExitCode::from(2),
+                app::RunError::Start(_) | app::RunError::Credentials(_) => ExitCode::from(2),
                 app::RunError::Stopped(_) => ExitCode::FAILURE,
             }
         }

@@ -83,21 +83,26 @@ impl Bot {
     }
 
     /// SIGTERM, then waits for the exit (a hang fails the test after 30 s).
-    fn terminate(mut self) -> std::process::ExitStatus {
+    fn terminate(self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         let sent = Command::new("kill")
             .args(["-TERM", &pid])
             .status()
             .expect("kill -TERM");
         assert!(sent.success());
-        let deadline = Instant::now() + Duration::from_secs(30);
+        self.wait_exit(Duration::from_secs(30))
+    }
+
+    /// Waits for the process to end by itself (a hang fails the test after `within`).
+    fn wait_exit(mut self, within: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + within;
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
                 return status;
             }
             assert!(
                 Instant::now() < deadline,
-                "no exit 30 s after SIGTERM\n--- bot log ---\n{}",
+                "no exit in time\n--- bot log ---\n{}",
                 self.log()
             );
             std::thread::sleep(Duration::from_millis(20));
@@ -558,4 +563,30 @@ async fn a_restart_with_unchanged_commands_writes_none() {
         })
         .await;
     assert_eq!(count_requests(&stage, "PUT", "/commands"), 1);
+}
+
+// SPEC D8: a token Discord refuses ends the process within seconds with status 2 and one line
+// naming DISCORD_TOKEN (never its value), without a panic: refused on REST at start, and
+// refused only by the gateway (close 4004).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rejected_token_ends_with_status_2_and_one_line() {
+    for on_rest in [true, false] {
+        let stage = Stage::new(TestDb::sqlite().await).await;
+        stage.discord.reject_token("test-token", on_rest);
+        let bot = Bot::start(stage.dir.path(), &stage.db, 1);
+        let log_path = bot.log.clone();
+        let status = bot.wait_exit(Duration::from_secs(10));
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        assert_eq!(status.code(), Some(2), "on_rest {on_rest}: {log}");
+        let named: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("DISCORD_TOKEN"))
+            .collect();
+        assert_eq!(named.len(), 1, "on_rest {on_rest}: {log}");
+        assert!(!log.contains("panicked"), "{log}");
+        assert!(
+            !log.contains("test-token"),
+            "the token itself is never shown: {log}"
+        );
+    }
 }

@@ -54,14 +54,34 @@ pub struct BotData {
 /// The gateway client, running.
 pub struct DiscordClient {
     shard_manager: Arc<ShardManager>,
-    client: JoinHandle<Result<(), serenity::Error>>,
+    /// `None` once it ended and was waited for (a finished task is not polled again).
+    client: Option<JoinHandle<Result<(), serenity::Error>>>,
 }
 
+/// Discord refused the bot token (a 401, or the gateway's close 4004): a configuration problem,
+/// not one that waiting fixes.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "Discord refused the bot token in {}: check it (or reset it) in the Discord developer \
+     portal",
+    crate::config::DISCORD_TOKEN_ENV
+)]
+pub struct TokenRejected;
+
 impl DiscordClient {
-    /// Waits until the gateway client stops (an error or a shutdown).
+    /// Waits until the gateway client stops (an error or a shutdown). A refused token is a
+    /// [`TokenRejected`] error. Once it has ended, it stays ended (pending for ever).
     pub async fn wait(&mut self) -> anyhow::Result<()> {
-        match (&mut self.client).await {
+        let Some(client) = self.client.as_mut() else {
+            return std::future::pending().await;
+        };
+        let ended = client.await;
+        self.client = None;
+        match ended {
             Ok(Ok(())) => Ok(()),
+            Ok(Err(serenity::Error::Gateway(
+                serenity::gateway::GatewayError::InvalidAuthentication,
+            ))) => Err(TokenRejected.into()),
             Ok(Err(error)) => Err(error).context("Discord client stopped"),
             Err(error) => Err(error).context("Discord client task failed"),
         }
@@ -75,7 +95,10 @@ impl DiscordClient {
     /// Closes the gateway connection and waits up to 5 s for the client to end.
     pub async fn stop(self) {
         self.shard_manager.shutdown_all().await;
-        if tokio::time::timeout(Duration::from_secs(5), self.client)
+        let Some(client) = self.client else {
+            return;
+        };
+        if tokio::time::timeout(Duration::from_secs(5), client)
             .await
             .is_err()
         {
@@ -142,8 +165,9 @@ pub async fn connect(
     let plan = config.discord.shard_plan();
     // "auto" asks Discord for its recommended count through the scheduled client (serenity's
     // own autosharding would send one more request outside the global budget).
+    let recommended = recommended_shards(rest).await?;
     let total = match plan {
-        ShardPlan::Auto => recommended_shards(rest).await,
+        ShardPlan::Auto => recommended,
         ShardPlan::Range { total, .. } => total,
     };
     tracing::info!(shards = %plan.owner(), total, "connecting to the Discord gateway");
@@ -158,7 +182,7 @@ pub async fn connect(
     });
     Ok(DiscordClient {
         shard_manager,
-        client,
+        client: Some(client),
     })
 }
 
@@ -212,24 +236,26 @@ fn framework(
         .build()
 }
 
-/// The shard count Discord recommends (`GET /gateway/bot`), or 1 when it does not say: serenity
-/// then reports the real problem (a refused token, say) when it connects.
-async fn recommended_shards(rest: &rest::DiscordRest) -> u32 {
+/// The shard count Discord recommends (`GET /gateway/bot`, which also checks the token), or 1
+/// when it does not say. A refused token is [`TokenRejected`]; any other failure leaves the
+/// connection to serenity, which reports and retries it.
+async fn recommended_shards(rest: &rest::DiscordRest) -> anyhow::Result<u32> {
     let route = ratelimit::Route {
         template: "GET /gateway/bot",
         major: 0,
         local_per_5s: None,
     };
-    match rest.get(route, "/gateway/bot").await {
-        Ok(answer) => answer
+    match rest.get_answer(route, "/gateway/bot").await {
+        Ok(answer) => Ok(answer
             .get("shards")
             .and_then(serde_json::Value::as_u64)
             .and_then(|n| u32::try_from(n).ok())
             .filter(|n| (1..=16_384).contains(n))
-            .unwrap_or(1),
+            .unwrap_or(1)),
+        Err(rest::GetError::Status(401)) => Err(TokenRejected.into()),
         Err(error) => {
             tracing::warn!(%error, "Discord did not say how many shards to run; running one");
-            1
+            Ok(1)
         }
     }
 }

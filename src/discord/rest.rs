@@ -360,19 +360,35 @@ impl DiscordRest {
 
     /// `GET` a JSON value (history, stickers) on `route`.
     pub async fn get(&self, route: Route, path: &str) -> Result<Value, String> {
+        self.get_answer(route, path)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// `GET` a JSON value, telling a refusal's status apart.
+    pub async fn get_answer(&self, route: Route, path: &str) -> Result<Value, GetError> {
         let make = || self.request(reqwest::Method::GET, path);
         let response = self
             .exchange(route, make, Retry::Never)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| GetError::Failed(e.to_string()))?;
         let status = response.status();
         if !status.is_success() {
-            return Err(format!("Discord answered {status} for {path}"));
+            return Err(GetError::Status(status.as_u16()));
         }
         json_bounded(response, ANSWER_MAX)
             .await
-            .map_err(|e| format!("{path}: {e}"))
+            .map_err(|e| GetError::Failed(format!("{path}: {e}")))
     }
+}
+
+/// Why a `GET` brought no value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GetError {
+    #[error("Discord answered {0}")]
+    Status(u16),
+    #[error("{0}")]
+    Failed(String),
 }
 
 /// The first field Discord's `errors` object names, with its message: `{"0": {"name":

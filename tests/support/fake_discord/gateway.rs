@@ -135,7 +135,13 @@ fn valid_shard(inner: &Inner, conn_id: u64, [id, total]: [u64; 2]) -> bool {
 }
 
 fn identify(shared: &Arc<Shared>, conn_id: u64, tx: &mpsc::UnboundedSender<Outgoing>, d: &Value) {
-    if d["token"].as_str().is_none_or(str::is_empty) {
+    let token = d["token"].as_str().unwrap_or_default();
+    let rejected = shared
+        .lock()
+        .rejected_token
+        .as_deref()
+        .is_some_and(|t| token.trim_start_matches("Bot ") == t);
+    if token.is_empty() || rejected {
         let _ = tx.send(Outgoing::Close(4004)); // authentication failed
         return;
     }

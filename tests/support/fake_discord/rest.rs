@@ -243,10 +243,19 @@ pub(super) async fn rest(
     };
     let query = query_params(uri.query());
     let needs_bot_auth = !matches!(segments.first(), Some(&"interactions" | &"webhooks"));
+    let rejected = {
+        let inner = shared.lock();
+        inner.rejected_on_rest
+            && inner
+                .rejected_token
+                .as_deref()
+                .is_some_and(|t| authorization.as_deref() == Some(&format!("Bot {t}")))
+    };
     let response = if needs_bot_auth
-        && !authorization
-            .as_deref()
-            .is_some_and(|a| a.starts_with("Bot "))
+        && (rejected
+            || !authorization
+                .as_deref()
+                .is_some_and(|a| a.starts_with("Bot ")))
     {
         error(401, "401: Unauthorized", 0)
     } else {

@@ -432,6 +432,14 @@ impl FakeDiscord {
         self.shared.lock().nonces.clear();
     }
 
+    /// Refuses the bot token `token` as Discord does a wrong or reset one: close 4004 on the
+    /// gateway, and 401 on every REST request when `on_rest`.
+    pub fn reject_token(&self, token: &str, on_rest: bool) {
+        let mut inner = self.shared.lock();
+        inner.rejected_token = Some(token.to_owned());
+        inner.rejected_on_rest = on_rest;
+    }
+
     /// Refuses every command registration (PUT) with 400 Invalid Form Body (`true`), or takes
     /// them again.
     pub fn refuse_commands(&self, refuse: bool) {

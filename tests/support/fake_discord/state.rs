@@ -104,6 +104,10 @@ pub(super) struct Inner {
     pub(super) requests: Vec<Recorded>,
     pub(super) unexpected: Vec<Recorded>,
     pub(super) gateway_answered: bool,
+    /// A bot token Discord refuses: 401 on REST (when `rejected_on_rest`), close 4004 on the
+    /// gateway.
+    pub(super) rejected_token: Option<String>,
+    pub(super) rejected_on_rest: bool,
     /// Every command registration (PUT) is refused with 400 Invalid Form Body.
     pub(super) refuse_commands: bool,
     pub(super) identifies: Vec<Value>,
