@@ -182,6 +182,9 @@ pub enum ShardPlan {
     Range { first: u32, last: u32, total: u32 },
 }
 
+/// The longest any duration setting may be, in seconds.
+const WEEK_SECS: u64 = 7 * 24 * 60 * 60;
+
 /// Most shards a setting may name (Discord's own largest bots run a few thousand).
 const SHARDS_MAX: u32 = 16_384;
 
@@ -390,6 +393,11 @@ pub enum ConfigError {
     SecretInFile { key: String },
     /// A file could not be read or parsed.
     File { problem: String },
+    /// A secret from the environment cannot be used (its value is never shown).
+    Secret {
+        variable: &'static str,
+        problem: String,
+    },
 }
 
 impl fmt::Display for ConfigError {
@@ -408,6 +416,7 @@ impl fmt::Display for ConfigError {
                  ({DISCORD_TOKEN_ENV}, {PROVIDER_KEYS_ENV})"
             ),
             Self::File { problem } => write!(f, "config: {problem}"),
+            Self::Secret { variable, problem } => write!(f, "config: {variable}: {problem}"),
         }
     }
 }
@@ -547,12 +556,82 @@ impl Config {
         positive
     }
 
+    /// Every duration setting, in seconds or milliseconds (`true` for milliseconds).
+    fn durations(&self) -> Vec<(String, u64, bool)> {
+        let (t, p, w) = (&self.turn, &self.provider, &self.image_worker);
+        let mut all: Vec<(String, u64, bool)> = [
+            (
+                "tools.default_timeout_secs",
+                self.tools.default_timeout_secs,
+                false,
+            ),
+            (
+                "database.flush_interval_ms",
+                self.database.flush_interval_ms,
+                true,
+            ),
+            ("turn.queue_lease_secs", t.queue_lease_secs, false),
+            ("turn.stale_after_secs", t.stale_after_secs, false),
+            ("turn.typing_interval_secs", t.typing_interval_secs, false),
+            ("turn.typing_delay_ms", t.typing_delay_ms, true),
+            ("turn.worker_idle_secs", t.worker_idle_secs, false),
+            ("turn.kill_grace_ms", t.kill_grace_ms, true),
+            ("turn.user_cooldown_ms", t.user_cooldown_ms, true),
+            (
+                "provider.first_token_timeout_secs",
+                p.first_token_timeout_secs,
+                false,
+            ),
+            ("provider.idle_timeout_secs", p.idle_timeout_secs, false),
+            ("provider.key_cooldown_secs", p.key_cooldown_secs, false),
+            ("provider.stream_max_secs", p.stream_max_secs, false),
+            (
+                "discord.rate_bucket_idle_secs",
+                self.discord.rate_bucket_idle_secs,
+                false,
+            ),
+            ("review.timeout_secs", self.review.timeout_secs, false),
+            ("image_worker.timeout_secs", w.timeout_secs, false),
+            (
+                "image_worker.retry_backoff_secs",
+                w.retry_backoff_secs,
+                false,
+            ),
+            ("image_worker.lease_secs", w.lease_secs, false),
+            ("image_worker.poll_ms", w.poll_ms, true),
+            ("reminders.poll_ms", self.reminders.poll_ms, true),
+            ("shutdown.grace_secs", self.shutdown.grace_secs, false),
+        ]
+        .into_iter()
+        .map(|(k, v, ms)| (k.to_owned(), v, ms))
+        .collect();
+        for (tool, secs) in &self.tools.timeouts_secs {
+            all.push((format!("tools.timeouts_secs.{tool}"), *secs, false));
+        }
+        all
+    }
+
     /// How the process runs as a service: its queue lease, its shards, its stop.
     fn check_service_settings(&self) -> Result<(), ConfigError> {
         let key = |k: &str, problem: &str| ConfigError::Key {
             key: k.to_owned(),
             problem: problem.to_owned(),
         };
+        // No duration is longer than a week: arithmetic on a time plus a setting (or ten times
+        // one, for a key's cooldown) cannot overflow at run time.
+        for (name, value, ms) in self.durations() {
+            let (most, unit) = if ms {
+                (WEEK_SECS * 1000, "ms")
+            } else {
+                (WEEK_SECS, "s")
+            };
+            if value > most {
+                return Err(key(
+                    &name,
+                    &format!("must be at most {most} {unit} (a week)"),
+                ));
+            }
+        }
         if !(1..=86_400).contains(&self.turn.queue_lease_secs) {
             return Err(key(
                 "turn.queue_lease_secs",
@@ -773,6 +852,42 @@ impl Secrets {
     /// values count as unset.
     pub fn from_env() -> Self {
         Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Checks that every secret given can be sent: a token or key goes in an HTTP header, which
+    /// carries only visible ASCII (a pasted line break or a non-ASCII character would otherwise
+    /// fail the first request, or panic inside a client library). The error names the variable
+    /// and the position, never the value.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        use secrecy::ExposeSecret as _;
+        let mut given: Vec<(&'static str, Option<usize>, &SecretString)> = Vec::new();
+        if let Some(token) = &self.discord_token {
+            given.push((DISCORD_TOKEN_ENV, None, token));
+        }
+        for (n, key) in self.provider_keys.iter().enumerate() {
+            given.push((PROVIDER_KEYS_ENV, Some(n + 1), key));
+        }
+        if let Some(key) = &self.images_key {
+            given.push((IMAGES_KEY_ENV, None, key));
+        }
+        for (variable, nth, secret) in given {
+            let bad = secret
+                .expose_secret()
+                .chars()
+                .position(|c| !c.is_ascii_graphic());
+            if let Some(at) = bad {
+                let which = nth.map_or_else(String::new, |n| format!("key {n} "));
+                return Err(ConfigError::Secret {
+                    variable,
+                    problem: format!(
+                        "{which}has a character an HTTP header cannot carry (character {}); \
+                         copy it again without spaces, line breaks or non-ASCII characters",
+                        at + 1
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Self {
@@ -1004,6 +1119,64 @@ mod tests {
             }
         );
         assert!(!err.to_string().contains("abc"));
+    }
+
+    // SPEC D10: every duration is at most a week, so no time computed from one overflows
+    // (`turn.typing_interval_secs = 9223372036854775807` used to panic at the first typing
+    // pulse); the error names the key.
+    #[test]
+    fn every_duration_is_at_most_a_week() {
+        let config = Config::shipped_defaults();
+        let durations = config.durations();
+        assert!(durations.len() >= 21);
+        for (name, _, ms) in durations {
+            let (section, key) = name.split_once('.').unwrap();
+            let (section, key) = match key.split_once('.') {
+                Some((table, tool)) => (format!("{section}.{table}"), tool.to_owned()),
+                None => (section.to_owned(), key.to_owned()),
+            };
+            let most = if ms { WEEK_SECS * 1000 } else { WEEK_SECS };
+            for (value, ok) in [(most, true), (most + 1, false), (u64::MAX / 2, false)] {
+                let dir = temp_config(Some(&format!("[{section}]\n{key} = {value}\n")));
+                let loaded = Config::load_with_env(Some(dir.path()), no_env());
+                if ok {
+                    // At the bound it may still fail a rule of its own (a lease shorter than a
+                    // timeout), but never the week.
+                    if let Err(err) = loaded {
+                        assert!(!err.to_string().contains("a week"), "{name}: {err}");
+                    }
+                } else {
+                    let err = loaded.expect_err(&name).to_string();
+                    assert!(err.contains(&format!("`{name}`")), "{name}: {err}");
+                    assert!(err.len() <= 200, "{err}");
+                }
+            }
+        }
+    }
+
+    // SPEC D10: a secret a header cannot carry is refused by its variable, never shown.
+    #[test]
+    fn secrets_a_header_cannot_carry_are_refused_by_name() {
+        let env = |token: &str, keys: &str| {
+            let (token, keys) = (token.to_owned(), keys.to_owned());
+            Secrets::from_lookup(move |name| match name {
+                DISCORD_TOKEN_ENV => Some(token.clone()),
+                PROVIDER_KEYS_ENV => Some(keys.clone()),
+                _ => None,
+            })
+        };
+        assert_eq!(env("abc.DEF-123_x", "sk-1,sk-2").check(), Ok(()));
+        let err = env("abc\u{7f}def", "sk-1").check().unwrap_err().to_string();
+        assert!(
+            err.contains("DISCORD_TOKEN") && err.contains("character 4"),
+            "{err}"
+        );
+        assert!(!err.contains("abc"), "{err}");
+        let err = env("ok", "sk-1, sk-ü2").check().unwrap_err().to_string();
+        assert!(err.contains("PROVIDER_API_KEYS: key 2 "), "{err}");
+        assert!(!err.contains("sk-"), "{err}");
+        let err = env("in side", "").check().unwrap_err().to_string();
+        assert!(err.contains("DISCORD_TOKEN"), "{err}");
     }
 
     // SPEC D6: the shards setting: "auto", one shard or a range of one total; anything else is

@@ -69,6 +69,10 @@ async fn main() -> ExitCode {
         }
     };
     persona_bot::telemetry::init(&config.general.log_filter);
+    if let Err(error) = Secrets::from_env().check() {
+        eprintln!("{error}");
+        return ExitCode::from(2);
+    }
     match cli.command {
         Command::Run => run(config).await,
         Command::Worker => worker(config).await,

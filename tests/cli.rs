@@ -140,3 +140,19 @@ fn run_without_a_token_is_one_clear_line() {
     assert!(lines[0].contains("DISCORD_TOKEN is not set"), "{stderr}");
     assert!(!stderr.contains("panicked"));
 }
+
+// SPEC D10: a provider key a header cannot carry stops start-up with one line naming the
+// variable (it used to panic inside the provider client at the first request), never the value.
+#[test]
+fn a_secret_a_header_cannot_carry_is_one_line() {
+    let out = bin()
+        .arg("check-config")
+        .env("PROVIDER_API_KEYS", "sk-good,sk-bad\u{7f}value")
+        .output()
+        .expect("run persona-bot");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("PROVIDER_API_KEYS: key 2"), "{stderr}");
+    assert!(!stderr.contains("sk-"), "{stderr}");
+}
