@@ -440,6 +440,12 @@ impl Config {
             for name in ["default.toml", "local.toml"] {
                 let file = dir.join(name);
                 if file.is_file() {
+                    // Read alone first, so a file that does not read or parse is named.
+                    if let Err(error) = Figment::from(Toml::file_exact(&file)).data() {
+                        return Err(ConfigError::File {
+                            problem: format!("{}: {}", file.display(), problem_of(&error)),
+                        });
+                    }
                     files = files.merge(Toml::file_exact(file));
                 }
             }
@@ -781,15 +787,26 @@ fn from_figment(error: &figment::Error) -> ConfigError {
         }
         Kind::UnknownField(field, _) => {
             name(field);
-            "is not a known setting".to_owned()
+            let lower = field.to_ascii_lowercase();
+            if ["token", "key", "secret", "password"]
+                .iter()
+                .any(|s| lower.contains(s))
+            {
+                format!(
+                    "is not a known setting; secrets come only from {DISCORD_TOKEN_ENV}, \
+                     {PROVIDER_KEYS_ENV}, {IMAGES_KEY_ENV} and {DATABASE_URL_ENV}"
+                )
+            } else {
+                "is not a known setting".to_owned()
+            }
         }
-        // Parse errors may span lines; the first one says what and where.
-        other => other
-            .to_string()
-            .lines()
-            .next()
-            .unwrap_or_default()
-            .to_owned(),
+        Kind::InvalidType(actual, expected) => {
+            format!("must be {}, not {}", cut(expected), shown(actual))
+        }
+        Kind::InvalidValue(actual, expected) => {
+            format!("must be {}, not {}", cut(expected), shown(actual))
+        }
+        other => problem_of_kind(other),
     };
     let source = error
         .metadata
@@ -805,6 +822,44 @@ fn from_figment(error: &figment::Error) -> ConfigError {
             key: path.join("."),
             problem: format!("{problem}{source}"),
         }
+    }
+}
+
+/// What a file's read or parse error says, on one line.
+fn problem_of(error: &figment::Error) -> String {
+    problem_of_kind(&error.kind)
+}
+
+/// A parse or read error spans lines: where (the first) and why (the last), without the quoted
+/// source in between.
+fn problem_of_kind(kind: &figment::error::Kind) -> String {
+    let text = kind.to_string();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or_default();
+    match lines.next_back() {
+        Some(last) if !last.starts_with('|') => format!("{}: {}", cut(first), cut(last)),
+        _ => cut(first),
+    }
+}
+
+/// At most 80 characters of a text from a configuration error.
+fn cut(text: &str) -> String {
+    let mut cut: String = text.chars().take(80).collect();
+    if cut.len() < text.len() {
+        cut.push('…');
+    }
+    cut
+}
+
+/// A wrong value as an error shows it: its kind, and the value itself only when it is short and
+/// cannot be a secret (a string is never shown: it may be a key put under the wrong name).
+fn shown(actual: &figment::error::Actual) -> String {
+    use figment::error::Actual;
+    match actual {
+        Actual::Str(text) => format!("a string of {} characters", text.chars().count()),
+        Actual::Bytes(_) => "bytes".to_owned(),
+        Actual::Other(_) => "another kind of value".to_owned(),
+        other => cut(&other.to_string()),
     }
 }
 
@@ -1152,6 +1207,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    // SPEC D10: a wrong value is named but not shown when it is a string (a key put under the
+    // wrong name), and never makes a long line; a syntax error names the file, where and why.
+    #[test]
+    fn errors_never_echo_a_string_value_and_stay_short() {
+        let dir = temp_config(Some(
+            "[provider]\nmax_tokens = \"sk-live-abcdefghijklmnop\"\n",
+        ));
+        let err = Config::load_with_env(Some(dir.path()), no_env())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`provider.max_tokens`"), "{err}");
+        assert!(!err.contains("sk-live"), "{err}");
+        let huge = "x".repeat(100_000);
+        let dir = temp_config(Some(&format!("[memory]\nfacts_per_user = \"{huge}\"\n")));
+        let err = Config::load_with_env(Some(dir.path()), no_env())
+            .unwrap_err()
+            .to_string();
+        assert!(err.len() <= 300, "{} characters", err.len());
+        let dir = temp_config(Some("[memory\nfacts_per_user = 3\n"));
+        let err = Config::load_with_env(Some(dir.path()), no_env())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("local.toml"), "{err}");
+        assert!(err.contains("line 1"), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+    }
+
+    // SPEC D10: a secret-looking setting name that is not a setting points to the variables.
+    #[test]
+    #[allow(clippy::result_large_err)] // figment's Jail closure returns figment's own error type
+    fn a_token_setting_points_to_the_environment_variable() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env("PBTEST2_DISCORD__TOKEN", "abc");
+            let env = Env::prefixed("PBTEST2_").split("__");
+            let err = Config::load_with_env(None, env).unwrap_err().to_string();
+            assert!(
+                err.contains("`discord.token`") && err.contains("DISCORD_TOKEN,"),
+                "{err}"
+            );
+            assert!(!err.contains("abc"), "{err}");
+            Ok(())
+        });
     }
 
     // SPEC D10: a secret a header cannot carry is refused by its variable, never shown.
