@@ -617,6 +617,36 @@ impl Config {
         all
     }
 
+    /// Every URL setting parses as an http(s) URL with a host (an empty Discord base means
+    /// Discord itself), and the ComfyUI workflow file exists when ComfyUI makes the images.
+    fn check_urls_and_files(&self) -> Result<(), ConfigError> {
+        let w = &self.image_worker;
+        let urls = [
+            ("discord.api_base_url", &self.discord.api_base_url, true),
+            ("provider.base_url", &self.provider.base_url, false),
+            ("image_worker.comfyui_url", &w.comfyui_url, false),
+            ("image_worker.openai_url", &w.openai_url, false),
+        ];
+        for (name, value, may_be_empty) in urls {
+            if may_be_empty && value.is_empty() {
+                continue;
+            }
+            if let Some(problem) = http_url_problem(value) {
+                return Err(ConfigError::Key {
+                    key: name.to_owned(),
+                    problem: problem.to_owned(),
+                });
+            }
+        }
+        if w.backend == ImageBackendKind::Comfyui && !Path::new(&w.comfyui_workflow).is_file() {
+            return Err(ConfigError::Key {
+                key: "image_worker.comfyui_workflow".to_owned(),
+                problem: format!("names no file ({})", cut(&w.comfyui_workflow)),
+            });
+        }
+        Ok(())
+    }
+
     /// How the process runs as a service: its queue lease, its shards, its stop.
     fn check_service_settings(&self) -> Result<(), ConfigError> {
         let key = |k: &str, problem: &str| ConfigError::Key {
@@ -680,23 +710,8 @@ impl Config {
                 "must be longer than image_worker.timeout_secs",
             ));
         }
-        let d = &self.discord;
-        let base_ok = d.api_base_url.is_empty()
-            || d.api_base_url.starts_with("http://")
-            || d.api_base_url.starts_with("https://");
-        if !base_ok {
-            return Err(key(
-                "discord.api_base_url",
-                "must be empty or start with http:// or https://",
-            ));
-        }
+        self.check_urls_and_files()?;
         let p = &self.provider;
-        if !(p.base_url.starts_with("http://") || p.base_url.starts_with("https://")) {
-            return Err(key(
-                "provider.base_url",
-                "must start with http:// or https://",
-            ));
-        }
         if p.models.is_empty() || p.models.iter().any(|m| m.trim().is_empty()) {
             return Err(key("provider.models", "must list at least one model name"));
         }
@@ -732,11 +747,8 @@ impl DatabaseConfig {
             key: format!("database.{k}"),
             problem: problem.to_owned(),
         };
-        let scheme_ok = ["sqlite:", "postgres:", "postgresql:"]
-            .iter()
-            .any(|s| self.url.starts_with(s));
-        if !scheme_ok {
-            return Err(key("url", "must start with sqlite: or postgres:"));
+        if let Some(problem) = database_url_problem(&self.url) {
+            return Err(key("url", problem));
         }
         if url_has_password(&self.url) {
             return Err(key(
@@ -840,6 +852,27 @@ fn problem_of_kind(kind: &figment::error::Kind) -> String {
         Some(last) if !last.starts_with('|') => format!("{}: {}", cut(first), cut(last)),
         _ => cut(first),
     }
+}
+
+/// Why `url` is no http(s) URL with a host, if it is not.
+fn http_url_problem(url: &str) -> Option<&'static str> {
+    match url::Url::parse(url) {
+        Err(_) => Some("is not a URL (expected http://host... or https://host...)"),
+        Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => {
+            Some("must start with http:// or https://")
+        }
+        Ok(parsed) if parsed.host_str().is_none_or(str::is_empty) => Some("names no host"),
+        Ok(_) => None,
+    }
+}
+
+/// Why `url` is no database URL the bot opens, if it is not: the one rule for the setting,
+/// `DATABASE_URL`, `check-config`, `migrate` and `run`.
+pub fn database_url_problem(url: &str) -> Option<&'static str> {
+    let ok = ["sqlite://", "postgres://", "postgresql://"]
+        .iter()
+        .any(|s| url.starts_with(s));
+    (!ok).then_some("must start with sqlite:// or postgres://")
 }
 
 /// At most 80 characters of a text from a configuration error.
@@ -1251,6 +1284,49 @@ mod tests {
             assert!(!err.contains("abc"), "{err}");
             Ok(())
         });
+    }
+
+    // SPEC D10: URLs are parsed as URLs, the ComfyUI workflow must exist when ComfyUI is used,
+    // and the database URL follows the rule storage opens by.
+    #[test]
+    fn urls_files_and_the_database_url_are_checked() {
+        for (toml, named) in [
+            (
+                "[provider]\nbase_url = \"http://\"\n",
+                "`provider.base_url`",
+            ),
+            (
+                "[provider]\nbase_url = \"http://exa mple/v1\"\n",
+                "`provider.base_url`",
+            ),
+            (
+                "[provider]\nbase_url = \"ftp://host/v1\"\n",
+                "`provider.base_url`",
+            ),
+            (
+                "[discord]\napi_base_url = \"proxy:3000\"\n",
+                "`discord.api_base_url`",
+            ),
+            (
+                "[image_worker]\ncomfyui_url = \"127.0.0.1:8188\"\n",
+                "`image_worker.comfyui_url`",
+            ),
+            (
+                "[image_worker]\nopenai_url = \"https://\"\n",
+                "`image_worker.openai_url`",
+            ),
+            (
+                "[image_worker]\nbackend = \"comfyui\"\ncomfyui_workflow = \"/nowhere.json\"\n",
+                "`image_worker.comfyui_workflow`",
+            ),
+            ("[database]\nurl = \"sqlite:file.db\"\n", "`database.url`"),
+        ] {
+            let dir = temp_config(Some(toml));
+            let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
+            assert!(err.to_string().contains(named), "{toml}: {err}");
+        }
+        assert_eq!(database_url_problem("postgres://u@h/db"), None);
+        assert!(database_url_problem("sqlite:file.db").is_some());
     }
 
     // SPEC D10: a secret a header cannot carry is refused by its variable, never shown.

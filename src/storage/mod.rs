@@ -45,7 +45,7 @@ pub enum Backend {
 /// database kind but never the URL (which may hold a password).
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    #[error("database URL must start with sqlite: or postgres:")]
+    #[error("database URL must start with sqlite:// or postgres://")]
     UnsupportedUrl,
     #[error("cannot create the database folder {path}: {source}")]
     Folder {
@@ -77,6 +77,9 @@ impl Database {
     /// missing and WAL mode is on, so readers do not block the writer.
     pub async fn connect(url: &str, max_connections: u32) -> Result<Self, StoreError> {
         install_default_drivers();
+        if crate::config::database_url_problem(url).is_some() {
+            return Err(StoreError::UnsupportedUrl);
+        }
         let (backend, url) = if let Some(path) = url.strip_prefix("sqlite://") {
             let path = path.split('?').next().unwrap_or_default();
             if let Some(parent) = Path::new(path).parent()
