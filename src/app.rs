@@ -88,6 +88,30 @@ impl RunningBot {
     }
 }
 
+/// A secret the command needs is not in the environment (a configuration problem: exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{variable} is not set: {why}")]
+pub struct MissingSecret {
+    pub variable: &'static str,
+    pub why: &'static str,
+}
+
+/// The exit status for an error that stopped a command: 2 for what the operator must change
+/// (a setting, a secret, the token, the database URL), 1 for what went wrong at run time (a
+/// database that does not answer, a client that stopped). The README's exit-status table.
+pub fn exit_status(error: &anyhow::Error) -> u8 {
+    let configuration = error.chain().any(|cause| {
+        cause.is::<crate::config::ConfigError>()
+            || cause.is::<MissingSecret>()
+            || cause.is::<discord::TokenRejected>()
+            || matches!(
+                cause.downcast_ref::<crate::storage::StoreError>(),
+                Some(crate::storage::StoreError::UnsupportedUrl)
+            )
+    });
+    if configuration { 2 } else { 1 }
+}
+
 /// Why `run` ended badly: it could not start (a setting or the environment), or the gateway
 /// client stopped with an error after start.
 #[derive(Debug, thiserror::Error)]
@@ -134,10 +158,10 @@ pub async fn start(
     secrets: &Secrets,
     extend: impl FnOnce(Registry) -> Registry,
 ) -> anyhow::Result<RunningBot> {
-    let token = secrets
-        .discord_token
-        .clone()
-        .context("DISCORD_TOKEN is not set: the bot needs its Discord token in the environment")?;
+    let token = secrets.discord_token.clone().ok_or(MissingSecret {
+        variable: crate::config::DISCORD_TOKEN_ENV,
+        why: "the bot needs its Discord token in the environment",
+    })?;
     let mut storage = Storage::open(&secrets.database_url_or(&config.database), &config.database)
         .await
         .context("database")?;
@@ -445,10 +469,10 @@ pub async fn worker_until(
     secrets: &Secrets,
     stop: tokio_util::sync::CancellationToken,
 ) -> anyhow::Result<()> {
-    let token = secrets
-        .discord_token
-        .clone()
-        .context("DISCORD_TOKEN is not set: the worker posts images as the bot")?;
+    let token = secrets.discord_token.clone().ok_or(MissingSecret {
+        variable: crate::config::DISCORD_TOKEN_ENV,
+        why: "the worker posts images as the bot",
+    })?;
     let storage = Storage::open(&secrets.database_url_or(&config.database), &config.database)
         .await
         .context("database")?;

@@ -103,7 +103,7 @@ async fn main() -> ExitCode {
                 }
                 Err(error) => {
                     eprintln!("{error}");
-                    ExitCode::FAILURE
+                    ExitCode::from(app::exit_status(&error.into()))
                 }
             }
         }
@@ -178,7 +178,8 @@ async fn run(config: Config) -> ExitCode {
             // One line: the outermost context and its cause.
             eprintln!("{error}");
             match error {
-                app::RunError::Start(_) | app::RunError::Credentials(_) => ExitCode::from(2),
+                app::RunError::Start(error) => ExitCode::from(app::exit_status(&error)),
+                app::RunError::Credentials(_) => ExitCode::from(2),
                 app::RunError::Stopped(_) => ExitCode::FAILURE,
             }
         }
@@ -191,7 +192,7 @@ async fn worker(config: Config) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("{error:#}");
-            ExitCode::from(2)
+            ExitCode::from(app::exit_status(&error))
         }
     }
 }

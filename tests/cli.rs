@@ -156,3 +156,36 @@ fn a_secret_a_header_cannot_carry_is_one_line() {
     assert!(stderr.contains("PROVIDER_API_KEYS: key 2"), "{stderr}");
     assert!(!stderr.contains("sk-"), "{stderr}");
 }
+
+// SPEC D10: one exit-status table for every subcommand: a database URL the bot cannot use is
+// configuration (2), a database that does not answer is a run-time failure (1), for `migrate`
+// and `run` alike (the same refusal used to exit 1 from one and 2 from the other).
+#[test]
+fn every_command_exits_by_one_table() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let exit = |command: &str, url: &str| {
+        let out = bin()
+            .arg(command)
+            .current_dir(dir.path())
+            .env("DISCORD_TOKEN", "test-token")
+            .env("DATABASE_URL", url)
+            .output()
+            .expect("run persona-bot");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        (out.status.code(), stderr)
+    };
+    let refused = std::thread::scope(|s| {
+        let migrate = s.spawn(|| exit("migrate", "postgres://postgres@127.0.0.1:1/none"));
+        let run = s.spawn(|| exit("run", "postgres://postgres@127.0.0.1:1/none"));
+        [migrate.join().expect("migrate"), run.join().expect("run")]
+    });
+    for (code, stderr) in refused {
+        assert_eq!(code, Some(1), "{stderr}");
+    }
+    for command in ["migrate", "run"] {
+        let (code, stderr) = exit(command, "sqlite:file.db");
+        assert_eq!(code, Some(2), "{command}: {stderr}");
+        assert!(stderr.contains("sqlite://"), "{stderr}");
+    }
+}
