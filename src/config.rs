@@ -562,6 +562,130 @@ impl Config {
         positive
     }
 
+    /// Every count and size setting with its largest allowed value (documented in
+    /// `config/default.toml`): past it a value is a typo or would make a bound meaningless.
+    fn counts(&self) -> Vec<(&'static str, u64, u64)> {
+        let mut counts = self.content_counts();
+        counts.extend(self.service_counts());
+        counts
+    }
+
+    /// What a turn may hold: memory, images, notices.
+    fn content_counts(&self) -> Vec<(&'static str, u64, u64)> {
+        vec![
+            (
+                "tools.older_messages_max",
+                self.tools.older_messages_max as u64,
+                100,
+            ),
+            (
+                "memory.summary_max_chars",
+                self.memory.summary_max_chars as u64,
+                20000,
+            ),
+            (
+                "memory.fact_max_chars",
+                self.memory.fact_max_chars as u64,
+                2000,
+            ),
+            (
+                "memory.facts_per_server",
+                self.memory.facts_per_server as u64,
+                10000,
+            ),
+            (
+                "memory.facts_per_user",
+                self.memory.facts_per_user as u64,
+                1000,
+            ),
+            (
+                "image.max_plans_per_turn",
+                self.image.max_plans_per_turn as u64,
+                16,
+            ),
+            (
+                "image.prompt_max_chars",
+                self.image.prompt_max_chars as u64,
+                4000,
+            ),
+            (
+                "thought_log.argument_max_chars",
+                self.thought_log.argument_max_chars as u64,
+                1000,
+            ),
+        ]
+    }
+
+    /// What the service may hold: connections, queues, requests, retries.
+    fn service_counts(&self) -> Vec<(&'static str, u64, u64)> {
+        vec![
+            (
+                "database.max_connections",
+                self.database.max_connections as u64,
+                100,
+            ),
+            ("database.batch_max", self.database.batch_max as u64, 100000),
+            (
+                "database.buffer_max",
+                self.database.buffer_max as u64,
+                10000000,
+            ),
+            ("turn.max_passes", self.turn.max_passes as u64, 100),
+            (
+                "turn.max_consecutive_failures",
+                self.turn.max_consecutive_failures as u64,
+                100,
+            ),
+            ("turn.max_follow_ups", self.turn.max_follow_ups as u64, 20),
+            ("turn.queue_limit", self.turn.queue_limit as u64, 1000),
+            (
+                "turn.history_messages",
+                self.turn.history_messages as u64,
+                100,
+            ),
+            (
+                "provider.max_tokens",
+                self.provider.max_tokens as u64,
+                1000000,
+            ),
+            (
+                "provider.stream_max_bytes",
+                self.provider.stream_max_bytes as u64,
+                268435456,
+            ),
+            (
+                "discord.channel_messages_per_5s",
+                self.discord.channel_messages_per_5s as u64,
+                50,
+            ),
+            (
+                "discord.global_requests_per_second",
+                self.discord.global_requests_per_second as u64,
+                10000,
+            ),
+            (
+                "discord.max_rate_limit_waits",
+                self.discord.max_rate_limit_waits as u64,
+                100,
+            ),
+            (
+                "image_worker.max_attempts",
+                self.image_worker.max_attempts as u64,
+                20,
+            ),
+            (
+                "image_worker.max_image_bytes",
+                self.image_worker.max_image_bytes as u64,
+                104857600,
+            ),
+            (
+                "reminders.max_per_user",
+                self.reminders.max_per_user as u64,
+                1000,
+            ),
+        ]
+    }
+
     /// Every duration setting, in seconds or milliseconds (`true` for milliseconds).
     fn durations(&self) -> Vec<(String, u64, bool)> {
         let (t, p, w) = (&self.turn, &self.provider, &self.image_worker);
@@ -653,6 +777,11 @@ impl Config {
             key: k.to_owned(),
             problem: problem.to_owned(),
         };
+        for (name, value, most) in self.counts() {
+            if value > most {
+                return Err(key(name, &format!("must be at most {most}")));
+            }
+        }
         // No duration is longer than a week: arithmetic on a time plus a setting (or ten times
         // one, for a key's cooldown) cannot overflow at run time.
         for (name, value, ms) in self.durations() {
@@ -1207,6 +1336,34 @@ mod tests {
             }
         );
         assert!(!err.to_string().contains("abc"));
+    }
+
+    // SPEC D10: every count and size has an upper bound, named in the error when passed; the
+    // shipped comment of each states it.
+    #[test]
+    fn every_count_has_a_documented_bound() {
+        let config = Config::shipped_defaults();
+        for (name, _, most) in config.counts() {
+            let (section, key) = name.split_once('.').unwrap();
+            let documented = BUILT_IN_DEFAULTS
+                .split(&format!("\n{key} = "))
+                .next()
+                .and_then(|before| before.rsplit("\n\n").next())
+                .is_some_and(|comment| comment.contains(&format!("At most {most}.")));
+            assert!(documented, "{name}: its comment should say At most {most}.");
+            let dir = temp_config(Some(&format!("[{section}]\n{key} = {most}\n")));
+            if let Err(err) = Config::load_with_env(Some(dir.path()), no_env()) {
+                assert!(
+                    !err.to_string().contains("at most"),
+                    "{name} at {most}: {err}"
+                );
+            }
+            let dir = temp_config(Some(&format!("[{section}]\n{key} = {}\n", most + 1)));
+            let err = Config::load_with_env(Some(dir.path()), no_env())
+                .expect_err(name)
+                .to_string();
+            assert!(err.contains(&format!("`{name}`")), "{name}: {err}");
+        }
     }
 
     // SPEC D10: every duration is at most a week, so no time computed from one overflows
