@@ -183,12 +183,18 @@ impl Stage {
         }
     }
 
+    /// Alice mentions the bot in the first guild's general channel.
     async fn mention(&self, text: &str) {
+        self.mention_in(GUILD, GENERAL, ALICE, text).await;
+    }
+
+    /// A mention of the bot by `author` in `channel` of `guild`.
+    async fn mention_in(&self, guild: u64, channel: u64, author: u64, text: &str) {
         let mut m = Incoming::new(
-            GENERAL,
-            Some(GUILD),
-            ALICE,
-            "alice",
+            channel,
+            Some(guild),
+            author,
+            "someone",
             &format!("<@{BOT}> {text}"),
         );
         m.mentions = vec![(BOT, "Aria".into())];
@@ -201,7 +207,13 @@ impl Stage {
     }
 
     fn texts(&self) -> Vec<String> {
-        self.posted()
+        self.texts_in(GENERAL)
+    }
+
+    /// The bot's text messages in `channel`.
+    fn texts_in(&self, channel: u64) -> Vec<String> {
+        self.discord
+            .messages_in(channel)
             .iter()
             .filter_map(|m| m["content"].as_str().map(str::to_owned))
             .filter(|t| !t.is_empty())
@@ -244,19 +256,10 @@ impl Stage {
     }
 }
 
-/// `n` sentences of about 50 characters: long enough text to be cut into several messages.
-fn sentences(from: usize, n: usize) -> String {
-    (from..from + n)
-        .map(|i| format!("Sentence number {i:04} says a little more here. "))
-        .collect()
-}
-
-// SPEC D5: killed after the first message of a long reply went out, the resumed turn (the model
-// answering the same) posts the rest, and the first message once.
-async fn a_turn_killed_mid_stream_posts_each_message_once(db: TestDb) {
-    let stage = Stage::new(db).await;
+/// A long reply under way: the model streams enough for one full message, then stalls; returns
+/// once that message is posted, with the reply's two halves (the full reply is `head + tail`).
+async fn a_long_turn_under_way(stage: &Stage) -> (Bot, String, String) {
     let (head, tail) = (sentences(0, 45), sentences(45, 45));
-    // First run: the head, enough for one full message, then the stream stalls.
     stage.openai.push(Reply::Stream(vec![
         Sse::text(&head),
         Sse::text(&tail[..100]),
@@ -269,6 +272,33 @@ async fn a_turn_killed_mid_stream_posts_each_message_once(db: TestDb) {
             s.texts().len() == 1
         })
         .await;
+    (bot, head, tail)
+}
+
+/// Every one of the 90 sentences of the long reply was posted once, in order.
+fn assert_each_sentence_once(texts: &[String]) {
+    let whole: String = texts.concat();
+    assert_eq!(whole.matches("Sentence number").count(), 90, "{texts:#?}");
+    assert!(
+        whole
+            .trim_end()
+            .ends_with("Sentence number 0089 says a little more here."),
+        "{texts:#?}"
+    );
+}
+
+/// `n` sentences of about 50 characters: long enough text to be cut into several messages.
+fn sentences(from: usize, n: usize) -> String {
+    (from..from + n)
+        .map(|i| format!("Sentence number {i:04} says a little more here. "))
+        .collect()
+}
+
+// SPEC D5: killed after the first message of a long reply went out, the resumed turn (the model
+// answering the same) posts the rest, and the first message once.
+async fn a_turn_killed_mid_stream_posts_each_message_once(db: TestDb) {
+    let stage = Stage::new(db).await;
+    let (bot, head, tail) = a_long_turn_under_way(&stage).await;
     let first = stage.texts();
     bot.kill();
 
@@ -277,14 +307,8 @@ async fn a_turn_killed_mid_stream_posts_each_message_once(db: TestDb) {
     stage.until_answered(&bot).await;
     let texts = stage.texts();
     assert_eq!(texts.first(), first.first(), "{}", bot.log());
-    // Every sentence once, in order: no message was posted twice.
-    let whole: String = texts.concat();
-    assert_eq!(whole.matches("Sentence number").count(), 90, "{texts:#?}");
-    assert!(
-        whole
-            .trim_end()
-            .ends_with("Sentence number 0089 says a little more here.")
-    );
+    // No message was posted twice.
+    assert_each_sentence_once(&texts);
     assert_eq!(stage.openai.requests().len(), 2);
 }
 
@@ -358,28 +382,8 @@ async fn a_turn_killed_after_create_reminder_creates_it_once(db: TestDb) {
 // waiting behind it stay queued, and the next start answers both, posting nothing twice.
 async fn sigterm_mid_turn_exits_0_and_the_next_start_goes_on(db: TestDb) {
     let stage = Stage::new(db).await;
-    let (head, tail) = (sentences(0, 45), sentences(45, 45));
-    stage.openai.push(Reply::Stream(vec![
-        Sse::text(&head),
-        Sse::text(&tail[..100]),
-        Sse::Hang,
-    ]));
-    let bot = stage.start_bot(1).await;
-    stage.mention("tell me a long story").await;
-    stage
-        .until(&bot, "the first message is posted", |s| {
-            s.texts().len() == 1
-        })
-        .await;
-    let mut bob = Incoming::new(
-        GENERAL,
-        Some(GUILD),
-        301,
-        "bob",
-        &format!("<@{BOT}> me next"),
-    );
-    bob.mentions = vec![(BOT, "Aria".into())];
-    stage.discord.send_message(bob).await;
+    let (bot, head, tail) = a_long_turn_under_way(&stage).await;
+    stage.mention_in(GUILD, GENERAL, BOB, "me next").await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while stage.count("queued_messages").await < 2 {
         assert!(Instant::now() < deadline, "bob's message was not queued");
@@ -398,32 +402,9 @@ async fn sigterm_mid_turn_exits_0_and_the_next_start_goes_on(db: TestDb) {
     stage.openai.push(Reply::text(&["Bob's answer."]));
     let bot = stage.start_bot(2).await;
     stage.until_answered(&bot).await;
-    let texts = stage.texts();
-    let whole: String = texts.concat();
-    assert_eq!(whole.matches("Sentence number").count(), 90, "{texts:#?}");
-    assert_eq!(texts.last().map(String::as_str), Some("Bob's answer."));
-}
-
-/// A mention of the bot in `channel` of `guild`.
-async fn mention_in(stage: &Stage, guild: u64, channel: u64, author: u64, text: &str) {
-    let mut m = Incoming::new(
-        channel,
-        Some(guild),
-        author,
-        "someone",
-        &format!("<@{BOT}> {text}"),
-    );
-    m.mentions = vec![(BOT, "Aria".into())];
-    stage.discord.send_message(m).await;
-}
-
-fn bot_texts(stage: &Stage, channel: u64) -> Vec<String> {
-    stage
-        .discord
-        .messages_in(channel)
-        .iter()
-        .filter_map(|m| m["content"].as_str().map(str::to_owned))
-        .collect()
+    let mut texts = stage.texts();
+    assert_eq!(texts.pop().as_deref(), Some("Bob's answer."));
+    assert_each_sentence_once(&texts);
 }
 
 // SPEC D6: two `run` processes on one database split the shards ("0/2", "1/2"): each guild's
@@ -446,23 +427,25 @@ async fn two_processes_split_the_shards_and_a_stopped_ones_messages_are_taken_ov
     stage.discord.wait_shards_ready(2).await;
 
     stage.openai.push(Reply::text(&["Hello from shard zero."]));
-    mention_in(&stage, GUILD, GENERAL, ALICE, "hi").await;
+    stage.mention_in(GUILD, GENERAL, ALICE, "hi").await;
     stage
         .until(&one, "the first guild's answer", |s| {
-            !bot_texts(s, GENERAL).is_empty()
+            !s.texts_in(GENERAL).is_empty()
         })
         .await;
     stage.openai.push(Reply::text(&["Hello from shard one."]));
-    mention_in(&stage, SHARD_1_GUILD, SECOND_GENERAL, ALICE, "hi").await;
+    stage
+        .mention_in(SHARD_1_GUILD, SECOND_GENERAL, ALICE, "hi")
+        .await;
     stage
         .until(&two, "the second guild's answer", |s| {
-            !bot_texts(s, SECOND_GENERAL).is_empty()
+            !s.texts_in(SECOND_GENERAL).is_empty()
         })
         .await;
     stage.until_answered(&two).await;
-    assert_eq!(bot_texts(&stage, GENERAL), vec!["Hello from shard zero."]);
+    assert_eq!(stage.texts_in(GENERAL), vec!["Hello from shard zero."]);
     assert_eq!(
-        bot_texts(&stage, SECOND_GENERAL),
+        stage.texts_in(SECOND_GENERAL),
         vec!["Hello from shard one."]
     );
     assert!(one.log().contains("channel=200"), "{}", one.log());
@@ -471,7 +454,9 @@ async fn two_processes_split_the_shards_and_a_stopped_ones_messages_are_taken_ov
 
     // The second process dies mid-turn; its message stays held under its name.
     stage.openai.push(Reply::Stream(vec![Sse::Hang]));
-    mention_in(&stage, SHARD_1_GUILD, SECOND_GENERAL, BOB, "still there?").await;
+    stage
+        .mention_in(SHARD_1_GUILD, SECOND_GENERAL, BOB, "still there?")
+        .await;
     stage
         .until(&two, "the model is asked", |s| {
             s.openai.requests().len() == 3
@@ -490,7 +475,7 @@ async fn two_processes_split_the_shards_and_a_stopped_ones_messages_are_taken_ov
     );
     stage.until_answered(&all).await;
     assert_eq!(
-        bot_texts(&stage, SECOND_GENERAL),
+        stage.texts_in(SECOND_GENERAL),
         vec!["Hello from shard one.", "Sorry for the wait."]
     );
     assert!(
