@@ -423,9 +423,7 @@ fn print_median(name: &str, runs: &[Run]) {
 }
 
 fn main() {
-    // `cargo test --all-targets` runs benches once as tests; keep that quick.
-    if !common::benchmarking() {
-        println!("delivery: run with `cargo bench --bench delivery`");
+    if !common::asked_for("delivery") {
         return;
     }
     // Warnings of the bot go to stderr. A shard stopped against the fake gets no close frame
@@ -451,12 +449,7 @@ fn main() {
         "Targets: 0 429s; at most 1.2 requests per turn; the burst within 10% of the global \
          limit's rate."
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    common::block_on(async {
         let mut runs = Vec::new();
         for n in 1..=RUNS {
             let run = burst().await;

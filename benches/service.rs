@@ -380,15 +380,8 @@ async fn measure() {
 }
 
 fn main() {
-    // `cargo test --all-targets` runs benches once as tests; keep that quick.
-    if !common::benchmarking() {
-        println!("service: run with `cargo bench --bench service`");
+    if !common::asked_for("service") {
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(measure());
+    common::block_on(measure());
 }

@@ -221,17 +221,10 @@ async fn kill_latency(during_tool: bool) {
 }
 
 fn main() {
-    // `cargo test --all-targets` runs benches once as tests; keep that quick.
-    if !common::benchmarking() {
-        println!("turns: run with `cargo bench --bench turns`");
+    if !common::asked_for("turns") {
         return;
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime");
-    runtime.block_on(async {
+    common::block_on(async {
         throughput().await;
         kill_latency(false).await;
         kill_latency(true).await;

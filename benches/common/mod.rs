@@ -40,6 +40,26 @@ pub async fn drop_postgres(admin: &str, name: &str) {
     }
 }
 
+/// Whether bench `name` should run now; if not (`cargo test --all-targets` runs benches once
+/// as tests), says how to run it. Keeps the test run quick.
+pub fn asked_for(name: &str) -> bool {
+    let asked = benchmarking();
+    if !asked {
+        println!("{name}: run with `cargo bench --bench {name}`");
+    }
+    asked
+}
+
+/// Runs `work` on the runtime every bench uses: multi-threaded, two workers, like the machine.
+pub fn block_on<F: std::future::Future>(work: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(work)
+}
+
 /// Whether cargo asked for a real run (`cargo bench`), not the one-shot check
 /// `cargo test --all-targets` does.
 pub fn benchmarking() -> bool {
