@@ -168,10 +168,7 @@ async fn tell_settings_unavailable(
     if !data.outage_notices.due(channel) {
         return;
     }
-    let locale = server
-        .and_then(|s| data.cache.locale(s))
-        .unwrap_or(data.default_locale);
-    let notice = crate::locale::text(locale, "settings-unavailable");
+    let notice = crate::locale::text(locale_of(data, server), "settings-unavailable");
     let reply_to = Some(MessageId(message.id.get()));
     if let Err(error) = data
         .sink
@@ -180,6 +177,13 @@ async fn tell_settings_unavailable(
     {
         tracing::warn!(%channel, %error, "could not post the settings-unavailable notice");
     }
+}
+
+/// The locale a message is answered in: its server's, else the configured default (a DM).
+fn locale_of(data: &BotData, server: Option<ServerId>) -> crate::locale::Locale {
+    server
+        .and_then(|s| data.cache.locale(s))
+        .unwrap_or(data.default_locale)
 }
 
 /// Channels told lately that the bot cannot read its settings: one notice a minute per channel.
@@ -253,9 +257,7 @@ fn queued(
             None => Visibility::Dm,
             Some(server) => data.cache.visibility(server, channel),
         },
-        locale: server
-            .and_then(|s| data.cache.locale(s))
-            .unwrap_or(data.default_locale),
+        locale: locale_of(data, server),
         quiet,
     }
 }
