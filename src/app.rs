@@ -204,7 +204,7 @@ pub async fn start(
     }
     spawn_background(&config, &orchestrator, &storage, &thought_log, &shutdown);
     if config.image_worker.run_in_bot {
-        let worker = image_worker(&config, secrets, &storage, sink, thought_log)?;
+        let worker = image_worker(&config, secrets, &storage, sink, thought_log.clone())?;
         shutdown.spawn(worker.run(shutdown.token().clone()));
     }
     let data = Arc::new(BotData {
@@ -220,6 +220,10 @@ pub async fn start(
         default_locale: config.general.default_locale,
         sink: sink_for_notices,
         outage_notices: Default::default(),
+        rest: rest.clone(),
+        thought_log: thought_log.clone(),
+        seen: seen_marks(&config, &storage, &shutdown).await,
+        catch_up: catch_up_limits(&config),
     });
     let connection = Connection { data, bot, cache };
     let discord = discord::connect(&config, &token, connection, &rest, &shutdown).await?;
@@ -329,6 +333,94 @@ async fn hold_the_queue(
             Ok(0) => {}
             Ok(taken) => tracing::info!(taken, "took over queued messages no live process held"),
             Err(error) => tracing::warn!(%error, "could not look for queued messages to take over"),
+        }
+    }
+}
+
+/// The catch-up's limits from `catch_up.*` (SPEC D9).
+fn catch_up_limits(config: &Config) -> crate::domain::catch_up::Limits {
+    let c = &config.catch_up;
+    crate::domain::catch_up::Limits {
+        window_ms: i64::try_from(c.window_secs.saturating_mul(1000)).unwrap_or(i64::MAX),
+        messages: usize::from(c.max_messages),
+        channels: usize::from(c.max_channels),
+    }
+}
+
+/// Channels whose last seen message is remembered (the marks of the busiest are kept).
+const SEEN_CHANNELS: usize = 10_000;
+/// How often changed marks are stored.
+const SEEN_SAVE_EVERY: Duration = Duration::from_secs(5);
+/// Marks of messages older than this are dropped at start: no catch-up reads back that far.
+const SEEN_KEPT_MS: i64 = 24 * 60 * 60 * 1000;
+
+/// The last message seen in each channel (SPEC D9): the stored marks inside the catch-up
+/// window, kept up to date in memory and stored every few seconds and once more at the stop.
+async fn seen_marks(
+    config: &Config,
+    storage: &Storage,
+    shutdown: &Shutdown,
+) -> Arc<crate::domain::catch_up::SeenMarks> {
+    use crate::domain::catch_up::{SeenMarks, snowflake_at};
+    use crate::domain::ports::{Clock as _, SeenStore as _};
+    let marks = Arc::new(SeenMarks::new(SEEN_CHANNELS));
+    let now = SystemClock.now_ms();
+    if let Err(error) = storage
+        .seen
+        .prune_seen(snowflake_at(now - SEEN_KEPT_MS))
+        .await
+    {
+        tracing::warn!(%error, "could not drop old seen-message marks");
+    }
+    let window = catch_up_limits(config).window_ms;
+    match storage
+        .seen
+        .seen_since(snowflake_at(now.saturating_sub(window)), SEEN_CHANNELS)
+        .await
+    {
+        Ok(stored) => marks.load(stored),
+        Err(error) => {
+            tracing::warn!(%error, "could not read where the last catch-up left off; channels are read from the window's start")
+        }
+    }
+    shutdown.spawn(save_seen(
+        marks.clone(),
+        storage.seen.clone(),
+        shutdown.token().clone(),
+    ));
+    marks
+}
+
+/// Stores changed marks every few seconds, and at the stop.
+async fn save_seen(
+    marks: Arc<crate::domain::catch_up::SeenMarks>,
+    store: Arc<crate::storage::seen::SeenRepo>,
+    stop: tokio_util::sync::CancellationToken,
+) {
+    use crate::domain::ports::{Clock as _, SeenStore as _};
+    let mut every = tokio::time::interval(SEEN_SAVE_EVERY);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut failing = false;
+    loop {
+        let stopping = tokio::select! {
+            () = stop.cancelled() => true,
+            _ = every.tick() => false,
+        };
+        let changed = marks.take_changed();
+        if !changed.is_empty() {
+            match store.save_seen(&changed, SystemClock.now_ms()).await {
+                Ok(()) => failing = false,
+                Err(error) => {
+                    if !failing {
+                        tracing::warn!(%error, "could not store the last message seen per channel; retrying (a restart meanwhile re-reads a little more)");
+                    }
+                    failing = true;
+                    marks.unsaved(changed);
+                }
+            }
+        }
+        if stopping {
+            return;
         }
     }
 }
@@ -491,7 +583,7 @@ pub async fn worker_until(
         sink::BotId::default(),
         Arc::new(RecentMessages::new(1)),
     ));
-    let worker = image_worker(&config, secrets, &storage, sink, thought_log)?;
+    let worker = image_worker(&config, secrets, &storage, sink, thought_log.clone())?;
     tracing::info!(worker = %worker.id, "image worker started");
     worker.run(stop).await;
     storage.close().await;

@@ -58,6 +58,25 @@ pub struct Config {
     pub reminders: RemindersConfig,
     pub metrics: MetricsConfig,
     pub shutdown: ShutdownConfig,
+    pub catch_up: CatchUpConfig,
+}
+
+/// Catch-up after a gap in the gateway session (SPEC D9).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CatchUpConfig {
+    /// How far back, in seconds, messages are caught up; 0: off.
+    pub window_secs: u64,
+    /// Most messages read in one channel.
+    pub max_messages: u8,
+    /// Most channels read in one catch-up.
+    pub max_channels: u16,
+}
+
+impl DatabaseConfig {
+    pub fn connect_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.connect_timeout_secs)
+    }
 }
 
 /// How the process stops (SIGTERM, Ctrl-C).
@@ -291,6 +310,8 @@ pub struct DatabaseConfig {
     pub url: String,
     /// Most pooled connections.
     pub max_connections: u32,
+    /// Longest wait for the database to answer when opened, and for a pooled connection.
+    pub connect_timeout_secs: u64,
     /// Background writes are flushed at least this often.
     pub flush_interval_ms: u64,
     /// ... or as soon as this many are waiting.
@@ -516,6 +537,8 @@ impl Config {
             ("turn.typing_interval_secs", t.typing_interval_secs),
             ("turn.worker_idle_secs", t.worker_idle_secs),
             ("turn.history_messages", t.history_messages.into()),
+            ("catch_up.max_messages", self.catch_up.max_messages.into()),
+            ("catch_up.max_channels", self.catch_up.max_channels.into()),
             (
                 "provider.first_token_timeout_secs",
                 self.provider.first_token_timeout_secs,
@@ -631,6 +654,16 @@ impl Config {
                 10000000,
             ),
             ("turn.max_passes", self.turn.max_passes as u64, 100),
+            (
+                "catch_up.max_messages",
+                self.catch_up.max_messages as u64,
+                100,
+            ),
+            (
+                "catch_up.max_channels",
+                self.catch_up.max_channels as u64,
+                500,
+            ),
             (
                 "turn.max_consecutive_failures",
                 self.turn.max_consecutive_failures as u64,
@@ -805,6 +838,18 @@ impl Config {
         }
         if let Err(problem) = ShardPlan::parse(&self.discord.shards) {
             return Err(key("discord.shards", &problem));
+        }
+        if !(1..=300).contains(&self.database.connect_timeout_secs) {
+            return Err(key(
+                "database.connect_timeout_secs",
+                "must be from 1 to 300 (seconds)",
+            ));
+        }
+        if self.catch_up.window_secs > 86_400 {
+            return Err(key(
+                "catch_up.window_secs",
+                "must be from 0 to 86400 (a day)",
+            ));
         }
         if !(2..=3600).contains(&self.shutdown.grace_secs) {
             return Err(key(

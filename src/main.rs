@@ -91,7 +91,7 @@ async fn main() -> ExitCode {
             let secrets = Secrets::from_env();
             let url = secrets.database_url_or(&config.database);
             let migrated = async {
-                let db = Database::connect(&url, 1).await?;
+                let db = Database::connect(&url, 1, config.database.connect_timeout()).await?;
                 db.migrate().await?;
                 db.close().await;
                 Ok::<_, persona_bot::storage::StoreError>(db.backend())

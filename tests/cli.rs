@@ -189,3 +189,62 @@ fn every_command_exits_by_one_table() {
         assert!(stderr.contains("sqlite://"), "{stderr}");
     }
 }
+
+// SPEC D10: a database that cannot be opened says why, in one line, within the connect timeout
+// (database.connect_timeout_secs, 5 s by default): refused, no answer, or a file that is not
+// SQLite. Each used to take 10 s and end in "pool timed out while waiting for an open
+// connection", the cause lost.
+#[test]
+fn database_errors_keep_their_cause_within_the_connect_timeout() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let not_sqlite = dir.path().join("notes.db");
+    std::fs::write(
+        &not_sqlite,
+        "these are my notes, not a database\n".repeat(200),
+    )
+    .expect("write");
+    // Accepts connections and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let silent_url = format!(
+        "postgres://postgres@{}/none",
+        silent.local_addr().expect("addr")
+    );
+    let cases = [
+        ("postgres://postgres@127.0.0.1:1/none", "connection refused"),
+        (silent_url.as_str(), "no answer within 1 s"),
+        (
+            &format!("sqlite://{}", not_sqlite.display()),
+            "not an SQLite database",
+        ),
+    ];
+    for (url, cause) in cases {
+        for command in ["migrate", "run"] {
+            let started = std::time::Instant::now();
+            let out = bin()
+                .arg(command)
+                .current_dir(dir.path())
+                .env("DISCORD_TOKEN", "test-token")
+                .env("DATABASE_URL", url)
+                .env("PERSONA_BOT_DATABASE__CONNECT_TIMEOUT_SECS", "1")
+                .output()
+                .expect("run persona-bot");
+            let took = started.elapsed();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let errors: Vec<&str> = stderr.lines().filter(|l| l.contains("database")).collect();
+            assert_eq!(out.status.code(), Some(1), "{command} {url}: {stderr}");
+            assert_eq!(errors.len(), 1, "{command} {url}: one line: {stderr}");
+            assert!(errors[0].contains(cause), "{command} {url}: {stderr}");
+            assert_eq!(
+                errors[0].matches(cause).count(),
+                1,
+                "{command} {url}: the cause once: {stderr}"
+            );
+            assert!(!stderr.contains("pool timed out"), "{stderr}");
+            assert!(
+                took < std::time::Duration::from_secs(8),
+                "{command} {url}: {took:?}"
+            );
+        }
+    }
+    drop(silent);
+}

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use sqlx::Connection;
 use support::db::TestDb;
-use support::fake_discord::{FakeDiscord, Incoming, World};
+use support::fake_discord::{FakeDiscord, Incoming, MANAGE_GUILD, Slash, World};
 use support::fake_openai::{FakeOpenAi, Reply, Sse};
 
 const GUILD: u64 = 100;
@@ -38,6 +38,7 @@ on_both_databases!(
     a_turn_killed_after_create_reminder_creates_it_once,
     sigterm_mid_turn_exits_0_and_the_next_start_goes_on,
     two_processes_split_the_shards_and_a_stopped_ones_messages_are_taken_over,
+    messages_sent_while_the_bot_was_down_are_answered_once_after_it_starts,
 );
 
 /// The bot as a child process, with its stderr kept in a file for a failure's message.
@@ -574,4 +575,155 @@ async fn a_rejected_token_ends_with_status_2_and_one_line() {
             "the token itself is never shown: {log}"
         );
     }
+}
+
+/// The bot's messages in `channel` that reply to `message`.
+fn replies_to(stage: &Stage, channel: u64, message: u64) -> usize {
+    stage
+        .discord
+        .messages_in(channel)
+        .iter()
+        .filter(|m| {
+            m["message_reference"]["message_id"]
+                .as_str()
+                .and_then(|id| id.parse::<u64>().ok())
+                == Some(message)
+        })
+        .count()
+}
+
+/// A message someone sends while the bot is down, `age` ago: a mention of the bot or not.
+fn sent_while_down(
+    stage: &Stage,
+    (channel, guild): (u64, Option<u64>),
+    author: u64,
+    text: &str,
+    mention: bool,
+    age: Duration,
+) -> u64 {
+    let content = if mention {
+        format!("<@{BOT}> {text}")
+    } else {
+        text.to_owned()
+    };
+    let mut m = Incoming::new(channel, guild, author, "someone", &content);
+    if mention {
+        m.mentions = vec![(BOT, "Aria".into())];
+    }
+    stage.discord.post_unseen(m, age)
+}
+
+// SPEC D9: what was sent while the bot was down is answered once after it starts, each as a
+// reply, oldest first: a mention in a channel the bot saw before (read after the last message
+// it saw there), a mention in a channel it never saw (read from the window's start) and a DM.
+// A message from the gap not addressed to the bot and a mention older than the window
+// (ten minutes by default) are left alone. The thought log says what the catch-up found.
+async fn messages_sent_while_the_bot_was_down_are_answered_once_after_it_starts(db: TestDb) {
+    const MODS_PUBLIC: u64 = 202;
+    const THOUGHTS: u64 = 201;
+    let stage = Stage::new(db).await;
+    stage.openai.push(Reply::text(&["Hello Alice."]));
+    stage.openai.push(Reply::text(&["Hello in a DM."]));
+    let bot = stage.start_bot(1).await;
+    let set = stage
+        .discord
+        .slash(Slash {
+            name: "thoughtlog".into(),
+            options: serde_json::json!([{ "name": "set", "type": 1, "options": [
+                { "name": "channel", "type": 7, "value": THOUGHTS.to_string() }] }]),
+            guild_id: Some(GUILD),
+            channel_id: GENERAL,
+            user_id: 500,
+            user_name: "owner".into(),
+            permissions: MANAGE_GUILD,
+            locale: "en-US".into(),
+        })
+        .await;
+    stage
+        .until(&bot, "the thought log is set", |s| {
+            s.discord
+                .interaction_responses()
+                .iter()
+                .any(|(i, _)| *i == set)
+        })
+        .await;
+    stage.mention("hello").await;
+    // Bob, not Alice: a second message within Alice's cooldown would not be answered.
+    let (dm, _) = stage.discord.send_dm(BOB, "hi").await;
+    stage
+        .until(&bot, "the first answers", |s| {
+            s.texts().len() == 1 && s.texts_in(dm).len() == 1
+        })
+        .await;
+    assert!(bot.terminate().success());
+
+    let now = Duration::ZERO;
+    let general = (GENERAL, Some(GUILD));
+    let mods = (MODS_PUBLIC, Some(GUILD));
+    let too_old = sent_while_down(
+        &stage,
+        mods,
+        ALICE,
+        "an old question",
+        true,
+        Duration::from_secs(700),
+    );
+    let question = sent_while_down(&stage, general, BOB, "are you there?", true, now);
+    let chatter = sent_while_down(&stage, general, ALICE, "just chatting", false, now);
+    let new_channel = sent_while_down(&stage, mods, BOB, "and here?", true, now);
+    let in_dm = sent_while_down(&stage, (dm, None), BOB, "still there?", false, now);
+    for _ in 0..3 {
+        stage.openai.push(Reply::text(&["Back now."]));
+    }
+    let bot = stage.start_bot(2).await;
+    stage
+        .until(&bot, "the three missed messages are answered", |s| {
+            replies_to(s, GENERAL, question) == 1
+                && replies_to(s, MODS_PUBLIC, new_channel) == 1
+                && replies_to(s, dm, in_dm) == 1
+        })
+        .await;
+    stage
+        .until(&bot, "the thought log says what was caught up", |s| {
+            s.discord.messages_in(THOUGHTS).iter().any(|m| {
+                m["embeds"][0]["title"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("Caught up"))
+            })
+        })
+        .await;
+    // Time for a wrong second answer to show.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(stage.openai.requests().len(), 5, "{}", bot.log());
+    assert_eq!(replies_to(&stage, GENERAL, chatter), 0);
+    assert_eq!(replies_to(&stage, MODS_PUBLIC, too_old), 0);
+    assert_eq!(stage.texts().len(), 2, "{:?}", stage.texts());
+    assert_eq!(stage.texts_in(MODS_PUBLIC).len(), 1);
+    assert_eq!(stage.texts_in(dm).len(), 2);
+    let caught_up: Vec<Value> = stage
+        .discord
+        .messages_in(THOUGHTS)
+        .iter()
+        .map(|m| m["embeds"][0].clone())
+        .filter(|e| {
+            e["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Caught up"))
+        })
+        .collect();
+    assert_eq!(caught_up.len(), 1, "one notice per catch-up: {caught_up:?}");
+    let embed = &caught_up[0];
+    let field = |name: &str| {
+        embed["fields"]
+            .as_array()
+            .and_then(|f| f.iter().find(|f| f["name"] == name))
+            .map(|f| f["value"].clone())
+    };
+    assert_eq!(field("Channels read"), Some("2".into()), "{embed}");
+    assert_eq!(
+        field("Unanswered messages addressed to the bot"),
+        Some("2".into()),
+        "{embed}"
+    );
+    assert_eq!(field("Queued to be answered"), Some("2".into()), "{embed}");
 }

@@ -926,7 +926,9 @@ async fn failed_writes_are_retried_until_they_land(db: TestDb) {
 
 // SPEC D1: migrations run at every start and are idempotent.
 async fn migrations_are_idempotent(db: TestDb) {
-    let first = Database::connect(&db.url, 2).await.unwrap();
+    let first = Database::connect(&db.url, 2, Duration::from_secs(5))
+        .await
+        .unwrap();
     first.migrate().await.unwrap();
     first.migrate().await.unwrap();
     first.close().await;

@@ -2,6 +2,7 @@
 notice-tool-failed-title = Tool call failed
 notice-deliberate-title = Tool admitted by a trigger
 notice-progress-title = Quiet turn progress
+notice-caught-up-title = Caught up on messages sent while the bot was away
 notice-field-tool = Tool
 notice-field-kind = Kind
 notice-field-code = Code
@@ -138,3 +139,6 @@ cmd-random-per_hour-name = per_hour
 cmd-random-per_hour-description = Most random turns per hour (1-60)
 random-on = Random turns are on: a { $percent }% chance per message in allowed channels, at most { $per_hour } an hour.
 random-off = Random turns are off.
+notice-field-channels-read = Channels read
+notice-field-missed = Unanswered messages addressed to the bot
+notice-field-answered = Queued to be answered

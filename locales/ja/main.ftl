@@ -2,6 +2,7 @@
 notice-tool-failed-title = ツール呼び出しに失敗しました
 notice-deliberate-title = トリガーによりツールが許可されました
 notice-progress-title = 静かなターンの進行状況
+notice-caught-up-title = 不在中に送られたメッセージを確認しました
 notice-field-tool = ツール
 notice-field-kind = 種類
 notice-field-code = コード
@@ -137,3 +138,6 @@ cmd-random-per_hour-name = 毎時上限
 cmd-random-per_hour-description = 1時間あたりの最大回数（1〜60）
 random-on = ランダムな発言がオンになりました：許可されたチャンネルでメッセージごとに { $percent }% の確率、1時間に最大 { $per_hour } 回。
 random-off = ランダムな発言はオフです。
+notice-field-channels-read = 読み込んだチャンネル
+notice-field-missed = 未返信のボット宛てメッセージ
+notice-field-answered = 返信待ちに追加

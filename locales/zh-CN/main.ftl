@@ -2,6 +2,7 @@
 notice-tool-failed-title = 工具调用失败
 notice-deliberate-title = 触发词允许了工具
 notice-progress-title = 静默回合进度
+notice-caught-up-title = 已补读机器人离线期间的消息
 notice-field-tool = 工具
 notice-field-kind = 类型
 notice-field-code = 代码
@@ -137,3 +138,6 @@ cmd-random-per_hour-name = 每小时上限
 cmd-random-per_hour-description = 每小时最多几次（1-60）
 random-on = 随机发言已开启：在允许的频道中每条消息有 { $percent }% 的概率，每小时最多 { $per_hour } 次。
 random-off = 随机发言已关闭。
+notice-field-channels-read = 读取的频道
+notice-field-missed = 未回复的发给机器人的消息
+notice-field-answered = 已排队待回复

@@ -2,6 +2,7 @@
 notice-tool-failed-title = 工具呼叫失敗
 notice-deliberate-title = 觸發詞允許了工具
 notice-progress-title = 靜默回合進度
+notice-caught-up-title = 已補讀機器人離線期間的訊息
 notice-field-tool = 工具
 notice-field-kind = 類型
 notice-field-code = 代碼
@@ -137,3 +138,6 @@ cmd-random-per_hour-name = 每小時上限
 cmd-random-per_hour-description = 每小時最多幾次（1-60）
 random-on = 隨機發言已開啟：在允許的頻道中每則訊息有 { $percent }% 的機率，每小時最多 { $per_hour } 次。
 random-off = 隨機發言已關閉。
+notice-field-channels-read = 讀取的頻道
+notice-field-missed = 未回覆的發給機器人的訊息
+notice-field-answered = 已排隊待回覆

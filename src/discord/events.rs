@@ -1,26 +1,52 @@
 //! Gateway events into the core: a message that triggers (SPEC C1) and is admitted (SPEC C2)
-//! becomes a [`NewQueuedMessage`] for the orchestrator.
+//! becomes a [`NewQueuedMessage`] for the orchestrator. A new gateway session starts a catch-up
+//! of what was missed (SPEC D9, [`super::catch_up`]).
+
+use std::sync::Arc;
 
 use serenity::all::{FullEvent, Message};
 
 use super::BotData;
-use crate::domain::admission::{MessageFacts, admit, triggers};
+use crate::domain::admission::{Cooldowns, MessageFacts, addressed, admit, triggers};
+use crate::domain::catch_up::Seen;
 use crate::domain::ports::{
     Clock, HistoryMessage, NewQueuedMessage, Pings, ServerSettings, SystemClock,
 };
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
 
+/// Where a message comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// The gateway, as it was sent.
+    Gateway,
+    /// A catch-up, reading what a gap in the session missed: only messages addressed to the
+    /// bot start turns, none at random, and the user cooldown (meant for a burst) is not applied
+    /// to what piled up while the bot was away.
+    CatchUp,
+}
+
 /// Handles one gateway event.
-pub async fn handle(event: &FullEvent, data: &BotData) {
+pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
     match event {
         FullEvent::Ready { data_about_bot } => {
             data.bot.set(data_about_bot.user.id.get());
             // A new session: messages sent while disconnected were never delivered.
             data.recent.clear();
+            // Discord sends every DM to shard 0.
+            if data_about_bot.shard.is_none_or(|s| s.id.0 == 0) {
+                tokio::spawn(super::catch_up::direct_messages(data.clone()));
+            }
+        }
+        // A guild of a new session (not one just joined): read what the gap missed in it.
+        FullEvent::GuildCreate { guild, is_new } if *is_new != Some(true) => {
+            tokio::spawn(super::catch_up::guild(
+                data.clone(),
+                super::catch_up::candidates(guild),
+            ));
         }
         FullEvent::Message { new_message } => {
             remember(data, new_message);
-            on_message(data, new_message).await;
+            on_message(data, new_message, Origin::Gateway).await;
         }
         FullEvent::MessageUpdate { event, .. } => {
             if let Some(content) = &event.content {
@@ -54,6 +80,11 @@ pub async fn handle(event: &FullEvent, data: &BotData) {
 /// history. Its time is the one its id carries (a snowflake holds its creation in ms).
 fn remember(data: &BotData, message: &Message) {
     let id = message.id.get();
+    data.seen.saw(Seen {
+        channel: ChannelId(message.channel_id.get()),
+        server: message.guild_id.map(|g| ServerId(g.get())),
+        message: MessageId(id),
+    });
     data.recent.created(
         message.channel_id.get(),
         HistoryMessage {
@@ -61,13 +92,10 @@ fn remember(data: &BotData, message: &Message) {
             author: name_of(message),
             from_bot: data.bot.get() == Some(message.author.id.get()),
             content: message.content.clone(),
-            at_ms: i64::try_from((id >> 22) + DISCORD_EPOCH_MS).unwrap_or(i64::MAX),
+            at_ms: crate::domain::catch_up::snowflake_ms(id),
         },
     );
 }
-
-/// Discord's epoch (2015-01-01) in unix milliseconds, the base of a snowflake's time.
-const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
 
 /// The name shown for the author of a gateway message (as `sink::author_name` does for REST).
 fn name_of(message: &Message) -> String {
@@ -79,14 +107,16 @@ fn name_of(message: &Message) -> String {
         .unwrap_or_else(|| message.author.name.clone())
 }
 
-async fn on_message(data: &BotData, message: &Message) {
+/// Handles a message: queues it for a turn when it triggers and is admitted. Returns whether it
+/// was queued.
+pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin) -> bool {
     let Some(bot) = data.bot.get() else {
-        return;
+        return false;
     };
     // Bots and webhooks never start a turn (SPEC C1); nothing more to read for them.
     let from_bot_or_webhook = message.author.bot || message.webhook_id.is_some();
     if from_bot_or_webhook {
-        return;
+        return false;
     }
     let server = message.guild_id.map(|g| ServerId(g.get()));
     let channel = ChannelId(message.channel_id.get());
@@ -103,13 +133,11 @@ async fn on_message(data: &BotData, message: &Message) {
         if mentions_bot || replies_to_bot {
             tell_settings_unavailable(data, message, server, channel).await;
         }
-        return;
+        return false;
     };
-    let roles: Vec<u64> = message
-        .member
-        .as_ref()
-        .map(|m| m.roles.iter().map(|r| r.get()).collect())
-        .unwrap_or_default();
+    let Some(roles) = author_roles(data, message, server, &settings, origin).await else {
+        return false;
+    };
     let facts = MessageFacts {
         content: &message.content,
         channel,
@@ -122,29 +150,30 @@ async fn on_message(data: &BotData, message: &Message) {
         author_roles: &roles,
         bot_can_send: server.is_none_or(|s| data.cache.bot_can_send(s, channel, bot)),
     };
-    let triggered = triggers(&facts, &settings, &data.persona.trigger_words);
-    // A random quiet turn: never for bots, webhooks, DMs or the thought-log channel.
-    let random = !triggered
-        && !facts.is_dm
-        && !facts.from_bot_or_webhook
-        && settings.thought_log_channel != Some(channel)
-        && server.is_some_and(|s| {
-            data.random.roll(
-                s,
-                &settings.random,
-                rand::random_range(0..100),
-                SystemClock.now_ms(),
+    let (triggered, random) = match origin {
+        Origin::Gateway => {
+            let triggered = triggers(&facts, &settings, &data.persona.trigger_words);
+            (
+                triggered,
+                !triggered && rolls_random(data, &facts, &settings, server),
             )
-        });
+        }
+        Origin::CatchUp => (addressed(&facts, &settings), false),
+    };
     if !triggered && !random {
-        return;
+        return false;
     }
-    if let Err(refusal) = admit(&facts, &settings, &data.cooldowns) {
-        tracing::debug!(%channel, ?refusal, "message not admitted");
+    let no_cooldown = Cooldowns::new(std::time::Duration::ZERO);
+    let cooldowns = match origin {
+        Origin::Gateway => &data.cooldowns,
+        Origin::CatchUp => &no_cooldown,
+    };
+    if let Err(refusal) = admit(&facts, &settings, cooldowns) {
+        tracing::debug!(%channel, ?refusal, ?origin, "message not admitted");
         if let (true, Some(server)) = (random, server) {
             data.random.refund(server, SystemClock.now_ms());
         }
-        return;
+        return false;
     }
     // The model reads the bot's mention as the persona's name.
     let at_name = format!("@{}", data.persona.display_name);
@@ -152,9 +181,56 @@ async fn on_message(data: &BotData, message: &Message) {
         .content
         .replace(&bot_mention, &at_name)
         .replace(&bot_nick_mention, &at_name);
-    data.orchestrator
-        .submit(queued(data, message, server, content, random))
-        .await;
+    let entry = queued(data, message, server, content, random);
+    match origin {
+        Origin::Gateway => data.orchestrator.submit(entry).await,
+        Origin::CatchUp => data.orchestrator.submit_late(entry).await,
+    }
+    true
+}
+
+/// A random quiet turn: never for bots, webhooks, DMs or the thought-log channel.
+fn rolls_random(
+    data: &BotData,
+    facts: &MessageFacts<'_>,
+    settings: &ServerSettings,
+    server: Option<ServerId>,
+) -> bool {
+    !facts.is_dm
+        && !facts.from_bot_or_webhook
+        && settings.thought_log_channel != Some(facts.channel)
+        && server.is_some_and(|s| {
+            data.random.roll(
+                s,
+                &settings.random,
+                rand::random_range(0..100),
+                SystemClock.now_ms(),
+            )
+        })
+}
+
+/// The author's roles, for the server's role rules. A gateway message carries its member; one
+/// read back from history (a catch-up) does not, so the member is asked for when the server
+/// has role rules. `None` when they are needed and Discord does not say: the message is left
+/// (a blocked role must not slip through).
+async fn author_roles(
+    data: &BotData,
+    message: &Message,
+    server: Option<ServerId>,
+    settings: &ServerSettings,
+    origin: Origin,
+) -> Option<Vec<u64>> {
+    if let Some(member) = &message.member {
+        return Some(member.roles.iter().map(|r| r.get()).collect());
+    }
+    let access = &settings.access;
+    let needed = !access.allowed_roles.is_empty() || !access.blocked_roles.is_empty();
+    match (server, origin) {
+        (Some(server), Origin::CatchUp) if needed => {
+            super::catch_up::member_roles(data, server, message.author.id.get()).await
+        }
+        _ => Some(Vec::new()),
+    }
 }
 
 /// Without its access lists the server's rules are unknown: the message is not answered, but

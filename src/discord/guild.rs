@@ -64,25 +64,40 @@ impl CacheCell {
     /// Whether the bot may post in the channel; `true` when the cache cannot tell (Discord
     /// will refuse then, and the refusal is logged).
     pub fn bot_can_send(&self, server: ServerId, channel: ChannelId, bot: u64) -> bool {
-        let Some(cache) = self.get() else {
-            return true;
-        };
-        let Some(guild) = cache.guild(GuildId::new(server.0)) else {
-            return true;
-        };
-        let (Some(channel), Some(member)) = (
-            find_channel(&guild.channels, &guild.threads, channel),
-            guild.members.get(&UserId::new(bot)),
-        ) else {
-            return true;
-        };
-        let permissions = guild.user_permissions_in(channel, member);
+        self.bot_permissions(server, channel, bot)
+            .is_none_or(|(permissions, send)| {
+                permissions.contains(Permissions::VIEW_CHANNEL | send)
+            })
+    }
+
+    /// Whether the bot may read the channel's history and answer there (a catch-up); `true`
+    /// when the cache cannot tell.
+    pub fn bot_can_catch_up(&self, server: ServerId, channel: ChannelId, bot: u64) -> bool {
+        self.bot_permissions(server, channel, bot)
+            .is_none_or(|(permissions, send)| {
+                permissions
+                    .contains(Permissions::VIEW_CHANNEL | Permissions::READ_MESSAGE_HISTORY | send)
+            })
+    }
+
+    /// The bot's permissions in the channel and the one that lets it post there, when the
+    /// cache knows them.
+    fn bot_permissions(
+        &self,
+        server: ServerId,
+        channel: ChannelId,
+        bot: u64,
+    ) -> Option<(Permissions, Permissions)> {
+        let cache = self.get()?;
+        let guild = cache.guild(GuildId::new(server.0))?;
+        let channel = find_channel(&guild.channels, &guild.threads, channel)?;
+        let member = guild.members.get(&UserId::new(bot))?;
         let send = if is_thread(channel.kind) {
             Permissions::SEND_MESSAGES_IN_THREADS
         } else {
             Permissions::SEND_MESSAGES
         };
-        permissions.contains(Permissions::VIEW_CHANNEL | send)
+        Some((guild.user_permissions_in(channel, member), send))
     }
 
     /// The server's language, or `None` when unknown.

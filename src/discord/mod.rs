@@ -19,6 +19,7 @@ use crate::engine::orchestrator::Orchestrator;
 use crate::locale::Locale;
 use crate::shutdown::Shutdown;
 
+pub mod catch_up;
 pub mod commands;
 pub mod events;
 pub mod guild;
@@ -49,6 +50,13 @@ pub struct BotData {
     /// Where the bot tells someone it cannot answer now (the database is down).
     pub sink: Arc<dyn crate::domain::ports::ChatSink>,
     pub outage_notices: events::OutageNotices,
+    /// Reads history for a catch-up and members' roles.
+    pub rest: Arc<rest::DiscordRest>,
+    /// Moderators hear what a catch-up found.
+    pub thought_log: Arc<dyn crate::domain::ports::ThoughtLog>,
+    /// The last message seen in each channel: where a catch-up starts (SPEC D9).
+    pub seen: Arc<crate::domain::catch_up::SeenMarks>,
+    pub catch_up: crate::domain::catch_up::Limits,
 }
 
 /// The gateway client, running.

@@ -31,19 +31,25 @@ pub struct MessageFacts<'a> {
     pub bot_can_send: bool,
 }
 
+/// Whether a person spoke to the bot itself: a DM, a mention of it, or a reply to it (outside
+/// the thought-log channel). The messages a catch-up answers (SPEC D9); trigger words and
+/// always-reply channels start turns only as messages come.
+pub fn addressed(facts: &MessageFacts<'_>, settings: &ServerSettings) -> bool {
+    !facts.from_bot_or_webhook
+        && settings.thought_log_channel != Some(facts.channel)
+        && (facts.is_dm || facts.mentions_bot || facts.replies_to_bot)
+}
+
 /// Whether the message triggers a turn (SPEC C1).
 pub fn triggers(
     facts: &MessageFacts<'_>,
     settings: &ServerSettings,
     trigger_words: &[String],
 ) -> bool {
-    if facts.from_bot_or_webhook {
+    if facts.from_bot_or_webhook || settings.thought_log_channel == Some(facts.channel) {
         return false;
     }
-    if settings.thought_log_channel == Some(facts.channel) {
-        return false;
-    }
-    if facts.is_dm || facts.mentions_bot || facts.replies_to_bot {
+    if addressed(facts, settings) {
         return true;
     }
     let always = &settings.access.always_reply_channels;

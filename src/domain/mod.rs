@@ -1,5 +1,6 @@
 //! Domain types and ports: who a turn is for ([`scope`]), who calls tools ([`role`]), admission
-//! rules ([`admission`]), the turn's shared state ([`turn`], [`ledger`], [`review`]), tool calls
+//! rules ([`admission`]), catch-up after a gap ([`catch_up`]), the turn's shared state
+//! ([`turn`], [`ledger`], [`review`]), tool calls
 //! and history entries ([`call`], [`history`]), reminder times ([`schedule`]), moderator notices
 //! ([`thought_log`]), the ports the core reaches the outside through ([`ports`]) and the
 //! classification of provider failures ([`provider_failure`]).
@@ -9,6 +10,7 @@
 
 pub mod admission;
 pub mod call;
+pub mod catch_up;
 pub mod history;
 pub mod ledger;
 pub mod ports;

@@ -87,6 +87,15 @@ pub enum Notice {
         /// Each review verdict, one line each (`plan_image: reject (too graphic)`).
         reviews: Vec<String>,
     },
+    /// A catch-up after a gap in the gateway session read what was missed (SPEC D9).
+    CaughtUp {
+        /// Channels read.
+        channels: u32,
+        /// Messages addressed to the bot found unanswered.
+        found: u32,
+        /// Of those, the ones queued to be answered (the rest were not admitted).
+        answered: u32,
+    },
 }
 
 /// A rendered notice: the adapter maps it to an embed.
@@ -141,6 +150,19 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
             colour: GREY,
         },
         Notice::TurnSummary { .. } => turn_summary(notice, &t),
+        Notice::CaughtUp {
+            channels,
+            found,
+            answered,
+        } => Card {
+            title: t("notice-caught-up-title"),
+            fields: vec![
+                (t("notice-field-channels-read"), channels.to_string()),
+                (t("notice-field-missed"), found.to_string()),
+                (t("notice-field-answered"), answered.to_string()),
+            ],
+            colour: BLUE,
+        },
     };
     for (_, value) in &mut card.fields {
         *value = redact_text(value);

@@ -177,6 +177,16 @@ impl Orchestrator {
     /// Takes a triggering message: stored first (so a restart does not lose it), then handed to
     /// its channel's worker.
     pub async fn submit(&self, message: NewQueuedMessage) {
+        self.submit_as(message, false).await;
+    }
+
+    /// [`Self::submit`] for a message found late (a catch-up, SPEC D9): others may have come
+    /// after it, so its answer replies to it, as one that waited behind another turn does.
+    pub async fn submit_late(&self, message: NewQueuedMessage) {
+        self.submit_as(message, true).await;
+    }
+
+    async fn submit_as(&self, message: NewQueuedMessage, waited: bool) {
         let store_id = match self.inner.deps.queue.push(&message).await {
             Ok(Pushed::New(id)) => Some(id),
             Ok(Pushed::Existing(_)) => {
@@ -193,7 +203,7 @@ impl Orchestrator {
             Command::Message(Box::new(Pending {
                 store_id,
                 message,
-                waited: false,
+                waited,
             })),
         );
     }
@@ -537,7 +547,8 @@ impl Worker {
                 is_follow_up.then(|| running.turn.clone())
             }
             None => {
-                pending.waited = !self.queue.is_empty();
+                // A message found late (recovered, caught up) has waited already.
+                pending.waited |= !self.queue.is_empty();
                 None
             }
         };

@@ -25,6 +25,7 @@ pub mod personas;
 pub mod plans;
 pub mod queue;
 pub mod reminders;
+pub mod seen;
 pub mod settings;
 pub mod usage;
 pub mod writer;
@@ -52,11 +53,10 @@ pub enum StoreError {
         path: String,
         source: std::io::Error,
     },
-    #[error("cannot open the {backend:?} database: {source}")]
-    Connect {
-        backend: Backend,
-        source: sqlx::Error,
-    },
+    /// The cause is in the message (not a `source`), so a chain printed with `{:#}` shows it
+    /// once.
+    #[error("cannot open the {backend:?} database: {cause}")]
+    Connect { backend: Backend, cause: String },
     #[error("cannot migrate the {backend:?} database: {source}")]
     Migrate {
         backend: Backend,
@@ -75,7 +75,11 @@ pub struct Database {
 impl Database {
     /// Opens the database at `url`: for SQLite, the file (and its folder) is created when
     /// missing and WAL mode is on, so readers do not block the writer.
-    pub async fn connect(url: &str, max_connections: u32) -> Result<Self, StoreError> {
+    pub async fn connect(
+        url: &str,
+        max_connections: u32,
+        connect_timeout: Duration,
+    ) -> Result<Self, StoreError> {
         install_default_drivers();
         if crate::config::database_url_problem(url).is_some() {
             return Err(StoreError::UnsupportedUrl);
@@ -97,9 +101,14 @@ impl Database {
         } else {
             return Err(StoreError::UnsupportedUrl);
         };
+        // One connection first, on its own: the pool would retry a refusal until its timeout
+        // and report only "pool timed out", losing the cause.
+        probe(backend, &url, connect_timeout)
+            .await
+            .map_err(|cause| StoreError::Connect { backend, cause })?;
         let options = AnyPoolOptions::new()
             .max_connections(max_connections)
-            .acquire_timeout(Duration::from_secs(10));
+            .acquire_timeout(connect_timeout);
         let options = match backend {
             Backend::Sqlite => options.after_connect(|conn, _meta| {
                 Box::pin(async move {
@@ -115,7 +124,10 @@ impl Database {
         let pool = options
             .connect(&url)
             .await
-            .map_err(|source| StoreError::Connect { backend, source })?;
+            .map_err(|error| StoreError::Connect {
+                backend,
+                cause: cause_of(&error, connect_timeout),
+            })?;
         Ok(Self {
             pool,
             backend,
@@ -207,6 +219,55 @@ pub(crate) fn multi_row_sql(head: &str, columns: usize, rows: usize, tail: &str)
     sql
 }
 
+/// Opens one connection to `url` and asks the database one question, within `within`: the
+/// cause when that fails, in words an operator can act on.
+async fn probe(backend: Backend, url: &str, within: Duration) -> Result<(), String> {
+    use sqlx::Connection as _;
+    let question = match backend {
+        // Opening a file that is not SQLite succeeds; reading it does not.
+        Backend::Sqlite => "SELECT count(*) FROM sqlite_master",
+        Backend::Postgres => "SELECT 1",
+    };
+    let asked = async {
+        let mut conn = sqlx::AnyConnection::connect(url).await?;
+        conn.execute(question).await?;
+        conn.close().await
+    };
+    match tokio::time::timeout(within, asked).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(error)) => Err(cause_of(&error, within)),
+        Err(_) => Err(no_answer(within)),
+    }
+}
+
+fn no_answer(within: Duration) -> String {
+    format!(
+        "no answer within {} s (database.connect_timeout_secs): is the host right and the \
+         server up?",
+        within.as_secs()
+    )
+}
+
+/// Why a connection failed, without the URL (it may hold a password).
+fn cause_of(error: &sqlx::Error, within: Duration) -> String {
+    match error {
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            "connection refused: is the server running, on that host and port?".to_owned()
+        }
+        sqlx::Error::Io(io) => format!("cannot reach the server: {io}"),
+        sqlx::Error::PoolTimedOut => no_answer(within),
+        sqlx::Error::Database(db) if db.message().contains("not a database") => {
+            "the file is not an SQLite database".to_owned()
+        }
+        sqlx::Error::Database(db) => db.message().chars().take(200).collect(),
+        sqlx::Error::Tls(tls) => format!("TLS failed: {tls}"),
+        other => crate::redact::redact_text(&other.to_string())
+            .chars()
+            .take(200)
+            .collect(),
+    }
+}
+
 /// Rows per multi-row statement: with at most 11 values a row this stays far below both
 /// databases' parameter limits.
 pub(crate) const ROWS_PER_STATEMENT: usize = 500;
@@ -273,12 +334,13 @@ pub struct Storage {
     pub plans: Arc<plans::PlanRepo>,
     pub outcomes: Arc<outcomes::OutcomeRepo>,
     pub reminders: Arc<reminders::ReminderRepo>,
+    pub seen: Arc<seen::SeenRepo>,
 }
 
 impl Storage {
     /// Connects to `url`, migrates, and starts the background writer.
     pub async fn open(url: &str, config: &DatabaseConfig) -> Result<Self, StoreError> {
-        let db = Database::connect(url, config.max_connections).await?;
+        let db = Database::connect(url, config.max_connections, config.connect_timeout()).await?;
         db.migrate().await?;
         Ok(Self::on(db, config))
     }
@@ -296,6 +358,7 @@ impl Storage {
             plans: Arc::new(plans::PlanRepo::new(db.clone())),
             outcomes: Arc::new(outcomes::OutcomeRepo::new(db.clone(), writes.clone())),
             reminders: Arc::new(reminders::ReminderRepo::new(db.clone())),
+            seen: Arc::new(seen::SeenRepo::new(db.clone())),
             writes,
             db,
         }

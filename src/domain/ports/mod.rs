@@ -17,6 +17,7 @@ mod personas;
 mod plans;
 mod queue;
 mod reminders;
+mod seen;
 mod settings;
 mod stats;
 
@@ -31,6 +32,7 @@ pub use personas::*;
 pub use plans::*;
 pub use queue::*;
 pub use reminders::*;
+pub use seen::*;
 pub use settings::*;
 pub use stats::*;
 

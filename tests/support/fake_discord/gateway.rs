@@ -194,7 +194,21 @@ fn send_ready(shared: &Shared, inner: &mut Inner, session_id: &str, [id, total]:
     let ready = world.shard_ready_json(session_id, &shared.ws_url, id, total);
     dispatch_to(inner, id, "READY", ready, None);
     for guild in world.shard_guilds(id, total) {
-        let created = world.guild_create_json(guild);
+        let mut created = world.guild_create_json(guild);
+        // Each channel's newest message, as Discord sends it.
+        if let Some(channels) = created["channels"].as_array_mut() {
+            for channel in channels {
+                let newest = channel["id"]
+                    .as_str()
+                    .and_then(|c| c.parse::<u64>().ok())
+                    .and_then(|c| inner.history.get(&c))
+                    .and_then(|h| h.iter().max_by_key(|m| id_of(m)))
+                    .map(|m| m["id"].clone());
+                if let Some(newest) = newest {
+                    channel["last_message_id"] = newest;
+                }
+            }
+        }
         dispatch_to(inner, id, "GUILD_CREATE", created, None);
     }
     if let Some(session) = inner.shards.get_mut(&id) {
@@ -281,4 +295,12 @@ pub fn dispatch_frame(seq: u64, t: &str, d: Value) -> Value {
 /// The RESUMED dispatch's `d`.
 pub fn resumed_json() -> Value {
     json!({"_trace": ["[\"fake-discord\"]"]})
+}
+
+/// A message object's id.
+fn id_of(message: &Value) -> u64 {
+    message["id"]
+        .as_str()
+        .and_then(|id| id.parse().ok())
+        .unwrap_or(0)
 }

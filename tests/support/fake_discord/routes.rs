@@ -167,6 +167,11 @@ pub(super) fn route(
             } else {
                 selected.truncate(limit);
             }
+            // REST messages lack the gateway's extra fields (`guild_id`, `member`, and each
+            // mentioned user's `member`).
+            for message in &mut selected {
+                as_rest(message);
+            }
             ok(&json!(selected))
         }
         ("GET", ["channels", id, "messages", message_id]) => {
@@ -321,4 +326,19 @@ fn put_commands(shared: &Arc<Shared>, guild_id: Option<u64>, body: &Value) -> Re
         echoed.push(v);
     }
     ok(&json!(echoed))
+}
+
+/// A stored (gateway) message as Discord's REST API returns it.
+fn as_rest(message: &mut Value) {
+    if let Some(fields) = message.as_object_mut() {
+        fields.remove("guild_id");
+        fields.remove("member");
+    }
+    if let Some(mentions) = message["mentions"].as_array_mut() {
+        for user in mentions {
+            if let Some(fields) = user.as_object_mut() {
+                fields.remove("member");
+            }
+        }
+    }
 }

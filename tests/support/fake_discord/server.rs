@@ -181,6 +181,22 @@ impl FakeDiscord {
         id
     }
 
+    /// A message sent while the bot is away, `age` ago: it goes into the channel's history
+    /// and no gateway session hears of it, so only a bot that reads the history back (a
+    /// catch-up) can see it. Its id and timestamp carry its time, as Discord's do. Returns its
+    /// id.
+    pub fn post_unseen(&self, m: Incoming, age: Duration) -> u64 {
+        let at = std::time::SystemTime::now() - age;
+        let id = super::state::snowflake_at(at, self.shared.snowflake());
+        let mut inner = self.shared.lock();
+        let mut message = self.shared.world.incoming_json(&m, id, None);
+        message["timestamp"] = json!(chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339());
+        let history = inner.history.entry(m.channel_id).or_default();
+        history.push(message);
+        history.sort_by_key(|m| m["id"].as_str().and_then(|id| id.parse::<u64>().ok()));
+        id
+    }
+
     /// [`Self::send_message`], with every `marker` in the frame's JSON text replaced by `raw`
     /// as sent: JSON no `Value` can hold, such as a lone surrogate escape `\ud800`. The history
     /// (and a resumed session's replay) keeps the markers.

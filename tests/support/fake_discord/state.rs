@@ -151,9 +151,29 @@ pub(super) struct Shared {
     pub(super) ready: watch::Sender<BTreeSet<(u64, u64)>>,
 }
 
+/// Discord's epoch (2015-01-01) in unix milliseconds.
+pub const DISCORD_EPOCH_MS: u64 = 1_420_070_400_000;
+
+/// The snowflake of a moment, with `low` in its 22 low bits (worker, process and sequence).
+pub fn snowflake_at(at: std::time::SystemTime, low: u64) -> u64 {
+    let ms = at
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    (ms.saturating_sub(DISCORD_EPOCH_MS) << 22) | (low & ((1 << 22) - 1))
+}
+
 impl Shared {
+    /// A new id, as Discord makes them: its creation time in the top bits (so a bot can tell a
+    /// message's age from its id), and above every id made before.
     pub(super) fn snowflake(&self) -> u64 {
-        self.next_id.fetch_add(1, Ordering::SeqCst)
+        let now = snowflake_at(std::time::SystemTime::now(), 0);
+        let previous = self
+            .next_id
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |next| {
+                Some(next.max(now) + 1)
+            })
+            .unwrap_or(now);
+        previous.max(now)
     }
 
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
