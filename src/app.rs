@@ -4,6 +4,8 @@
 //! turn lines, the metrics listener when configured, connects Discord, and stops it all through
 //! one [`Shutdown`].
 
+pub mod checks;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -104,6 +106,7 @@ pub fn exit_status(error: &anyhow::Error) -> u8 {
         cause.is::<crate::config::ConfigError>()
             || cause.is::<MissingSecret>()
             || cause.is::<discord::TokenRejected>()
+            || cause.is::<discord::IntentsRefused>()
             || matches!(
                 cause.downcast_ref::<crate::storage::StoreError>(),
                 Some(crate::storage::StoreError::UnsupportedUrl)
@@ -120,25 +123,34 @@ pub enum RunError {
     Start(anyhow::Error),
     #[error("{0:#}")]
     Stopped(anyhow::Error),
-    /// Discord refused the token after start (the gateway's close 4004).
+    /// Discord refused the token or the intents after start (the gateway's close 4004, 4014).
     #[error("{0}")]
-    Credentials(discord::TokenRejected),
+    Credentials(anyhow::Error),
 }
 
 /// `persona-bot run` until a signal or the gateway client stops.
 pub async fn run(config: Config, secrets: &Secrets) -> Result<(), RunError> {
-    let mut running = start(Arc::new(config), secrets, |r| r)
-        .await
-        .map_err(RunError::Start)?;
+    // A signal while starting (Discord or the database not answering yet) ends the start:
+    // nothing has run that needs winding down.
+    let mut running = tokio::select! {
+        started = start(Arc::new(config), secrets, |r| r) => started.map_err(RunError::Start)?,
+        () = crate::shutdown::signalled() => {
+            tracing::info!("stopped while starting");
+            return Ok(());
+        }
+    };
     let stopped = tokio::select! {
         result = running.wait() => result,
         () = crate::shutdown::signalled() => Ok(()),
     };
     let grace = running.config.shutdown.grace_secs;
     let clean = running.shutdown().await;
-    stopped.map_err(|error| match error.downcast::<discord::TokenRejected>() {
-        Ok(rejected) => RunError::Credentials(rejected),
-        Err(error) => RunError::Stopped(error),
+    stopped.map_err(|error| {
+        if error.is::<discord::TokenRejected>() || error.is::<discord::IntentsRefused>() {
+            RunError::Credentials(error)
+        } else {
+            RunError::Stopped(error)
+        }
     })?;
     if clean {
         tracing::info!("stopped");

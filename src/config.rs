@@ -188,6 +188,12 @@ pub struct DiscordConfig {
     pub max_rate_limit_waits: u32,
     /// A bucket's rate-limit state unused this long (and with its window over) is forgotten.
     pub rate_bucket_idle_secs: u64,
+    /// Longest time one REST request may take.
+    pub request_timeout_secs: u64,
+    /// Longest pause between tries to reach Discord at start.
+    pub reconnect_max_secs: u64,
+    /// A gateway with no shard connected this long ends the process.
+    pub gateway_stuck_secs: u64,
     /// Which gateway shards this process runs: "auto" or a range (see [`ShardPlan`]).
     pub shards: String,
 }
@@ -838,6 +844,24 @@ impl Config {
         }
         if let Err(problem) = ShardPlan::parse(&self.discord.shards) {
             return Err(key("discord.shards", &problem));
+        }
+        if !(1..=300).contains(&self.discord.request_timeout_secs) {
+            return Err(key(
+                "discord.request_timeout_secs",
+                "must be from 1 to 300 (seconds)",
+            ));
+        }
+        if !(10..=86_400).contains(&self.discord.gateway_stuck_secs) {
+            return Err(key(
+                "discord.gateway_stuck_secs",
+                "must be from 10 to 86400 (seconds)",
+            ));
+        }
+        if !(1..=3600).contains(&self.discord.reconnect_max_secs) {
+            return Err(key(
+                "discord.reconnect_max_secs",
+                "must be from 1 to 3600 (seconds)",
+            ));
         }
         if !(1..=300).contains(&self.database.connect_timeout_secs) {
             return Err(key(

@@ -42,7 +42,13 @@ enum Command {
     /// database, makes them, and posts them through Discord's REST API.
     Worker,
     /// Load and check the configuration and the built-in tools, then exit.
-    CheckConfig,
+    CheckConfig {
+        /// Also open the database and ask the provider and Discord whether they take the
+        /// bot's credentials (one line each; exit 2 when one is refused, 1 when one does not
+        /// answer).
+        #[arg(long)]
+        connect: bool,
+    },
     /// Create the database if needed and apply its migrations, then exit. (Start-up applies
     /// them too; this is for deployments that migrate before rolling out.)
     Migrate,
@@ -51,8 +57,25 @@ enum Command {
     Health,
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(run_command());
+    // Everything that had to end has ended (the stop waited for it). A task that never yields
+    // (serenity's shard runner polling a dead connection) would hold a plain drop for ever.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    code
+}
+
+async fn run_command() -> ExitCode {
     let cli = Cli::parse();
     app::install_crypto_provider();
     // An explicit --config-dir must exist; the implicit ./config is read only when present, so
@@ -76,7 +99,7 @@ async fn main() -> ExitCode {
     match cli.command {
         Command::Run => run(config).await,
         Command::Worker => worker(config).await,
-        Command::CheckConfig => {
+        Command::CheckConfig { connect } => {
             let registry = persona_bot::tools::Registry::builtin(&config);
             let tools: Vec<&str> = registry.iter().map(|t| t.name).collect();
             let source = config_dir.map_or_else(
@@ -84,7 +107,14 @@ async fn main() -> ExitCode {
                 |dir| format!("built-in defaults and {}", dir.display()),
             );
             println!("config OK ({source}); tools: {}", tools.join(", "));
-            ExitCode::SUCCESS
+            if !connect {
+                return ExitCode::SUCCESS;
+            }
+            let found = app::checks::check_connections(&config, &Secrets::from_env()).await;
+            for line in found.lines() {
+                println!("{line}");
+            }
+            ExitCode::from(found.exit_status())
         }
         Command::Health => health(&config).await,
         Command::Migrate => {

@@ -551,6 +551,180 @@ async fn a_restart_with_unchanged_commands_writes_none() {
     assert_eq!(count_requests(&stage, "PUT", "/commands"), 1);
 }
 
+// SPEC D8: a 429 on the command registration is waited out (its `retry_after`), and the
+// commands land; it is not reported as a refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_on_registration_is_waited_out_and_the_commands_land() {
+    let stage = Stage::new(TestDb::sqlite().await).await;
+    stage.discord.rate_limit_commands_next(2);
+    let bot = stage.start_bot(1).await;
+    stage
+        .until(&bot, "the commands land after two 429s", |s| {
+            count_requests(s, "PUT", "/commands") == 3 && !s.discord.commands().is_empty()
+        })
+        .await;
+    stage
+        .until(&bot, "the registration is logged", |_| {
+            bot.log().contains("slash commands registered")
+        })
+        .await;
+    assert!(!bot.log().contains("ERROR"), "{}", bot.log());
+}
+
+// SPEC D8: a Discord that cannot be reached at start is tried again with a growing pause
+// (capped by discord.reconnect_max_secs), one warning per try naming the address and the
+// cause; /healthz answers 503 meanwhile; SIGTERM still ends the process at once, with status 0.
+// It used to log serenity's warning every 5 s without the cause, and ignore the signal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_discord_is_retried_with_capped_backoff_and_reported() {
+    let stage = Stage::new(TestDb::sqlite().await).await;
+    let metrics = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = metrics.local_addr().expect("address").to_string();
+    drop(metrics);
+    let bot = Bot::start_with(
+        stage.dir.path(),
+        &stage.db,
+        1,
+        &[
+            ("PERSONA_BOT_DISCORD__API_BASE_URL", "http://127.0.0.1:1"),
+            ("PERSONA_BOT_DISCORD__RECONNECT_MAX_SECS", "2"),
+            ("PERSONA_BOT_METRICS__LISTEN", &address),
+        ],
+    );
+    let tries = |log: &str| -> Vec<String> {
+        log.lines()
+            .filter(|l| l.contains("Discord cannot be reached"))
+            .map(str::to_owned)
+            .collect()
+    };
+    stage
+        .until(&bot, "four tries", |_| tries(&bot.log()).len() >= 4)
+        .await;
+    let tries = tries(&bot.log());
+    for line in &tries {
+        assert!(line.contains("WARN"), "{line}");
+        assert!(line.contains("http://127.0.0.1:1/api/v10"), "{line}");
+        assert!(line.contains("Connection refused"), "the cause: {line}");
+    }
+    let pauses: Vec<&str> = tries
+        .iter()
+        .map(|l| l.split("retry_in_secs=").nth(1).unwrap_or("").trim())
+        .collect();
+    assert_eq!(pauses[..4], ["1", "2", "2", "2"], "{tries:?}");
+    let health = std::process::Command::new(env!("CARGO_BIN_EXE_persona-bot"))
+        .args(["health", "--config-dir"])
+        .arg(stage.dir.path())
+        .env("PERSONA_BOT_METRICS__LISTEN", &address)
+        .output()
+        .expect("persona-bot health");
+    let said = String::from_utf8_lossy(&health.stdout);
+    assert_eq!(health.status.code(), Some(1), "{said}");
+    assert!(said.contains("gateway not connected"), "{said}");
+    assert!(!stage.discord.gateway_used());
+    let status = bot.terminate();
+    assert_eq!(status.code(), Some(0));
+}
+
+// SPEC D8: each way the gateway client can end ends the process cleanly, in one line, with the
+// status of the README's table and no panic: Ctrl-C (SIGINT) exits 0; a gateway refusing the
+// intents (close 4014) exits 2 naming the Message Content Intent; a gateway that refuses every
+// session for another reason (4010, a shard it may not run) exits 1 once no shard was connected
+// for discord.gateway_stuck_secs, so a service manager starts it afresh (it used to stay up,
+// deaf, trying again every 41 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_way_the_gateway_client_ends_is_a_clean_exit() {
+    let stage = Stage::new(TestDb::sqlite().await).await;
+    let bot = stage.start_bot(1).await;
+    stage.discord.wait_ready().await;
+    let pid = bot.child.id().to_string();
+    let sent = Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill -INT");
+    assert!(sent.success());
+    let status = bot.wait_exit(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0));
+
+    for (code, status, says) in [
+        (4014, 2, "Message Content Intent"),
+        (4010, 1, "has not been connected for 10 s"),
+    ] {
+        stage.discord.close_identifies_with(Some(code));
+        let bot = Bot::start_with(
+            stage.dir.path(),
+            &stage.db,
+            code.into(),
+            &[("PERSONA_BOT_DISCORD__GATEWAY_STUCK_SECS", "10")],
+        );
+        let log_path = bot.log.clone();
+        let exit = bot.wait_exit(Duration::from_secs(30));
+        let log = std::fs::read_to_string(&log_path).unwrap_or_default();
+        assert_eq!(exit.code(), Some(status), "close {code}: {log}");
+        assert!(!log.contains("panicked"), "{log}");
+        let last = log.lines().last().unwrap_or_default();
+        assert!(
+            last.contains(says),
+            "close {code}, last line: {last}\n{log}"
+        );
+    }
+}
+
+// SPEC D10: `check-config --connect` opens the database and asks the provider and Discord who
+// they are: one line each and exit 0 when all answer; a refused key or token is exit 2 naming
+// the variable (never its value); a database that does not answer is exit 1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_config_connect_asks_each_service() {
+    let stage = Stage::new(TestDb::sqlite().await).await;
+    let check = |env: &[(&str, &str)]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_persona-bot"))
+            .args(["check-config", "--connect", "--config-dir"])
+            .arg(stage.dir.path())
+            .env("DISCORD_TOKEN", "test-token")
+            .env("PROVIDER_API_KEYS", "provider-key")
+            .env("DATABASE_URL", &stage.db.url)
+            .envs(env.iter().copied())
+            .output()
+            .expect("check-config");
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        (out.status.code(), said)
+    };
+    let (code, said) = tokio::task::block_in_place(|| check(&[]));
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.contains("database: ok, Sqlite"), "{said}");
+    assert!(said.contains("lists model test-model"), "{said}");
+    assert!(said.contains("accepts the token of Aria (900)"), "{said}");
+
+    stage.openai.refuse_key("provider-key");
+    stage.discord.reject_token("test-token", true);
+    let (code, said) = tokio::task::block_in_place(|| check(&[]));
+    assert_eq!(code, Some(2), "{said}");
+    assert!(
+        said.contains("provider: refused") && said.contains("PROVIDER_API_KEYS"),
+        "{said}"
+    );
+    assert!(
+        said.contains("discord: refused") && said.contains("DISCORD_TOKEN"),
+        "{said}"
+    );
+    assert!(
+        !said.contains("provider-key") && !said.contains("test-token"),
+        "{said}"
+    );
+
+    let (code, said) = tokio::task::block_in_place(|| {
+        check(&[
+            ("DATABASE_URL", "postgres://postgres@127.0.0.1:1/none"),
+            ("PROVIDER_API_KEYS", "another-key"),
+            ("DISCORD_TOKEN", "another-token"),
+        ])
+    });
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.contains("database: not reachable") && said.contains("connection refused"),
+        "{said}"
+    );
+}
+
 // SPEC D8: a token Discord refuses ends the process within seconds with status 2 and one line
 // naming DISCORD_TOKEN (never its value), without a panic: refused on REST at start, and
 // refused only by the gateway (close 4004).

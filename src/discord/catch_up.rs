@@ -43,8 +43,10 @@ pub fn candidates(guild: &Guild) -> (ServerId, Vec<Candidate>) {
         })
         .map(|c| (c.id, c.last_message_id));
     let threads = guild.threads.iter().map(|t| (t.id, t.last_message_id));
+    // A channel without a last message has none: nothing to catch up.
     let candidates = channels
         .chain(threads)
+        .filter(|(_, last)| last.is_some())
         .map(|(id, last)| Candidate {
             channel: ChannelId(id.get()),
             last_message: last.map(|m| MessageId(m.get())),
@@ -97,7 +99,7 @@ pub async fn direct_messages(data: Arc<BotData>) {
 async fn run(data: &BotData, server: Option<ServerId>, candidates: &[Candidate]) -> Tally {
     let reads = plan(
         candidates,
-        |channel| data.seen.last(channel),
+        |channel| data.seen.at_session_start(channel),
         SystemClock.now_ms(),
         data.catch_up,
     );

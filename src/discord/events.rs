@@ -32,6 +32,7 @@ pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
             data.bot.set(data_about_bot.user.id.get());
             // A new session: messages sent while disconnected were never delivered.
             data.recent.clear();
+            data.seen.begin_session();
             // Discord sends every DM to shard 0.
             if data_about_bot.shard.is_none_or(|s| s.id.0 == 0) {
                 tokio::spawn(super::catch_up::direct_messages(data.clone()));

@@ -62,6 +62,9 @@ pub struct BotData {
 /// The gateway client, running.
 pub struct DiscordClient {
     shard_manager: Arc<ShardManager>,
+    /// A gateway with no shard connected this long is given up on (see [`GatewayStuck`]).
+    stuck_after: Duration,
+    watchdog: Watchdog,
     /// `None` once it ended and was waited for (a finished task is not polled again).
     client: Option<JoinHandle<Result<(), serenity::Error>>>,
 }
@@ -76,20 +79,49 @@ pub struct DiscordClient {
 )]
 pub struct TokenRejected;
 
+/// Discord's gateway refused the intents the bot asks for (close 4014, or 4013): the Message
+/// Content intent is privileged and must be switched on for the bot; waiting does not fix it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "Discord refused the gateway intents the bot needs (Message Content, Server Messages, Direct \
+     Messages): switch on the Message Content Intent under Bot in the Discord developer portal"
+)]
+pub struct IntentsRefused;
+
+/// No shard of the gateway has been connected for `discord.gateway_stuck_secs`: the gateway
+/// closed with a code that forbids reconnecting (4010 to 4012), or Discord has been unreachable
+/// that long. The process ends, so a service manager starts it afresh.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the Discord gateway has not been connected for {0} s (discord.gateway_stuck_secs); the \
+     warnings above say why; a restart starts a new session"
+)]
+pub struct GatewayStuck(u64);
+
 impl DiscordClient {
-    /// Waits until the gateway client stops (an error or a shutdown). A refused token is a
-    /// [`TokenRejected`] error. Once it has ended, it stays ended (pending for ever).
+    /// Waits until the gateway client stops (an error or a shutdown), or no shard has been
+    /// connected for `stuck_after` ([`GatewayStuck`]). A refused token is a [`TokenRejected`]
+    /// error. Once it has ended, it stays ended (pending for ever).
     pub async fn wait(&mut self) -> anyhow::Result<()> {
         let Some(client) = self.client.as_mut() else {
             return std::future::pending().await;
         };
-        let ended = client.await;
+        let ended = tokio::select! {
+            ended = client => ended,
+            () = self.watchdog.stuck.notified() => {
+                return Err(GatewayStuck(self.stuck_after.as_secs()).into());
+            }
+        };
         self.client = None;
         match ended {
             Ok(Ok(())) => Ok(()),
             Ok(Err(serenity::Error::Gateway(
                 serenity::gateway::GatewayError::InvalidAuthentication,
             ))) => Err(TokenRejected.into()),
+            Ok(Err(serenity::Error::Gateway(
+                serenity::gateway::GatewayError::DisallowedGatewayIntents
+                | serenity::gateway::GatewayError::InvalidGatewayIntents,
+            ))) => Err(IntentsRefused.into()),
             Ok(Err(error)) => Err(error).context("Discord client stopped"),
             Err(error) => Err(error).context("Discord client task failed"),
         }
@@ -112,6 +144,63 @@ impl DiscordClient {
         {
             tracing::warn!("Discord client did not stop within 5 s");
         }
+    }
+}
+
+/// Watches the gateway from a thread of its own and says when no shard has been connected for
+/// `after` on end (checked every second). A thread, not a task: after some closes (4010 to
+/// 4012) serenity's shard runner polls its dead connection in a loop that never yields, and
+/// the runtime's timers stop firing; a task would never see the second it waits for.
+struct Watchdog {
+    stuck: Arc<tokio::sync::Notify>,
+    done: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Watchdog {
+    fn start(manager: Arc<ShardManager>, after: Duration) -> Self {
+        use std::sync::atomic::Ordering;
+        let stuck = Arc::new(tokio::sync::Notify::new());
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (tell, finished) = (stuck.clone(), done.clone());
+        let watch = move || {
+            let mut down_since: Option<std::time::Instant> = None;
+            while !finished.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_secs(1));
+                // Never waits on the lock: the next second asks again.
+                let Ok(runners) = manager.runners.try_lock() else {
+                    continue;
+                };
+                let connected = runners
+                    .values()
+                    .any(|runner| runner.stage == ConnectionStage::Connected);
+                drop(runners);
+                if connected {
+                    down_since = None;
+                    continue;
+                }
+                if down_since
+                    .get_or_insert_with(std::time::Instant::now)
+                    .elapsed()
+                    >= after
+                {
+                    tell.notify_one();
+                    return;
+                }
+            }
+        };
+        if let Err(error) = std::thread::Builder::new()
+            .name("gateway-watchdog".into())
+            .spawn(watch)
+        {
+            tracing::warn!(%error, "no gateway watchdog: a gateway that stays down is not noticed");
+        }
+        Self { stuck, done }
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -173,7 +262,8 @@ pub async fn connect(
     let plan = config.discord.shard_plan();
     // "auto" asks Discord for its recommended count through the scheduled client (serenity's
     // own autosharding would send one more request outside the global budget).
-    let recommended = recommended_shards(rest).await?;
+    let longest = Duration::from_secs(config.discord.reconnect_max_secs);
+    let recommended = recommended_shards(rest, longest).await?;
     let total = match plan {
         ShardPlan::Auto => recommended,
         ShardPlan::Range { total, .. } => total,
@@ -188,8 +278,11 @@ pub async fn connect(
             }
         }
     });
+    let stuck_after = Duration::from_secs(config.discord.gateway_stuck_secs);
     Ok(DiscordClient {
-        shard_manager,
+        shard_manager: shard_manager.clone(),
+        stuck_after,
+        watchdog: Watchdog::start(shard_manager.clone(), stuck_after),
         client: Some(client),
     })
 }
@@ -245,25 +338,44 @@ fn framework(
 }
 
 /// The shard count Discord recommends (`GET /gateway/bot`, which also checks the token), or 1
-/// when it does not say. A refused token is [`TokenRejected`]; any other failure leaves the
-/// connection to serenity, which reports and retries it.
-async fn recommended_shards(rest: &rest::DiscordRest) -> anyhow::Result<u32> {
+/// when it does not say. While Discord cannot be reached (no connection, no answer, a 5xx) it
+/// tries again after 1 s, then twice as long each time up to `longest`, with one warning per
+/// try naming the address and the cause (SPEC D8). A refused token is [`TokenRejected`].
+async fn recommended_shards(rest: &rest::DiscordRest, longest: Duration) -> anyhow::Result<u32> {
     let route = ratelimit::Route {
         template: "GET /gateway/bot",
         major: 0,
         local_per_5s: None,
     };
-    match rest.get_answer(route, "/gateway/bot").await {
-        Ok(answer) => Ok(answer
-            .get("shards")
-            .and_then(serde_json::Value::as_u64)
-            .and_then(|n| u32::try_from(n).ok())
-            .filter(|n| (1..=16_384).contains(n))
-            .unwrap_or(1)),
-        Err(rest::GetError::Status(401)) => Err(TokenRejected.into()),
-        Err(error) => {
-            tracing::warn!(%error, "Discord did not say how many shards to run; running one");
-            Ok(1)
+    let mut pause = Duration::from_secs(1).min(longest);
+    loop {
+        match rest.get_answer(route, "/gateway/bot").await {
+            Ok(answer) => {
+                return Ok(answer
+                    .get("shards")
+                    .and_then(serde_json::Value::as_u64)
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|n| (1..=16_384).contains(n))
+                    .unwrap_or(1));
+            }
+            Err(rest::GetError::Status(401)) => return Err(TokenRejected.into()),
+            Err(rest::GetError::Status(status)) if status < 500 => {
+                tracing::warn!(
+                    status,
+                    "Discord did not say how many shards to run; running one"
+                );
+                return Ok(1);
+            }
+            Err(error) => {
+                tracing::warn!(
+                    address = rest.base(),
+                    %error,
+                    retry_in_secs = pause.as_secs(),
+                    "Discord cannot be reached; trying again"
+                );
+                tokio::time::sleep(pause).await;
+                pause = pause.saturating_mul(2).min(longest);
+            }
         }
     }
 }

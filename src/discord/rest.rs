@@ -97,8 +97,8 @@ impl DiscordRest {
         };
         Ok(Self {
             http: reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(10))
-                .timeout(Duration::from_secs(30))
+                .connect_timeout(Duration::from_secs(config.request_timeout_secs.min(10)))
+                .timeout(Duration::from_secs(config.request_timeout_secs))
                 .user_agent("DiscordBot (https://github.com/persona-bot, 0.1)")
                 .build()?,
             api: format!("{base}/api/v10"),
@@ -110,6 +110,11 @@ impl DiscordRest {
                 Duration::from_secs(config.rate_bucket_idle_secs),
             ),
         })
+    }
+
+    /// Where requests go (`{base}/api/v10`), for logs: it holds no secret.
+    pub fn base(&self) -> &str {
+        &self.api
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {
@@ -222,7 +227,7 @@ impl DiscordRest {
             let response = match sent {
                 Ok(response) => response,
                 Err(error) => {
-                    let error = error.without_url().to_string();
+                    let error = describe(error);
                     if retry == Retry::Never || server_failures >= SERVER_RETRIES {
                         return Err(SendError::Unconfirmed(error));
                     }
@@ -380,6 +385,33 @@ impl DiscordRest {
             .await
             .map_err(|e| GetError::Failed(format!("{path}: {e}")))
     }
+}
+
+/// A failed request in words an operator can act on: the error and its causes ("error sending
+/// request: client error (Connect): tcp connect error: Connection refused (os error 111)"),
+/// without the URL, at most 300 characters.
+fn describe(error: reqwest::Error) -> String {
+    let error = error.without_url();
+    let timed_out = error.is_timeout();
+    let mut text = error.to_string();
+    let mut cause = std::error::Error::source(&error);
+    let mut depth = 0;
+    while let Some(inner) = cause {
+        let part = inner.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        cause = inner.source();
+        depth += 1;
+        if depth >= 8 {
+            break;
+        }
+    }
+    if timed_out && !text.contains("timed out") {
+        text.push_str(" (timed out: discord.request_timeout_secs)");
+    }
+    text.chars().take(300).collect()
 }
 
 /// Why a `GET` brought no value.

@@ -154,6 +154,9 @@ pub struct SeenMarks {
 struct Marks {
     seen: HashMap<ChannelId, Seen>,
     changed: HashMap<ChannelId, Seen>,
+    /// The marks as the current gateway session began: a catch-up reads after these, since a
+    /// message that came live in the new session says nothing of the gap before it.
+    at_start: HashMap<ChannelId, MessageId>,
 }
 
 impl SeenMarks {
@@ -214,13 +217,29 @@ impl SeenMarks {
         self.inner().seen.get(&channel).map(|s| s.message)
     }
 
-    /// DM channels with a mark at or after `since` (a snowflake).
-    pub fn direct_messages_since(&self, since: u64) -> Vec<ChannelId> {
-        let mut channels: Vec<ChannelId> = self
-            .inner()
+    /// A new gateway session begins (READY): the marks now are where its catch-up starts.
+    pub fn begin_session(&self) {
+        let mut marks = self.inner();
+        marks.at_start = marks
             .seen
             .values()
-            .filter(|s| s.server.is_none() && s.message.0 >= since)
+            .map(|s| (s.channel, s.message))
+            .collect();
+    }
+
+    /// The last message seen in `channel` when the current session began.
+    pub fn at_session_start(&self, channel: ChannelId) -> Option<MessageId> {
+        self.inner().at_start.get(&channel).copied()
+    }
+
+    /// DM channels with a mark at or after `since` (a snowflake) when the session began.
+    pub fn direct_messages_since(&self, since: u64) -> Vec<ChannelId> {
+        let marks = self.inner();
+        let mut channels: Vec<ChannelId> = marks
+            .seen
+            .values()
+            .filter(|s| s.server.is_none())
+            .filter(|s| marks.at_start.get(&s.channel).is_some_and(|m| m.0 >= since))
             .map(|s| s.channel)
             .collect();
         channels.sort_unstable();
@@ -407,6 +426,14 @@ mod tests {
         assert_eq!(marks.last(ChannelId(3)), Some(MessageId(30)));
         assert_eq!(marks.last(ChannelId(4)), None, "loading keeps the cap");
         assert!(marks.direct_messages_since(0).is_empty());
+        marks.begin_session();
+        marks.saw(seen(3, 35));
+        assert_eq!(marks.last(ChannelId(3)), Some(MessageId(35)));
+        assert_eq!(
+            marks.at_session_start(ChannelId(3)),
+            Some(MessageId(30)),
+            "a message of the new session does not move where its catch-up starts"
+        );
     }
 
     proptest! {

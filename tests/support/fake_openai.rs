@@ -146,6 +146,8 @@ struct Shared {
     unexpected: AtomicUsize,
     /// Padding bytes of [`Reply::Huge`] answers handed to the connection so far.
     padding_sent: AtomicUsize,
+    /// A key `GET /v1/models` answers 401, as OpenAI does a revoked one.
+    refused_key: Mutex<Option<String>>,
 }
 
 pub struct FakeOpenAi {
@@ -160,6 +162,7 @@ impl FakeOpenAi {
         let shared = Arc::new(Shared::default());
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
+            .route("/v1/models", axum::routing::get(models))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -192,6 +195,11 @@ impl FakeOpenAi {
             .push_back(reply);
     }
 
+    /// `GET /v1/models` answers 401 to this key from now on (with OpenAI's error body).
+    pub fn refuse_key(&self, key: &str) {
+        *self.shared.refused_key.lock().unwrap() = Some(key.to_owned());
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.requests.lock().unwrap().clone()
     }
@@ -214,6 +222,25 @@ impl FakeOpenAi {
     pub fn remaining(&self) -> usize {
         self.shared.script.lock().unwrap().len()
     }
+}
+
+/// OpenAI's model list: the one model these tests configure.
+async fn models(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
+    let key = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .map(str::to_owned);
+    let refused = shared.refused_key.lock().unwrap().clone();
+    if key.is_none() || key == refused {
+        let body = json!({"error": {
+            "message": "Incorrect API key provided.",
+            "type": "invalid_request_error", "param": null, "code": "invalid_api_key"}});
+        return (StatusCode::UNAUTHORIZED, axum::Json(body)).into_response();
+    }
+    axum::Json(json!({"object": "list", "data": [
+        {"id": "test-model", "object": "model", "created": 1_700_000_000, "owned_by": "fake"}]}))
+    .into_response()
 }
 
 async fn completions(

@@ -145,6 +145,10 @@ fn identify(shared: &Arc<Shared>, conn_id: u64, tx: &mpsc::UnboundedSender<Outgo
         let _ = tx.send(Outgoing::Close(4004)); // authentication failed
         return;
     }
+    if let Some(code) = shared.lock().identify_close {
+        let _ = tx.send(Outgoing::Close(code));
+        return;
+    }
     let mut inner = shared.lock();
     inner.identifies.push(d.clone());
     let shard = requested_shard(d).filter(|s| valid_shard(&inner, conn_id, *s));

@@ -294,7 +294,7 @@ fn too_many_requests(retry_after: Duration, global: bool) -> Response {
 }
 
 /// Discord's 429: its body, `Retry-After` in whole seconds rounded up, and the scope.
-fn too_many_requests_secs(retry_after: f64, global: bool) -> Response {
+pub(super) fn too_many_requests_secs(retry_after: f64, global: bool) -> Response {
     let body = json!({
         "message": "You are being rate limited.",
         "retry_after": retry_after,

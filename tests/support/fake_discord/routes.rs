@@ -293,6 +293,13 @@ fn dm_channel_object(shared: &Arc<Shared>, channel_id: u64, user_id: u64) -> Val
 }
 
 fn put_commands(shared: &Arc<Shared>, guild_id: Option<u64>, body: &Value) -> Response {
+    {
+        let mut inner = shared.lock();
+        if inner.commands_rate_limited > 0 {
+            inner.commands_rate_limited -= 1;
+            return super::rate_limits::too_many_requests_secs(0.5, false);
+        }
+    }
     if shared.lock().refuse_commands {
         // What Discord answers for a field it does not accept, e.g. a name with capitals.
         return invalid_form_body_at(

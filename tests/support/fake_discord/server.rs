@@ -448,6 +448,13 @@ impl FakeDiscord {
         self.shared.lock().nonces.clear();
     }
 
+    /// Answers every IDENTIFY from now on by closing the connection with `code` (Discord's
+    /// 4014 for intents the bot may not use, 4010 for a shard it may not run), or takes them
+    /// again (`None`).
+    pub fn close_identifies_with(&self, code: Option<u16>) {
+        self.shared.lock().identify_close = code;
+    }
+
     /// Refuses the bot token `token` as Discord does a wrong or reset one: close 4004 on the
     /// gateway, and 401 on every REST request when `on_rest`.
     pub fn reject_token(&self, token: &str, on_rest: bool) {
@@ -458,6 +465,12 @@ impl FakeDiscord {
 
     /// Refuses every command registration (PUT) with 400 Invalid Form Body (`true`), or takes
     /// them again.
+    /// The next `times` command writes (`PUT .../commands`) are answered 429 with Discord's
+    /// body and headers, asking for a wait of half a second.
+    pub fn rate_limit_commands_next(&self, times: usize) {
+        self.shared.lock().commands_rate_limited = times;
+    }
+
     pub fn refuse_commands(&self, refuse: bool) {
         self.shared.lock().refuse_commands = refuse;
     }

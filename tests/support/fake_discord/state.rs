@@ -107,9 +107,13 @@ pub(super) struct Inner {
     /// A bot token Discord refuses: 401 on REST (when `rejected_on_rest`), close 4004 on the
     /// gateway.
     pub(super) rejected_token: Option<String>,
+    /// Every IDENTIFY is answered by closing with this code.
+    pub(super) identify_close: Option<u16>,
     pub(super) rejected_on_rest: bool,
     /// Every command registration (PUT) is refused with 400 Invalid Form Body.
     pub(super) refuse_commands: bool,
+    /// Command writes still to be answered 429.
+    pub(super) commands_rate_limited: usize,
     pub(super) identifies: Vec<Value>,
     pub(super) resumes: usize,
     pub(super) connections: usize,

@@ -1,0 +1,175 @@
+//! `check-config --connect`: after the settings, ask each service the bot needs whether it
+//! answers and takes the bot's credentials (SPEC D10). One line each; nothing is written
+//! anywhere (the database is opened, not migrated).
+
+use std::time::Duration;
+
+use secrecy::ExposeSecret as _;
+use serde_json::Value;
+
+use crate::config::{Config, Secrets};
+use crate::discord::ratelimit::Route;
+use crate::discord::rest::{DiscordRest, GetError};
+use crate::http_body::json_bounded;
+use crate::storage::Database;
+
+/// How one service answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Ok(String),
+    /// A credential or setting the operator must change (exit 2).
+    Refused(String),
+    /// Not reachable now (exit 1).
+    Unreachable(String),
+}
+
+/// What `--connect` found: the database, the provider, Discord, in that order.
+#[derive(Debug, Clone)]
+pub struct Connections(pub Vec<(&'static str, Answer)>);
+
+impl Connections {
+    /// 0 when every service answered, 2 when one refused, else 1.
+    pub fn exit_status(&self) -> u8 {
+        let answers = || self.0.iter().map(|(_, a)| a);
+        if answers().any(|a| matches!(a, Answer::Refused(_))) {
+            2
+        } else if answers().any(|a| matches!(a, Answer::Unreachable(_))) {
+            1
+        } else {
+            0
+        }
+    }
+
+    /// One line a service: `database: ok, Sqlite`.
+    pub fn lines(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .map(|(service, answer)| match answer {
+                Answer::Ok(what) => format!("{service}: ok, {what}"),
+                Answer::Refused(why) => format!("{service}: refused: {why}"),
+                Answer::Unreachable(why) => format!("{service}: not reachable: {why}"),
+            })
+            .collect()
+    }
+}
+
+/// Largest `/models` answer read (a router lists thousands of models).
+const MODELS_MAX: usize = 8 << 20;
+
+/// Asks the database, the provider and Discord, each within its own timeout.
+pub async fn check_connections(config: &Config, secrets: &Secrets) -> Connections {
+    let (database, provider, discord) = tokio::join!(
+        database(config, secrets),
+        provider(config, secrets),
+        discord(config, secrets),
+    );
+    Connections(vec![
+        ("database", database),
+        ("provider", provider),
+        ("discord", discord),
+    ])
+}
+
+async fn database(config: &Config, secrets: &Secrets) -> Answer {
+    let url = secrets.database_url_or(&config.database);
+    match Database::connect(&url, 1, config.database.connect_timeout()).await {
+        Ok(db) => {
+            let backend = db.backend();
+            db.close().await;
+            Answer::Ok(format!("{backend:?}"))
+        }
+        Err(crate::storage::StoreError::UnsupportedUrl) => {
+            Answer::Refused(crate::storage::StoreError::UnsupportedUrl.to_string())
+        }
+        Err(error) => Answer::Unreachable(error.to_string()),
+    }
+}
+
+/// `GET {base_url}/models` with the first key: the key is taken, and the first configured
+/// model is listed (a server that lists none, or names it differently, is only noted).
+async fn provider(config: &Config, secrets: &Secrets) -> Answer {
+    let Some(key) = secrets.provider_keys.first() else {
+        return Answer::Refused(format!("{} is not set", crate::config::PROVIDER_KEYS_ENV));
+    };
+    let client = match reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(15))
+        .build()
+    {
+        Ok(client) => client,
+        Err(error) => return Answer::Unreachable(error.to_string()),
+    };
+    let base = config.provider.base_url.trim_end_matches('/');
+    let sent = client
+        .get(format!("{base}/models"))
+        .bearer_auth(key.expose_secret())
+        .send()
+        .await;
+    let response = match sent {
+        Ok(response) => response,
+        Err(error) => return Answer::Unreachable(format!("{base}: {}", error.without_url())),
+    };
+    let status = response.status();
+    if matches!(status.as_u16(), 401 | 403) {
+        return Answer::Refused(format!(
+            "{base} answered {status} to key 1 of {}",
+            crate::config::PROVIDER_KEYS_ENV
+        ));
+    }
+    if !status.is_success() {
+        // Some servers serve chat completions without a model list: the key was not refused.
+        return Answer::Ok(format!("{base} answers (no model list: {status})"));
+    }
+    let listed: Vec<String> = json_bounded::<Value>(response, MODELS_MAX)
+        .await
+        .ok()
+        .and_then(|v| v.get("data").and_then(Value::as_array).cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    let first = config.provider.models.first().map_or("", String::as_str);
+    if listed.iter().any(|m| m == first) {
+        Answer::Ok(format!("{base} answers and lists model {first}"))
+    } else {
+        let shown: Vec<&str> = listed.iter().take(5).map(String::as_str).collect();
+        Answer::Ok(format!(
+            "{base} answers, but does not list model {first} (it lists {} models: {}{})",
+            listed.len(),
+            shown.join(", "),
+            if listed.len() > shown.len() {
+                ", ..."
+            } else {
+                ""
+            }
+        ))
+    }
+}
+
+/// `GET /users/@me` with the token: who the bot is.
+async fn discord(config: &Config, secrets: &Secrets) -> Answer {
+    let Some(token) = &secrets.discord_token else {
+        return Answer::Refused(format!("{} is not set", crate::config::DISCORD_TOKEN_ENV));
+    };
+    let rest = match DiscordRest::new(&config.discord, token) {
+        Ok(rest) => rest,
+        Err(error) => return Answer::Unreachable(error.to_string()),
+    };
+    let route = Route {
+        template: "GET /users/@me",
+        major: 0,
+        local_per_5s: None,
+    };
+    match rest.get_answer(route, "/users/@me").await {
+        Ok(me) => {
+            let name = me.get("username").and_then(Value::as_str).unwrap_or("?");
+            let id = me.get("id").and_then(Value::as_str).unwrap_or("?");
+            Answer::Ok(format!(
+                "{} accepts the token of {name} ({id})",
+                rest.base()
+            ))
+        }
+        Err(GetError::Status(401)) => Answer::Refused(crate::discord::TokenRejected.to_string()),
+        Err(error) => Answer::Unreachable(format!("{}: {error}", rest.base())),
+    }
+}
