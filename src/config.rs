@@ -466,6 +466,11 @@ impl Config {
             }
             for name in ["default.toml", "local.toml"] {
                 let file = dir.join(name);
+                if file.exists() && !file.is_file() {
+                    return Err(ConfigError::File {
+                        problem: format!("{}: is not a file", file.display()),
+                    });
+                }
                 if file.is_file() {
                     // Read alone first, so a file that does not read or parse is named.
                     if let Err(error) = Figment::from(Toml::file_exact(&file)).data() {
@@ -1016,7 +1021,12 @@ fn from_figment(error: &figment::Error) -> ConfigError {
         Kind::InvalidValue(actual, expected) => {
             format!("must be {}, not {}", cut(expected), shown(actual))
         }
-        other => problem_of_kind(other),
+        Kind::UnknownVariant(_, expected) => {
+            // The value is not shown: a string in the wrong place may be a secret.
+            cut(&format!("must be one of {}", expected.join(", ")))
+        }
+        // A message of a type's own may quote the value: whatever looks like a secret goes.
+        other => crate::redact::redact_text(&problem_of_kind(other)),
     };
     let source = error
         .metadata
@@ -1493,6 +1503,95 @@ mod tests {
         assert!(err.contains("local.toml"), "{err}");
         assert!(err.contains("line 1"), "{err}");
         assert!(!err.contains('\n'), "{err}");
+    }
+
+    /// Every leaf setting of the built-in defaults (`section.key`, tables nested), but the
+    /// personas (an array of tables), with whether it is a number.
+    fn every_leaf_setting() -> Vec<(String, bool)> {
+        use figment::value::Value;
+        fn walk(prefix: &str, value: &Value, out: &mut Vec<(String, bool)>) {
+            match value {
+                Value::Dict(_, map) => {
+                    for (key, inner) in map {
+                        let path = if prefix.is_empty() {
+                            key.clone()
+                        } else {
+                            format!("{prefix}.{key}")
+                        };
+                        walk(&path, inner, out);
+                    }
+                }
+                Value::Array(..) if prefix == "personas" => {}
+                Value::Num(..) => out.push((prefix.to_owned(), true)),
+                _ => out.push((prefix.to_owned(), false)),
+            }
+        }
+        let defaults: Value = figment::Figment::from(Toml::string(BUILT_IN_DEFAULTS))
+            .extract()
+            .expect("defaults parse");
+        let mut out = Vec::new();
+        walk("", &defaults, &mut out);
+        out
+    }
+
+    // SPEC D10: every setting, given a hostile value (0, -1, the largest integer, a key-like
+    // string, 100 kB of text), either loads or fails in one line of at most 200 characters that
+    // names a setting and never shows the key-like value; nothing panics.
+    #[test]
+    fn every_setting_survives_hostile_values() {
+        let settings = every_leaf_setting();
+        assert!(settings.len() > 80, "{}", settings.len());
+        let planted = "sk-live-abcdefghijklmnopqrstuvwx";
+        let huge = format!("\"{}\"", "x".repeat(100_000));
+        for (path, numeric) in settings {
+            let (section, key) = path.rsplit_once('.').expect("a section");
+            let mut values = vec![format!("\"{planted}\""), huge.clone()];
+            if numeric {
+                values.extend(["0", "-1", "9223372036854775807"].map(str::to_owned));
+            }
+            for value in values {
+                let dir = temp_config(Some(&format!("[{section}]\n{key} = {value}\n")));
+                let Err(err) = Config::load_with_env(Some(dir.path()), no_env()) else {
+                    continue;
+                };
+                let err = err.to_string();
+                let shown: String = value.chars().take(40).collect();
+                assert!(
+                    err.len() <= 200,
+                    "{path} = {shown}: {} characters",
+                    err.len()
+                );
+                assert!(!err.contains('\n'), "{path} = {shown}: {err}");
+                assert!(
+                    err.contains('`'),
+                    "{path} = {shown} names no setting: {err}"
+                );
+                assert!(!err.contains("sk-live"), "{path}: {err}");
+            }
+        }
+    }
+
+    // SPEC D10: a file that does not read names itself: invalid UTF-8, and a `default.toml`
+    // that is not a file (it used to be passed over without a word).
+    #[test]
+    fn a_file_that_does_not_read_is_named() {
+        let dir = temp_config(None);
+        std::fs::write(
+            dir.path().join("local.toml"),
+            b"[memory]\nfact_max_chars = \"\xff\xfe\"\n",
+        )
+        .expect("write");
+        let err = Config::load_with_env(Some(dir.path()), no_env())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("local.toml"), "{err}");
+        assert!(!err.contains('\n') && err.len() <= 200, "{err}");
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir(dir.path().join("default.toml")).expect("mkdir");
+        let err = Config::load_with_env(Some(dir.path()), no_env())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("default.toml: is not a file"), "{err}");
     }
 
     // SPEC D10: a secret-looking setting name that is not a setting points to the variables.

@@ -84,10 +84,9 @@ impl Serialize for Locale {
 impl<'de> Deserialize<'de> for Locale {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let tag = String::deserialize(d)?;
+        // The value is not shown: a string in the wrong place may be a secret.
         Locale::from_tag(&tag).ok_or_else(|| {
-            serde::de::Error::custom(format!(
-                "unknown locale {tag:?} (expected en, ja, zh-CN or zh-TW)"
-            ))
+            serde::de::Error::custom("unknown locale (expected en, ja, zh-CN or zh-TW)")
         })
     }
 }

@@ -273,6 +273,16 @@ async fn a_long_turn_under_way(stage: &Stage) -> (Bot, String, String) {
             s.texts().len() == 1
         })
         .await;
+    // And recorded: a process killed between Discord's answer and the record posts the message
+    // again once Discord forgot its nonce (these tests expire nonces on purpose).
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while stage.count("turn_deliveries").await == 0 {
+        assert!(
+            Instant::now() < deadline,
+            "the first message was not recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     (bot, head, tail)
 }
 
@@ -623,6 +633,32 @@ async fn an_unreachable_discord_is_retried_with_capped_backoff_and_reported() {
     assert!(!stage.discord.gateway_used());
     let status = bot.terminate();
     assert_eq!(status.code(), Some(0));
+
+    // An API that takes the connection and never answers: each try ends after
+    // discord.request_timeout_secs and says so (it used to be 20 s of silence).
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let silent_url = format!("http://{}", silent.local_addr().expect("address"));
+    let bot = Bot::start_with(
+        stage.dir.path(),
+        &stage.db,
+        2,
+        &[
+            ("PERSONA_BOT_DISCORD__API_BASE_URL", &silent_url),
+            ("PERSONA_BOT_DISCORD__REQUEST_TIMEOUT_SECS", "1"),
+        ],
+    );
+    let timed_out = |log: &str| {
+        log.lines()
+            .filter(|l| l.contains("Discord cannot be reached") && l.contains("timed out"))
+            .count()
+    };
+    stage
+        .until(&bot, "two tries that time out", |_| {
+            timed_out(&bot.log()) >= 2
+        })
+        .await;
+    assert_eq!(bot.terminate().code(), Some(0));
+    drop(silent);
 }
 
 // SPEC D8: each way the gateway client can end ends the process cleanly, in one line, with the

@@ -56,7 +56,13 @@ pub fn candidates(guild: &Guild) -> (ServerId, Vec<Candidate>) {
 }
 
 /// Catches up one guild of a new session.
-pub async fn guild(data: Arc<BotData>, (server, candidates): (ServerId, Vec<Candidate>)) {
+pub async fn guild(data: Arc<BotData>, (server, mut candidates): (ServerId, Vec<Candidate>)) {
+    // The thought log holds the bot's own notices: nothing there is addressed to it.
+    if let Ok(settings) = data.settings.settings(server).await
+        && let Some(thoughts) = settings.thought_log_channel
+    {
+        candidates.retain(|c| c.channel != thoughts);
+    }
     let tally = run(&data, Some(server), &candidates).await;
     if tally.found > 0 {
         tracing::info!(%server, channels = tally.channels, found = tally.found, answered = tally.answered, "caught up on messages sent while the bot was away");

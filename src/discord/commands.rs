@@ -337,6 +337,11 @@ pub async fn on_error(error: poise::FrameworkError<'_, std::sync::Arc<BotData>, 
                 tracing::warn!(error = %e, "could not report a command error");
             }
         }
+        // poise's own handler prints this one with `eprintln!` (no time, no level). The setup
+        // does nothing that can fail, so it is not expected.
+        poise::FrameworkError::Setup { error, .. } => {
+            tracing::error!(%error, "the bot's start-up on Discord failed");
+        }
         other => {
             if let Err(e) = poise::builtins::on_error(other).await {
                 tracing::warn!(error = %e, "could not report a framework error");

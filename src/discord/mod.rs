@@ -249,6 +249,11 @@ pub async fn connect(
             .proxy(config.discord.api_base_url.trim_end_matches('/'))
             .ratelimiter_disabled(true);
     }
+    // First, on the scheduled client with its timeouts: is Discord there, does it take the
+    // token, how many shards. serenity's own client (building it asks for the gateway URL) has
+    // no timeout, and an API that never answers would hold the start without a word.
+    let longest = Duration::from_secs(config.discord.reconnect_max_secs);
+    let recommended = recommended_shards(rest, longest).await?;
     let framework = framework(connection, rest.clone(), shutdown.clone());
     let intents = GatewayIntents::GUILDS
         | GatewayIntents::GUILD_MESSAGES
@@ -262,8 +267,6 @@ pub async fn connect(
     let plan = config.discord.shard_plan();
     // "auto" asks Discord for its recommended count through the scheduled client (serenity's
     // own autosharding would send one more request outside the global budget).
-    let longest = Duration::from_secs(config.discord.reconnect_max_secs);
-    let recommended = recommended_shards(rest, longest).await?;
     let total = match plan {
         ShardPlan::Auto => recommended,
         ShardPlan::Range { total, .. } => total,
