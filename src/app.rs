@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use crate::config::{Config, Secrets, ShardPlan};
 use crate::discord::recent::RecentMessages;
 use crate::discord::{self, BotData, Connection, DiscordClient, guild, sink};
-use crate::domain::admission::Cooldowns;
+use crate::domain::admission::RateLimit;
 use crate::domain::ports::{ChatPorts, ChatSink, Persona, PersonaStore, SystemClock, ThoughtLog};
 use crate::domain::scope::PersonaId;
 use crate::domain::thought_log::Notice;
@@ -189,11 +189,9 @@ pub async fn start(
     let recent = Arc::new(RecentMessages::new(
         usize::from(config.turn.history_messages) + RECENT_MARGIN,
     ));
-    let sink = Arc::new(sink::DiscordSink::new(
-        rest.clone(),
-        bot.clone(),
-        recent.clone(),
-    ));
+    let sink = Arc::new(
+        sink::DiscordSink::new(rest.clone(), bot.clone(), recent.clone()).with_cache(cache.clone()),
+    );
     let thought_log: Arc<dyn ThoughtLog> = Arc::new(discord::thought_log::DiscordThoughtLog::new(
         rest.clone(),
         storage.settings.clone(),
@@ -223,7 +221,7 @@ pub async fn start(
         orchestrator: orchestrator.clone(),
         settings: storage.settings.clone(),
         persona,
-        cooldowns: Cooldowns::new(Duration::from_millis(config.turn.user_cooldown_ms)),
+        rate: RateLimit::new(config.turn.user_messages_per_minute),
         random: Default::default(),
         reminders: storage.reminders.clone(),
         cache: cache.clone(),

@@ -329,6 +329,8 @@ pub struct DatabaseConfig {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TurnConfig {
+    /// The time zone the system prompt tells the date and time in (IANA name).
+    pub time_zone: String,
     /// How long a process's claim on its queued messages lasts without renewal (SPEC D6).
     pub queue_lease_secs: u64,
     /// Most provider passes per turn (SPEC C9).
@@ -357,8 +359,8 @@ pub struct TurnConfig {
     pub default_persona: String,
     /// Who may `/kill` a turn: "requester_or_manager", "managers_only" or "anyone".
     pub kill_permission: KillPermission,
-    /// Least time between two turns one user may start, in milliseconds (0: no cooldown).
-    pub user_cooldown_ms: u64,
+    /// Most messages one user may start turns with in any 60 s (SPEC C2); 0: no limit.
+    pub user_messages_per_minute: u32,
 }
 
 /// Who may stop a turn with `/kill` (SPEC C6).
@@ -681,6 +683,11 @@ impl Config {
                 100,
             ),
             ("turn.max_follow_ups", self.turn.max_follow_ups as u64, 20),
+            (
+                "turn.user_messages_per_minute",
+                self.turn.user_messages_per_minute as u64,
+                1000,
+            ),
             ("turn.queue_limit", self.turn.queue_limit as u64, 1000),
             (
                 "turn.history_messages",
@@ -750,7 +757,6 @@ impl Config {
             ("turn.typing_delay_ms", t.typing_delay_ms, true),
             ("turn.worker_idle_secs", t.worker_idle_secs, false),
             ("turn.kill_grace_ms", t.kill_grace_ms, true),
-            ("turn.user_cooldown_ms", t.user_cooldown_ms, true),
             (
                 "provider.first_token_timeout_secs",
                 p.first_token_timeout_secs,
@@ -841,52 +847,56 @@ impl Config {
                 ));
             }
         }
-        if !(1..=86_400).contains(&self.turn.queue_lease_secs) {
+        for (name, value, (least, most)) in self.ranges() {
+            if !(least..=most).contains(&value) {
+                return Err(key(name, &format!("must be from {least} to {most}")));
+            }
+        }
+        if self.turn.time_zone.parse::<chrono_tz::Tz>().is_err() {
             return Err(key(
-                "turn.queue_lease_secs",
-                "must be from 1 to 86400 (a day)",
+                "turn.time_zone",
+                "is not a known time zone (an IANA name such as UTC or Europe/Paris)",
             ));
         }
         if let Err(problem) = ShardPlan::parse(&self.discord.shards) {
             return Err(key("discord.shards", &problem));
         }
-        if !(1..=300).contains(&self.discord.request_timeout_secs) {
-            return Err(key(
-                "discord.request_timeout_secs",
-                "must be from 1 to 300 (seconds)",
-            ));
-        }
-        if !(10..=86_400).contains(&self.discord.gateway_stuck_secs) {
-            return Err(key(
-                "discord.gateway_stuck_secs",
-                "must be from 10 to 86400 (seconds)",
-            ));
-        }
-        if !(1..=3600).contains(&self.discord.reconnect_max_secs) {
-            return Err(key(
-                "discord.reconnect_max_secs",
-                "must be from 1 to 3600 (seconds)",
-            ));
-        }
-        if !(1..=300).contains(&self.database.connect_timeout_secs) {
-            return Err(key(
-                "database.connect_timeout_secs",
-                "must be from 1 to 300 (seconds)",
-            ));
-        }
-        if self.catch_up.window_secs > 86_400 {
-            return Err(key(
-                "catch_up.window_secs",
-                "must be from 0 to 86400 (a day)",
-            ));
-        }
-        if !(2..=3600).contains(&self.shutdown.grace_secs) {
-            return Err(key(
-                "shutdown.grace_secs",
-                "must be from 2 to 3600 (seconds)",
-            ));
-        }
         Ok(())
+    }
+
+    /// The settings with a range of their own (inclusive), each stated in its comment in
+    /// `config/default.toml`.
+    fn ranges(&self) -> [(&'static str, u64, (u64, u64)); 7] {
+        let (d, day) = (&self.discord, 86_400);
+        [
+            (
+                "turn.queue_lease_secs",
+                self.turn.queue_lease_secs,
+                (1, day),
+            ),
+            (
+                "discord.request_timeout_secs",
+                d.request_timeout_secs,
+                (1, 300),
+            ),
+            (
+                "discord.gateway_stuck_secs",
+                d.gateway_stuck_secs,
+                (10, day),
+            ),
+            (
+                "discord.reconnect_max_secs",
+                d.reconnect_max_secs,
+                (1, 3600),
+            ),
+            (
+                "database.connect_timeout_secs",
+                self.database.connect_timeout_secs,
+                (1, 300),
+            ),
+            ("catch_up.window_secs", self.catch_up.window_secs, (0, day)),
+            ("shutdown.grace_secs", self.shutdown.grace_secs, (2, 3600)),
+        ]
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -1592,6 +1602,47 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("default.toml: is not a file"), "{err}");
+    }
+
+    // SPEC D10: every setting with a range of its own states it in its comment, loads at both
+    // ends and is refused just past each, naming the key.
+    #[test]
+    fn every_range_is_documented_and_enforced_at_both_ends() {
+        for (name, _, (least, most)) in Config::shipped_defaults().ranges() {
+            let (section, key) = name.split_once('.').unwrap();
+            let comment = BUILT_IN_DEFAULTS
+                .split(&format!("\n{key} = "))
+                .next()
+                .and_then(|before| before.rsplit("\n\n").next())
+                .unwrap_or_default();
+            assert!(
+                comment.contains(&format!("{least} to {most}")),
+                "{name}: its comment should say {least} to {most}"
+            );
+            let load = |value: u64| {
+                let dir = temp_config(Some(&format!("[{section}]\n{key} = {value}\n")));
+                Config::load_with_env(Some(dir.path()), no_env()).map_err(|e| e.to_string())
+            };
+            for value in [least, most] {
+                if let Err(err) = load(value) {
+                    assert!(
+                        !err.contains(&format!("`{name}`")),
+                        "{name} = {value}: {err}"
+                    );
+                }
+            }
+            let mut past = vec![most + 1];
+            if least > 0 {
+                past.push(least - 1);
+            }
+            for value in past {
+                let err = load(value).expect_err(name);
+                assert!(
+                    err.contains(&format!("`{name}`: must be from")),
+                    "{name}: {err}"
+                );
+            }
+        }
     }
 
     // SPEC D10: a secret-looking setting name that is not a setting points to the variables.

@@ -1115,3 +1115,138 @@ async fn a_mention_during_a_database_outage_gets_a_reason_not_silence() {
     assert_eq!(texts_after, 1);
     assert!(e.openai.requests().is_empty());
 }
+
+/// A message from `author` in #general that does not mention the bot.
+async fn say(e: &E2e, author: u64, name: &str, text: &str) -> u64 {
+    e.discord
+        .send_message(Incoming::new(GENERAL, Some(GUILD), author, name, text))
+        .await
+}
+
+// SPEC C7: during their own streaming turn, a requester's message without a mention is a
+// follow-up: it reaches the model (it used to be ignored, since it does not mention the bot). A
+// message from someone else without a mention is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_follow_up_without_a_mention_reaches_the_running_turn() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![
+            Reply::Stream(vec![
+                Sse::text("Once upon a time, in a land far away, "),
+                Sse::Delay(Duration::from_secs(3)),
+                Sse::text("there lived a dragon."),
+                Sse::finish("stop"),
+                Sse::Done,
+            ]),
+            Reply::text(&["The short version: a dragon."]),
+        ],
+    )
+    .await;
+    e.mention(ALICE, "alice", "tell me a story").await;
+    e.until("the model is asked", |e| e.openai.requests().len() == 1)
+        .await;
+    say(&e, BOB, "bob", "nice weather today").await;
+    say(&e, ALICE, "alice", "wait, just the short version").await;
+    e.until("the follow-up is asked", |e| e.openai.requests().len() == 2)
+        .await;
+    let asked = e.openai.requests()[1].body["messages"].to_string();
+    assert!(asked.contains("just the short version"), "{asked}");
+    e.until("the short answer", |e| {
+        e.texts(GENERAL).iter().any(|t| t.contains("short version"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(e.openai.requests().len(), 2, "bob's message is no turn");
+    e.stop().await;
+}
+
+// SPEC C2: with the default settings, a user's second question a moment after their first was
+// answered is answered too (the old one-second cooldown dropped it without a word).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quick_second_question_is_answered() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![Reply::text(&["Paris."]), Reply::text(&["Madrid."])],
+    )
+    .await;
+    e.mention(ALICE, "alice", "the capital of France?").await;
+    e.until("the first answer", |e| e.texts(GENERAL).len() == 1)
+        .await;
+    e.mention(ALICE, "alice", "and the capital of Spain?").await;
+    e.until("the second answer", |e| e.texts(GENERAL).len() == 2)
+        .await;
+    assert_eq!(e.texts(GENERAL), vec!["Paris.", "Madrid."]);
+    e.stop().await;
+}
+
+// SPEC C2: a flood past turn.user_messages_per_minute gets no turn, and the user is told once
+// per window: never silently, and never once per message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_is_refused_and_told_once() {
+    let e = E2e::start_with(
+        Behaviour::succeed(),
+        vec![Reply::text(&["One."]), Reply::text(&["Two."])],
+        |config| config.turn.user_messages_per_minute = 2,
+    )
+    .await;
+    for (n, question) in ["one?", "two?"].into_iter().enumerate() {
+        e.mention(ALICE, "alice", question).await;
+        e.until("an answer", |e| e.texts(GENERAL).len() == n + 1)
+            .await;
+    }
+    let third = e.mention(ALICE, "alice", "three?").await;
+    e.until("the notice", |e| e.texts(GENERAL).len() == 3).await;
+    e.mention(ALICE, "alice", "four?").await;
+    e.mention(BOB, "bob", "and me?").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let posted = e.posted(GENERAL);
+    let notice = &posted[2];
+    assert!(
+        notice["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("faster than I can answer")),
+        "{notice}"
+    );
+    assert_eq!(notice["message_reference"]["message_id"], third.to_string());
+    let notices = e
+        .texts(GENERAL)
+        .iter()
+        .filter(|t| t.contains("faster than I can answer"))
+        .count();
+    assert_eq!(notices, 1, "told once: {:?}", e.texts(GENERAL));
+    e.until("bob is answered", |e| e.openai.requests().len() == 3)
+        .await;
+    e.stop().await;
+}
+
+// Issue 14 (time and place): the system prompt names the persona and the server and says what
+// day and time it is, in turn.time_zone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_system_prompt_says_who_where_and_when() {
+    let e = E2e::start_with(
+        Behaviour::succeed(),
+        vec![Reply::text(&["Hello."])],
+        |config| config.turn.time_zone = "Asia/Tokyo".into(),
+    )
+    .await;
+    e.mention(ALICE, "alice", "what day is it?").await;
+    e.until("the answer", |e| e.texts(GENERAL).len() == 1).await;
+    let system = e.openai.requests()[0].body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        system.contains("You are Aria, in the Discord server \"Test Guild\". It is now "),
+        "{system}"
+    );
+    let year = chrono::Utc::now()
+        .with_timezone(&chrono_tz::Asia::Tokyo)
+        .format("%Y")
+        .to_string();
+    assert!(system.contains(&format!("{year}, ")), "{system}");
+    assert!(
+        system.ends_with("(Asia/Tokyo).") || system.contains("(Asia/Tokyo)."),
+        "{system}"
+    );
+    e.stop().await;
+}

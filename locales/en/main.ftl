@@ -142,3 +142,4 @@ random-off = Random turns are off.
 notice-field-channels-read = Channels read
 notice-field-missed = Unanswered messages addressed to the bot
 notice-field-answered = Queued to be answered
+rate-limited = You're sending messages faster than I can answer, so I'm skipping some for a minute. Try again shortly.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serenity::all::{FullEvent, Message};
 
 use super::BotData;
-use crate::domain::admission::{Cooldowns, MessageFacts, addressed, admit, triggers};
+use crate::domain::admission::{MessageFacts, RateLimit, Refusal, addressed, admit, triggers};
 use crate::domain::catch_up::Seen;
 use crate::domain::ports::{
     Clock, HistoryMessage, NewQueuedMessage, Pings, ServerSettings, SystemClock,
@@ -151,9 +151,19 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
         author_roles: &roles,
         bot_can_send: server.is_none_or(|s| data.cache.bot_can_send(s, channel, bot)),
     };
+    // SPEC C7: the requester of a running or waiting turn speaks in it, mention or not (a reply
+    // to someone else is a conversation of its own).
+    let replies_to_other = message
+        .referenced_message
+        .as_ref()
+        .is_some_and(|r| r.author.id.get() != bot);
+    let follow_up = origin == Origin::Gateway
+        && !replies_to_other
+        && settings.thought_log_channel != Some(channel)
+        && data.orchestrator.has_turn_of(channel, facts.author).await;
     let (triggered, random) = match origin {
         Origin::Gateway => {
-            let triggered = triggers(&facts, &settings, &data.persona.trigger_words);
+            let triggered = follow_up || triggers(&facts, &settings, &data.persona.trigger_words);
             (
                 triggered,
                 !triggered && rolls_random(data, &facts, &settings, server),
@@ -164,15 +174,20 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
     if !triggered && !random {
         return false;
     }
-    let no_cooldown = Cooldowns::new(std::time::Duration::ZERO);
-    let cooldowns = match origin {
-        Origin::Gateway => &data.cooldowns,
-        Origin::CatchUp => &no_cooldown,
+    // Follow-ups and what a catch-up found do not count against the user's rate.
+    let unlimited = RateLimit::unlimited();
+    let rate = if follow_up || origin == Origin::CatchUp {
+        &unlimited
+    } else {
+        &data.rate
     };
-    if let Err(refusal) = admit(&facts, &settings, cooldowns) {
+    if let Err(refusal) = admit(&facts, &settings, rate) {
         tracing::debug!(%channel, ?refusal, ?origin, "message not admitted");
         if let (true, Some(server)) = (random, server) {
             data.random.refund(server, SystemClock.now_ms());
+        }
+        if refusal == (Refusal::Flooding { tell: true }) {
+            tell_rate_limited(data, message, server, channel).await;
         }
         return false;
     }
@@ -253,6 +268,24 @@ async fn tell_settings_unavailable(
         .await
     {
         tracing::warn!(%channel, %error, "could not post the settings-unavailable notice");
+    }
+}
+
+/// A user past their rate limit is told, once per window, as a reply (SPEC C2: never silent).
+async fn tell_rate_limited(
+    data: &BotData,
+    message: &Message,
+    server: Option<ServerId>,
+    channel: ChannelId,
+) {
+    let notice = crate::locale::text(locale_of(data, server), "rate-limited");
+    let reply_to = Some(MessageId(message.id.get()));
+    if let Err(error) = data
+        .sink
+        .send_text(channel, notice, reply_to, &Pings::none(), None)
+        .await
+    {
+        tracing::warn!(%channel, %error, "could not tell a user they are past their rate limit");
     }
 }
 

@@ -107,6 +107,13 @@ impl CacheCell {
         Some(Locale::from_discord(&guild.preferred_locale))
     }
 
+    /// The server's name, or `None` when unknown.
+    pub fn name(&self, server: ServerId) -> Option<String> {
+        let cache = self.get()?;
+        let guild = cache.guild(GuildId::new(server.0))?;
+        Some(guild.name.clone())
+    }
+
     /// The parent of a thread (for allow and block lists).
     pub fn parent(&self, server: ServerId, channel: ChannelId) -> Option<ChannelId> {
         let cache = self.get()?;

@@ -13,7 +13,7 @@ use tokio::task::JoinHandle;
 
 use crate::config::Config;
 use crate::config::ShardPlan;
-use crate::domain::admission::Cooldowns;
+use crate::domain::admission::RateLimit;
 use crate::domain::ports::{Persona, SettingsStore};
 use crate::engine::orchestrator::Orchestrator;
 use crate::locale::Locale;
@@ -39,7 +39,8 @@ pub struct BotData {
     pub settings: Arc<dyn SettingsStore>,
     /// The persona that answers (its trigger words and name).
     pub persona: Persona,
-    pub cooldowns: Cooldowns,
+    /// Each user's rate limit (SPEC C2).
+    pub rate: RateLimit,
     pub random: crate::domain::admission::RandomBudget,
     pub reminders: Arc<dyn crate::domain::ports::ReminderStore>,
     pub cache: guild::CacheCell,

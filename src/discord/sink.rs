@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::guild::CacheCell;
 use super::ratelimit::Route;
 use super::recent::RecentMessages;
 use super::rest::{DiscordRest, SendError, nonce};
@@ -36,11 +37,23 @@ pub struct DiscordSink {
     rest: Arc<DiscordRest>,
     bot: BotId,
     recent: Arc<RecentMessages>,
+    cache: CacheCell,
 }
 
 impl DiscordSink {
     pub fn new(rest: Arc<DiscordRest>, bot: BotId, recent: Arc<RecentMessages>) -> Self {
-        Self { rest, bot, recent }
+        Self {
+            rest,
+            bot,
+            recent,
+            cache: CacheCell::default(),
+        }
+    }
+
+    /// Reads server names from the gateway's cache (without it, no server is named).
+    pub fn with_cache(mut self, cache: CacheCell) -> Self {
+        self.cache = cache;
+        self
     }
 }
 
@@ -244,6 +257,10 @@ fn history_message(m: &Value, bot: Option<u64>) -> Option<HistoryMessage> {
 
 #[async_trait]
 impl StickerCatalog for DiscordSink {
+    fn server_name(&self, server: ServerId) -> Option<String> {
+        self.cache.name(server)
+    }
+
     async fn stickers(&self, server: ServerId) -> Result<Vec<Sticker>, PortError> {
         let stickers = self
             .rest

@@ -1,6 +1,6 @@
 //! Which messages start a turn (SPEC C1) and which are refused before any model call (SPEC C2).
-//! Pure decisions over plain facts the adapter gathers from Discord; the per-user cooldown is
-//! the only state.
+//! Pure decisions over plain facts the adapter gathers from Discord; the per-user rate limit
+//! is the only state.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -87,57 +87,105 @@ pub enum Refusal {
     ChannelNotAllowed,
     RoleBlocked,
     RoleNotAllowed,
-    CoolingDown,
+    /// Past the user's rate limit; `tell` for the first refusal of the window.
+    Flooding {
+        tell: bool,
+    },
     CannotSend,
 }
 
-/// Per-user cooldown between turns.
+/// The per-user rate limit (SPEC C2): at most `per_minute` messages a user may start turns with
+/// in a window of 60 s (from their first). Within it every message is queued, however quick;
+/// past it a message is refused, and the user is told the first time in the window only.
 #[derive(Debug)]
-pub struct Cooldowns {
-    every: Duration,
-    last: Mutex<HashMap<UserId, Instant>>,
+pub struct RateLimit {
+    per_minute: u32,
+    windows: Mutex<HashMap<UserId, Window>>,
 }
 
-impl Cooldowns {
-    pub fn new(every: Duration) -> Self {
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    opened: Instant,
+    count: u32,
+    told: bool,
+}
+
+/// The window of the limit.
+const RATE_WINDOW: Duration = Duration::from_secs(60);
+/// Users remembered at once; past it windows already over are forgotten.
+const RATE_USERS: usize = 10_000;
+
+impl RateLimit {
+    /// `per_minute` 0: no limit.
+    pub fn new(per_minute: u32) -> Self {
         Self {
-            every,
-            last: Mutex::new(HashMap::new()),
+            per_minute,
+            windows: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Takes the user's turn slot now, unless they had one within the cooldown.
-    fn take(&self, user: UserId) -> bool {
-        if self.every.is_zero() {
-            return true;
+    /// No limit (follow-ups, a catch-up, tests).
+    pub fn unlimited() -> Self {
+        Self::new(0)
+    }
+
+    /// Counts a message of `user` now: `Ok` within the limit, else whether this refusal is the
+    /// first of the window (the one the user is told of).
+    fn take(&self, user: UserId) -> Result<(), bool> {
+        self.take_at(user, Instant::now())
+    }
+
+    fn take_at(&self, user: UserId, now: Instant) -> Result<(), bool> {
+        if self.per_minute == 0 {
+            return Ok(());
         }
-        let now = Instant::now();
-        let mut last = self
-            .last
+        let mut windows = self
+            .windows
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if last
-            .get(&user)
-            .is_some_and(|at| now.duration_since(*at) < self.every)
-        {
-            return false;
+        if windows.len() >= RATE_USERS && !windows.contains_key(&user) {
+            windows.retain(|_, w| now.saturating_duration_since(w.opened) < RATE_WINDOW);
+            if windows.len() >= RATE_USERS {
+                // Every remembered user is inside a window: the oldest goes.
+                let oldest = windows
+                    .iter()
+                    .min_by_key(|(_, w)| w.opened)
+                    .map(|(u, _)| *u);
+                if let Some(oldest) = oldest {
+                    windows.remove(&oldest);
+                }
+            }
         }
-        // Keep the map small: forget users whose cooldown is long over.
-        if last.len() > 10_000 {
-            last.retain(|_, at| now.duration_since(*at) < self.every);
+        let window = windows.entry(user).or_insert(Window {
+            opened: now,
+            count: 0,
+            told: false,
+        });
+        if now.saturating_duration_since(window.opened) >= RATE_WINDOW {
+            *window = Window {
+                opened: now,
+                count: 0,
+                told: false,
+            };
         }
-        last.insert(user, now);
-        true
+        if window.count < self.per_minute {
+            window.count += 1;
+            return Ok(());
+        }
+        let first = !window.told;
+        window.told = true;
+        Err(first)
     }
 }
 
 /// Admits a triggering message (SPEC C2): channel and role lists (block beats allow; an empty
-/// allow list allows all), deliverability, then the cooldown. A refused message gets no model
-/// call and no reply.
+/// allow list allows all), deliverability, then the user's rate limit. A message refused by the
+/// lists or deliverability gets no model call and no reply; one past the rate limit gets a
+/// notice the first time in its window (the adapter posts it).
 pub fn admit(
     facts: &MessageFacts<'_>,
     settings: &ServerSettings,
-    cooldowns: &Cooldowns,
+    rate: &RateLimit,
 ) -> Result<(), Refusal> {
     let access = &settings.access;
     if !facts.is_dm {
@@ -169,8 +217,8 @@ pub fn admit(
     if !facts.bot_can_send {
         return Err(Refusal::CannotSend);
     }
-    if !cooldowns.take(facts.author) {
-        return Err(Refusal::CoolingDown);
+    if let Err(tell) = rate.take(facts.author) {
+        return Err(Refusal::Flooding { tell });
     }
     Ok(())
 }
@@ -321,7 +369,7 @@ mod tests {
     // SPEC C2: block beats allow, for channels and roles.
     #[test]
     fn block_beats_allow() {
-        let cooldowns = Cooldowns::new(Duration::ZERO);
+        let cooldowns = RateLimit::unlimited();
         let settings = ServerSettings {
             access: AccessLists {
                 allowed_channels: vec![ChannelId(1)],
@@ -398,7 +446,7 @@ mod tests {
     // SPEC C2: a channel the bot cannot post in is refused; DMs ignore server lists.
     #[test]
     fn undeliverable_is_refused_and_dms_skip_server_lists() {
-        let cooldowns = Cooldowns::new(Duration::ZERO);
+        let cooldowns = RateLimit::unlimited();
         let settings = ServerSettings {
             access: AccessLists {
                 allowed_channels: vec![ChannelId(5)],
@@ -458,22 +506,39 @@ mod tests {
         assert!(!budget.roll(ServerId(1), &on, 0, 3_600_004), "still two");
     }
 
-    // SPEC C2: the per-user cooldown.
+    // SPEC C2: the per-user rate limit queues every message inside it, however quick, refuses
+    // a flood past it and tells the user once per window.
     #[tokio::test(start_paused = true)]
-    async fn per_user_cooldown() {
-        let cooldowns = Cooldowns::new(Duration::from_secs(2));
+    async fn per_user_rate_limit_tells_once_per_window() {
+        let rate = RateLimit::new(2);
         let settings = ServerSettings::default();
-        assert_eq!(admit(&facts("a"), &settings, &cooldowns), Ok(()));
+        assert_eq!(admit(&facts("a"), &settings, &rate), Ok(()));
         assert_eq!(
-            admit(&facts("b"), &settings, &cooldowns),
-            Err(Refusal::CoolingDown)
+            admit(&facts("b"), &settings, &rate),
+            Ok(()),
+            "a quick second"
+        );
+        assert_eq!(
+            admit(&facts("c"), &settings, &rate),
+            Err(Refusal::Flooding { tell: true })
+        );
+        assert_eq!(
+            admit(&facts("d"), &settings, &rate),
+            Err(Refusal::Flooding { tell: false }),
+            "told once"
         );
         let other = MessageFacts {
             author: UserId(3),
-            ..facts("c")
+            ..facts("e")
         };
-        assert_eq!(admit(&other, &settings, &cooldowns), Ok(()), "per user");
-        tokio::time::advance(Duration::from_secs(2)).await;
-        assert_eq!(admit(&facts("d"), &settings, &cooldowns), Ok(()));
+        assert_eq!(admit(&other, &settings, &rate), Ok(()), "per user");
+        tokio::time::advance(Duration::from_secs(60)).await;
+        assert_eq!(admit(&facts("f"), &settings, &rate), Ok(()), "a new window");
+        assert_eq!(admit(&facts("g"), &settings, &rate), Ok(()));
+        assert_eq!(
+            admit(&facts("h"), &settings, &rate),
+            Err(Refusal::Flooding { tell: true }),
+            "told again in the new window"
+        );
     }
 }

@@ -58,6 +58,7 @@ pub async fn load(
     ports: &Ports,
     trigger: &Trigger,
     history_messages: u8,
+    zone: chrono_tz::Tz,
 ) -> LoadedContext {
     let scope = &turn.scope;
     let facts = ports
@@ -91,7 +92,13 @@ pub async fn load(
         });
     recent.reverse(); // oldest first
     turn.state().oldest_context_message = Some(recent.first().map_or(trigger.message, |m| m.id));
+    let place = Place {
+        server_name: scope.server.and_then(|s| ports.stickers.server_name(s)),
+        now_ms: ports.clock.now_ms(),
+        zone,
+    };
     let mut system = system_prompt(persona, scope.is_dm(), &facts, summary, trigger);
+    system.push_str(&place.describe(&persona.display_name));
     plan_results(turn, ports, &mut system).await;
     LoadedContext {
         system,
@@ -134,6 +141,36 @@ fn system_prompt(
         system.push_str(&summary);
     }
     system
+}
+
+/// Where and when the turn happens, for the system prompt: the model has no clock, and a
+/// reminder's time must be an absolute date.
+struct Place {
+    server_name: Option<String>,
+    now_ms: i64,
+    zone: chrono_tz::Tz,
+}
+
+impl Place {
+    /// `\n\nYou are Aria, in the Discord server "Test Guild". It is now Tuesday 1 December
+    /// 2026, 18:05 (UTC).` A server name is cut to 100 characters and loses its quotes.
+    fn describe(&self, persona_name: &str) -> String {
+        use chrono::TimeZone as _;
+        let mut text = format!("\n\nYou are {persona_name}");
+        if let Some(name) = &self.server_name {
+            let name: String = name.replace('"', "'").chars().take(100).collect();
+            text.push_str(&format!(", in the Discord server \"{name}\""));
+        }
+        text.push('.');
+        if let chrono::LocalResult::Single(now) = self.zone.timestamp_millis_opt(self.now_ms) {
+            text.push_str(&format!(
+                " It is now {} ({}).",
+                now.format("%A %-d %B %Y, %H:%M"),
+                self.zone.name()
+            ));
+        }
+        text
+    }
 }
 
 /// What became of images planned here lately: posted, or why not (SPEC S5, T8).
@@ -209,5 +246,38 @@ impl LoadedContext {
         }
         messages.extend(tail.iter().cloned());
         ModelRequest { messages, tools }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Place;
+
+    /// 2026-12-01 18:05 UTC.
+    const AT: i64 = 1_796_148_300_000;
+
+    // Issue 14 (time and place): the prompt says who the persona is, where, and what day and
+    // time it is in the configured zone.
+    #[test]
+    fn the_prompt_says_who_where_and_when() {
+        let place = Place {
+            server_name: Some("Test \"Guild\"".into()),
+            now_ms: AT,
+            zone: chrono_tz::UTC,
+        };
+        assert_eq!(
+            place.describe("Aria"),
+            "\n\nYou are Aria, in the Discord server \"Test 'Guild'\". It is now Tuesday 1 \
+             December 2026, 18:05 (UTC)."
+        );
+        let tokyo = Place {
+            server_name: None,
+            now_ms: AT,
+            zone: chrono_tz::Asia::Tokyo,
+        };
+        assert_eq!(
+            tokyo.describe("Aria"),
+            "\n\nYou are Aria. It is now Wednesday 2 December 2026, 03:05 (Asia/Tokyo)."
+        );
     }
 }

@@ -87,6 +87,11 @@ pub struct TurnFinished {
 /// blocks, per channel, and there may be many thousands of channels.
 enum Command {
     Message(Box<Pending>),
+    /// Whether `user` has a turn running or waiting in the channel.
+    Involves {
+        user: UserId,
+        reply: oneshot::Sender<bool>,
+    },
     Kill {
         requester: UserId,
         can_manage: bool,
@@ -267,6 +272,16 @@ impl Orchestrator {
             return KillReport::NothingRunning;
         }
         answer.await.unwrap_or(KillReport::NothingRunning)
+    }
+
+    /// Whether `user` has a turn running or waiting in `channel`: their messages there are
+    /// follow-ups, mention or not (SPEC C7). No worker is started to ask.
+    pub async fn has_turn_of(&self, channel: ChannelId, user: UserId) -> bool {
+        let (reply, answer) = oneshot::channel();
+        let sent = lock(&self.inner.channels)
+            .get(&channel)
+            .is_some_and(|slot| slot.tx.send(Command::Involves { user, reply }).is_ok());
+        sent && answer.await.unwrap_or(false)
     }
 
     /// Stops every worker at once. Running turns are stopped with their queue entries kept, so
@@ -518,6 +533,14 @@ impl Worker {
     async fn handle(&mut self, command: Command) {
         match command {
             Command::Message(pending) => self.take_message(*pending).await,
+            Command::Involves { user, reply } => {
+                let running = self
+                    .running
+                    .as_ref()
+                    .is_some_and(|r| r.turn.scope.user == user);
+                let waiting = self.queue.iter().any(|p| p.message.author == user);
+                let _ = reply.send(running || waiting);
+            }
             Command::Kill {
                 requester,
                 can_manage,

@@ -152,9 +152,15 @@ impl<'a> TurnRun<'a> {
         delivered_before: u32,
     ) -> Self {
         let ports = &deps.env.ports;
-        let context =
-            crate::engine::context::load(turn, persona, ports, trigger, config.history_messages)
-                .await;
+        let context = crate::engine::context::load(
+            turn,
+            persona,
+            ports,
+            trigger,
+            config.history_messages,
+            config.time_zone.parse().unwrap_or(chrono_tz::UTC),
+        )
+        .await;
         let session = ToolSession::new(
             Role::Persona,
             deps.registry.clone(),

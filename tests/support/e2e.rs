@@ -73,7 +73,6 @@ impl E2e {
         config.provider.first_token_timeout_secs = 5;
         config.provider.idle_timeout_secs = 5;
         config.database.url = format!("sqlite://{}/bot.db", dir.path().display());
-        config.turn.user_cooldown_ms = 0;
         configure(&mut config);
         let secrets = Secrets {
             discord_token: Some(SecretString::from("test-token".to_owned())),

@@ -100,10 +100,14 @@ pub trait ChatSink: Send + Sync {
     async fn send_progress(&self, channel: ChannelId, text: String);
 }
 
-/// The server's stickers.
+/// What a server offers a turn: its stickers, and its name.
 #[async_trait]
 pub trait StickerCatalog: Send + Sync {
     async fn stickers(&self, server: ServerId) -> Result<Vec<Sticker>, PortError>;
+    /// The server's name, when known (for the system prompt).
+    fn server_name(&self, _server: ServerId) -> Option<String> {
+        None
+    }
 }
 
 /// A channel message brought into context.
