@@ -1250,3 +1250,36 @@ async fn the_system_prompt_says_who_where_and_when() {
     );
     e.stop().await;
 }
+
+// Issue 14 (stickers in view): the sticker tool's description lists the server's stickers, read
+// from the gateway's cache (no REST request per turn), so the model picks one that exists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sticker_tool_lists_the_servers_stickers_from_the_cache() {
+    let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["Hello."])]).await;
+    e.mention(ALICE, "alice", "hi").await;
+    e.until("the answer", |e| e.texts(GENERAL).len() == 1).await;
+    let tools = e.openai.requests()[0].body["tools"].clone();
+    let sticker_tool = tools
+        .as_array()
+        .and_then(|t| {
+            t.iter()
+                .find(|t| t["function"]["name"] == "select_sticker_for_response")
+        })
+        .cloned()
+        .unwrap_or_default();
+    let description = sticker_tool["function"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        description.ends_with("This server's stickers: \"heart\", \"wave\"."),
+        "{description}"
+    );
+    let asked = e
+        .discord
+        .requests()
+        .iter()
+        .filter(|r| r.method == "GET" && r.path.contains("/stickers"))
+        .count();
+    assert_eq!(asked, 0, "read from the cache");
+    e.stop().await;
+}

@@ -107,6 +107,24 @@ impl CacheCell {
         Some(Locale::from_discord(&guild.preferred_locale))
     }
 
+    /// The server's available stickers, or `None` when the cache does not hold the server.
+    pub fn stickers(&self, server: ServerId) -> Option<Vec<crate::domain::ports::Sticker>> {
+        let cache = self.get()?;
+        let guild = cache.guild(GuildId::new(server.0))?;
+        let mut stickers: Vec<crate::domain::ports::Sticker> = guild
+            .stickers
+            .values()
+            .filter(|s| s.available)
+            .map(|s| crate::domain::ports::Sticker {
+                id: s.id.get(),
+                name: s.name.clone(),
+            })
+            .collect();
+        // One order every turn (the map has none).
+        stickers.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
+        Some(stickers)
+    }
+
     /// The server's name, or `None` when unknown.
     pub fn name(&self, server: ServerId) -> Option<String> {
         let cache = self.get()?;

@@ -261,7 +261,12 @@ impl StickerCatalog for DiscordSink {
         self.cache.name(server)
     }
 
+    /// From the gateway's cache (GUILD_CREATE and sticker updates keep it current); asked of
+    /// Discord only when the cache does not hold the server.
     async fn stickers(&self, server: ServerId) -> Result<Vec<Sticker>, PortError> {
+        if let Some(cached) = self.cache.stickers(server) {
+            return Ok(cached);
+        }
         let stickers = self
             .rest
             .get(

@@ -161,12 +161,17 @@ impl<'a> TurnRun<'a> {
             config.time_zone.parse().unwrap_or(chrono_tz::UTC),
         )
         .await;
+        let stickers = match turn.scope.server {
+            Some(server) => ports.stickers.stickers(server).await.unwrap_or_default(),
+            None => Vec::new(),
+        };
         let session = ToolSession::new(
             Role::Persona,
             deps.registry.clone(),
             turn.clone(),
             deps.env.clone(),
-        );
+        )
+        .with_sticker_names(stickers.into_iter().map(|s| s.name));
         let reply_to = trigger.reply.then_some(trigger.message);
         let pings = Pings::answering(trigger.author, &trigger.content);
         let mut delivery = ReplyDelivery::new(turn, ports, reply_to, pings, delivered_before);

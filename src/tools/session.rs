@@ -87,7 +87,14 @@ pub struct ToolSession {
     registry: Arc<Registry>,
     turn: Arc<Turn>,
     env: Arc<ToolEnv>,
+    /// The server's sticker names, shown in the sticker tool's description this turn.
+    sticker_names: Vec<String>,
 }
+
+/// Most sticker names listed in the sticker tool's description.
+pub const STICKER_NAMES_SHOWN: usize = 50;
+/// Longest sticker name shown (Discord allows 30).
+const STICKER_NAME_MAX: usize = 30;
 
 impl ToolSession {
     pub fn new(role: Role, registry: Arc<Registry>, turn: Arc<Turn>, env: Arc<ToolEnv>) -> Self {
@@ -96,7 +103,25 @@ impl ToolSession {
             registry,
             turn,
             env,
+            sticker_names: Vec::new(),
         }
+    }
+
+    /// Shows the server's sticker names in the sticker tool's description (at most
+    /// [`STICKER_NAMES_SHOWN`]), so the model picks one that exists instead of guessing.
+    pub fn with_sticker_names(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.sticker_names = names
+            .into_iter()
+            .map(|n| {
+                n.chars()
+                    .filter(|c| !c.is_control())
+                    .take(STICKER_NAME_MAX)
+                    .collect()
+            })
+            .filter(|n: &String| !n.trim().is_empty())
+            .take(STICKER_NAMES_SHOWN)
+            .collect();
+        self
     }
 
     /// A session of another role in the same turn (the drafting reviewer's, for one).
@@ -142,8 +167,31 @@ impl ToolSession {
         self.registry
             .for_role(self.role)
             .filter(|t| self.offers(t))
-            .map(|t| t.spec.clone())
+            .map(|t| self.specification(t))
             .collect()
+    }
+
+    /// A tool's specification as this turn shows it: the sticker tool lists the server's
+    /// stickers.
+    fn specification(&self, tool: &RegisteredTool) -> Value {
+        let mut spec = tool.spec.clone();
+        let stickers = crate::tools::select_sticker_for_response::SelectStickerForResponse::NAME;
+        if tool.name == stickers
+            && !self.sticker_names.is_empty()
+            && let Some(description) = spec.pointer_mut("/function/description")
+        {
+            let listed = self
+                .sticker_names
+                .iter()
+                .map(|n| format!("\"{n}\""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            *description = Value::String(format!(
+                "{} This server's stickers: {listed}.",
+                description.as_str().unwrap_or_default()
+            ));
+        }
+        spec
     }
 
     /// The names the model sees this pass.
