@@ -1283,3 +1283,86 @@ async fn the_sticker_tool_lists_the_servers_stickers_from_the_cache() {
     assert_eq!(asked, 0, "read from the cache");
     e.stop().await;
 }
+
+/// A reply that takes `secs` before its text comes, then says `text`.
+fn slow(secs: u64, text: &str) -> Reply {
+    Reply::Stream(vec![
+        Sse::Delay(Duration::from_secs(secs)),
+        Sse::text(text),
+        Sse::finish("stop"),
+        Sse::Done,
+    ])
+}
+
+// SPEC C7: an edit of a waiting message replaces its text; deleting a waiting message drops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_waiting_message_is_answered_as_edited_and_a_deleted_one_not_at_all() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![slow(2, "Alice's answer."), Reply::text(&["Six."])],
+    )
+    .await;
+    e.mention(ALICE, "alice", "first").await;
+    e.until("alice's turn runs", |e| e.openai.requests().len() == 1)
+        .await;
+    let bob = e.mention(BOB, "bob", "what is 2+2?").await;
+    let moderator = e.mention(MODERATOR, "mod", "never mind this").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    e.discord
+        .user_edits(GENERAL, bob, &format!("<@{BOT}> what is 3+3?"));
+    e.discord.user_deletes(GENERAL, moderator);
+    e.until("bob is answered", |e| e.openai.requests().len() == 2)
+        .await;
+    assert_eq!(
+        e.last_model_message(1)["content"],
+        "[bob] @Aria what is 3+3?"
+    );
+    e.until("both answers", |e| e.texts(GENERAL).len() == 2)
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        e.openai.requests().len(),
+        2,
+        "the deleted message is not answered"
+    );
+    e.stop().await;
+}
+
+// SPEC C7: an edit of the running turn's trigger is a follow-up with the new text; a turn whose
+// trigger is deleted before any of its answer went out stops, and posts nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_trigger_is_a_follow_up_and_a_deleted_one_stops_its_turn() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![
+            slow(3, "A long story."),
+            Reply::text(&["A short story."]),
+            slow(3, "Never posted."),
+        ],
+    )
+    .await;
+    let story = e.mention(ALICE, "alice", "tell me a story").await;
+    e.until("the turn runs", |e| e.openai.requests().len() == 1)
+        .await;
+    e.discord
+        .user_edits(GENERAL, story, &format!("<@{BOT}> tell me a short story"));
+    e.until("the follow-up is asked", |e| e.openai.requests().len() == 2)
+        .await;
+    assert!(
+        e.openai.requests()[1].body["messages"]
+            .to_string()
+            .contains("tell me a short story"),
+    );
+    e.until("the short story", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "A short story.")
+    })
+    .await;
+    let posted = e.texts(GENERAL).len();
+    let gone = e.mention(BOB, "bob", "tell me another").await;
+    e.until("bob's turn runs", |e| e.openai.requests().len() == 3)
+        .await;
+    e.discord.user_deletes(GENERAL, gone);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(e.texts(GENERAL).len(), posted, "{:?}", e.texts(GENERAL));
+    e.stop().await;
+}

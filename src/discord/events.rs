@@ -53,15 +53,25 @@ pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
             if let Some(content) = &event.content {
                 data.recent
                     .edited(event.channel_id.get(), event.id.get(), content);
+                data.orchestrator.edited(
+                    ChannelId(event.channel_id.get()),
+                    MessageId(event.id.get()),
+                    as_queued(data, content),
+                );
             }
         }
         FullEvent::MessageDelete {
             channel_id,
             deleted_message_id,
             ..
-        } => data
-            .recent
-            .deleted(channel_id.get(), &[deleted_message_id.get()]),
+        } => {
+            data.recent
+                .deleted(channel_id.get(), &[deleted_message_id.get()]);
+            data.orchestrator.deleted(
+                ChannelId(channel_id.get()),
+                MessageId(deleted_message_id.get()),
+            );
+        }
         FullEvent::MessageDeleteBulk {
             channel_id,
             multiple_deleted_messages_ids,
@@ -191,18 +201,25 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
         }
         return false;
     }
-    // The model reads the bot's mention as the persona's name.
-    let at_name = format!("@{}", data.persona.display_name);
-    let content = message
-        .content
-        .replace(&bot_mention, &at_name)
-        .replace(&bot_nick_mention, &at_name);
+    let content = as_queued(data, &message.content);
     let entry = queued(data, message, server, content, random);
     match origin {
         Origin::Gateway => data.orchestrator.submit(entry).await,
         Origin::CatchUp => data.orchestrator.submit_late(entry).await,
     }
     true
+}
+
+/// A message's text as a queued message holds it: the model reads the bot's mention as the
+/// persona's name.
+fn as_queued(data: &BotData, content: &str) -> String {
+    let Some(bot) = data.bot.get() else {
+        return content.to_owned();
+    };
+    let at_name = format!("@{}", data.persona.display_name);
+    content
+        .replace(&format!("<@{bot}>"), &at_name)
+        .replace(&format!("<@!{bot}>"), &at_name)
 }
 
 /// A random quiet turn: never for bots, webhooks, DMs or the thought-log channel.

@@ -37,6 +37,26 @@ impl TurnId {
         bytes[8..].copy_from_slice(&message.0.to_be_bytes());
         TurnId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
     }
+
+    /// The turn answering the `edit`-th edit of a message (its trigger edited while it ran,
+    /// SPEC C7): distinct from the message's own turn and from every other edit's.
+    pub fn for_edit(channel: ChannelId, message: MessageId, edit: u32) -> Self {
+        if edit == 0 {
+            return Self::for_message(channel, message);
+        }
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::new()
+            .chain_update(b"edit")
+            .chain_update(channel.0.to_be_bytes())
+            .chain_update(message.0.to_be_bytes())
+            .chain_update(edit.to_be_bytes())
+            .finalize();
+        let mut bytes = [0u8; 16];
+        for (to, from) in bytes.iter_mut().zip(digest.iter()) {
+            *to = *from;
+        }
+        TurnId(uuid::Builder::from_custom_bytes(bytes).into_uuid())
+    }
 }
 
 impl Default for TurnId {
@@ -461,6 +481,11 @@ mod tests {
         assert_eq!(a, TurnId::for_message(ChannelId(1), MessageId(2)));
         assert_ne!(a, TurnId::for_message(ChannelId(1), MessageId(3)));
         assert_ne!(a, TurnId::for_message(ChannelId(2), MessageId(2)));
+        assert_eq!(a, TurnId::for_edit(ChannelId(1), MessageId(2), 0));
+        let edited = TurnId::for_edit(ChannelId(1), MessageId(2), 1);
+        assert_ne!(a, edited);
+        assert_eq!(edited, TurnId::for_edit(ChannelId(1), MessageId(2), 1));
+        assert_ne!(edited, TurnId::for_edit(ChannelId(1), MessageId(2), 2));
     }
 
     #[test]

@@ -87,6 +87,15 @@ pub struct TurnFinished {
 /// blocks, per channel, and there may be many thousands of channels.
 enum Command {
     Message(Box<Pending>),
+    /// A message was edited (SPEC C7).
+    Edited {
+        message: MessageId,
+        content: String,
+    },
+    /// A message was deleted (SPEC C7).
+    Deleted {
+        message: MessageId,
+    },
     /// Whether `user` has a turn running or waiting in the channel.
     Involves {
         user: UserId,
@@ -107,6 +116,8 @@ struct Pending {
     message: NewQueuedMessage,
     /// It waited behind another turn: its reply replies to it.
     waited: bool,
+    /// How many edits of its message it answers (0: the message as sent; SPEC C7).
+    edit: u32,
 }
 
 /// The handle the adapter uses. Cheap to clone.
@@ -209,6 +220,7 @@ impl Orchestrator {
                 store_id,
                 message,
                 waited,
+                edit: 0,
             })),
         );
     }
@@ -244,6 +256,7 @@ impl Orchestrator {
                     store_id: Some(stored.id),
                     message: stored.entry,
                     waited: true,
+                    edit: 0,
                 })),
             );
         }
@@ -282,6 +295,23 @@ impl Orchestrator {
             .get(&channel)
             .is_some_and(|slot| slot.tx.send(Command::Involves { user, reply }).is_ok());
         sent && answer.await.unwrap_or(false)
+    }
+
+    /// A message in `channel` was edited: a waiting one takes the new text, the running turn's
+    /// trigger becomes a follow-up with it (SPEC C7). `content` is as a queued message holds it.
+    /// Nothing happens in a channel without a worker.
+    pub fn edited(&self, channel: ChannelId, message: MessageId, content: String) {
+        if let Some(slot) = lock(&self.inner.channels).get(&channel) {
+            let _ = slot.tx.send(Command::Edited { message, content });
+        }
+    }
+
+    /// A message in `channel` was deleted: a waiting one is dropped, and the running turn it
+    /// started stops when nothing of its answer went out yet (SPEC C7).
+    pub fn deleted(&self, channel: ChannelId, message: MessageId) {
+        if let Some(slot) = lock(&self.inner.channels).get(&channel) {
+            let _ = slot.tx.send(Command::Deleted { message });
+        }
     }
 
     /// Stops every worker at once. Running turns are stopped with their queue entries kept, so
@@ -533,6 +563,8 @@ impl Worker {
     async fn handle(&mut self, command: Command) {
         match command {
             Command::Message(pending) => self.take_message(*pending).await,
+            Command::Edited { message, content } => self.edited(message, content).await,
+            Command::Deleted { message } => self.deleted(message).await,
             Command::Involves { user, reply } => {
                 let running = self
                     .running
@@ -549,6 +581,54 @@ impl Worker {
                 let report = self.kill(requester, can_manage).await;
                 let _ = reply.send(report);
             }
+        }
+    }
+
+    /// SPEC C7: an edit of a waiting message replaces its text (stored too); an edit of the
+    /// running turn's trigger is a follow-up with the new text.
+    async fn edited(&mut self, message: MessageId, content: String) {
+        if let Some(pending) = self.queue.iter_mut().find(|p| p.message.message == message) {
+            pending.message.content.clone_from(&content);
+            if let Some(id) = pending.store_id
+                && let Err(error) = self.deps.queue.update_content(id, &content).await
+            {
+                tracing::warn!(channel = %self.channel, %error, "could not store an edited message's text; it is answered as edited unless the process restarts");
+            }
+            return;
+        }
+        let Some(running) = &self.running else {
+            return;
+        };
+        if running.pending.message.message != message {
+            return;
+        }
+        let mut follow_up = running.pending.message.clone();
+        follow_up.content = content;
+        let edit = running.pending.edit.saturating_add(1);
+        self.take_message(Pending {
+            store_id: None,
+            message: follow_up,
+            waited: true,
+            edit,
+        })
+        .await;
+    }
+
+    /// SPEC C7: a deleted waiting message is dropped; a running turn whose trigger was deleted
+    /// stops when nothing of its answer went out yet (what went out stays, and it goes on).
+    async fn deleted(&mut self, message: MessageId) {
+        if let Some(at) = self.queue.iter().position(|p| p.message.message == message) {
+            if let Some(dropped) = self.queue.remove(at) {
+                self.forget(&dropped).await;
+            }
+            return;
+        }
+        if let Some(running) = &self.running
+            && running.pending.message.message == message
+            && !running.turn.state().response_delivered
+        {
+            tracing::info!(channel = %self.channel, turn = %running.turn.id, "the trigger was deleted before any answer went out; stopping the turn");
+            running.turn.stop.kill();
         }
     }
 
@@ -678,7 +758,7 @@ impl Worker {
         };
         let turn = Arc::new(
             Turn::new(scope, m.locale)
-                .with_id(TurnId::for_message(m.channel, m.message))
+                .with_id(TurnId::for_edit(m.channel, m.message, pending.edit))
                 .quiet(m.quiet)
                 .drafting(settings.drafting)
                 .review_policy(settings.review.clone())

@@ -203,6 +203,17 @@ impl QueueStore for QueueRepo {
         Ok(())
     }
 
+    async fn update_content(&self, id: i64, content: &str) -> Result<(), PortError> {
+        let updated = sqlx::query("UPDATE queued_messages SET content = $2 WHERE id = $1")
+            .bind(id)
+            .bind(storable(content))
+            .execute(self.db.pool())
+            .await;
+        self.db.health().observe(&updated);
+        updated.map_err(port_error)?;
+        Ok(())
+    }
+
     async fn pending(&self, channel: ChannelId) -> Result<Vec<QueuedMessage>, PortError> {
         let now = now_ms();
         let c = &self.claims;

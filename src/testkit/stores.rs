@@ -145,6 +145,13 @@ impl crate::domain::ports::QueueStore for InMemoryQueue {
         Ok(())
     }
 
+    async fn update_content(&self, id: i64, content: &str) -> Result<(), PortError> {
+        if let Some(entry) = lock(&self.entries).by_id.get_mut(&id) {
+            content.clone_into(&mut entry.entry.content);
+        }
+        Ok(())
+    }
+
     async fn pending(
         &self,
         channel: ChannelId,

@@ -62,6 +62,8 @@ pub trait QueueStore: Send + Sync {
     async fn remove(&self, id: i64) -> Result<(), PortError>;
     /// Marks an entry as a follow-up (SPEC C7), so it keeps its place after a restart.
     async fn mark_follow_up(&self, id: i64) -> Result<(), PortError>;
+    /// The entry's message was edited: its text is now `content` (SPEC C7).
+    async fn update_content(&self, id: i64, content: &str) -> Result<(), PortError>;
     /// Claims, for this process, the channel's entries it may take (its own, unclaimed ones,
     /// and those whose holder let the lease expire, of the shards it runs), and returns every
     /// entry of the channel it holds, oldest first. Another process's live entries are never

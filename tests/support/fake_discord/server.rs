@@ -181,6 +181,43 @@ impl FakeDiscord {
         id
     }
 
+    /// Its author edits a message: the stored copy takes `content` and an edit time, and the
+    /// whole message goes out as MESSAGE_UPDATE, as Discord sends it.
+    pub fn user_edits(&self, channel_id: u64, message_id: u64, content: &str) {
+        let id = message_id.to_string();
+        let mut inner = self.shared.lock();
+        let Some(message) = inner
+            .history
+            .get_mut(&channel_id)
+            .and_then(|h| h.iter_mut().find(|m| m["id"].as_str() == Some(id.as_str())))
+        else {
+            panic!("fake Discord: no message {message_id} in {channel_id}");
+        };
+        message["content"] = json!(content);
+        message["edited_timestamp"] = json!(chrono::Utc::now().to_rfc3339());
+        let edited = message.clone();
+        dispatch_locked(&mut inner, "MESSAGE_UPDATE", edited);
+    }
+
+    /// Its author deletes a message: gone from the history, and MESSAGE_DELETE goes out.
+    pub fn user_deletes(&self, channel_id: u64, message_id: u64) {
+        let id = message_id.to_string();
+        let mut inner = self.shared.lock();
+        let guild_id = inner.history.get(&channel_id).and_then(|h| {
+            h.iter()
+                .find(|m| m["id"].as_str() == Some(id.as_str()))
+                .map(|m| m["guild_id"].clone())
+        });
+        if let Some(h) = inner.history.get_mut(&channel_id) {
+            h.retain(|m| m["id"].as_str() != Some(id.as_str()));
+        }
+        let mut deleted = json!({"id": id, "channel_id": channel_id.to_string()});
+        if let Some(guild_id) = guild_id.filter(|g| !g.is_null()) {
+            deleted["guild_id"] = guild_id;
+        }
+        dispatch_locked(&mut inner, "MESSAGE_DELETE", deleted);
+    }
+
     /// A message sent while the bot is away, `age` ago: it goes into the channel's history
     /// and no gateway session hears of it, so only a bot that reads the history back (a
     /// catch-up) can see it. Its id and timestamp carry its time, as Discord's do. Returns its
