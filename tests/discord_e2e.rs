@@ -960,7 +960,8 @@ fn cancel(id: i64) -> Value {
 
 // SPEC T11: a due reminder starts a quiet turn in its channel: the persona speaks (not as a
 // reply), and its tool progress goes to the thought log as a card, not the conversation.
-// /reminders lists and cancels only your own.
+// /reminders lists and cancels only your own; a member with Manage Server cancels any in the
+// server (issue 14).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_due_reminder_speaks_quietly_and_only_its_owner_may_cancel() {
     let e = E2e::start_with(
@@ -1026,6 +1027,17 @@ async fn a_due_reminder_speaks_quietly_and_only_its_owner_may_cancel() {
     assert!(denied.contains("There is no reminder"), "{denied}");
     let cancelled = content_of(&e.slash(BOB, "reminders", 0, cancel(later)).await);
     assert!(cancelled.contains("is cancelled"), "{cancelled}");
+    assert!(reminders.for_user(UserId(BOB)).await.unwrap().is_empty());
+    // A moderator with Manage Server may cancel anyone's reminder in the server.
+    let bobs = reminders
+        .create(&due_reminder(BOB, now_ms() + 86_400_000, "feed the cat"))
+        .await
+        .unwrap();
+    let by_moderator = content_of(
+        &e.slash(MODERATOR, "reminders", MANAGE_GUILD, cancel(bobs))
+            .await,
+    );
+    assert!(by_moderator.contains("is cancelled"), "{by_moderator}");
     assert!(reminders.for_user(UserId(BOB)).await.unwrap().is_empty());
     assert_eq!(e.openai.requests().len(), 2, "the reminder fired once");
     e.assert_fakes_used();

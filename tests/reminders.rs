@@ -147,9 +147,35 @@ fn reminder(due: i64, repeat: Repeat, creator: u64, target: Option<u64>) -> NewR
 
 on_both_databases!(
     only_the_creator_or_target_may_cancel,
+    a_manager_may_cancel_any_reminder_of_their_server,
     each_occurrence_is_taken_once_across_processes,
     reminders_survive_a_restart,
 );
+
+// Issue 14: a member with Manage Server may cancel any reminder set in that server, and only
+// there.
+async fn a_manager_may_cancel_any_reminder_of_their_server(db: TestDb) {
+    let s = db.open().await;
+    let id = s
+        .reminders
+        .create(&reminder(NOW, Repeat::Daily, 30, None))
+        .await
+        .unwrap();
+    let elsewhere = Some(ServerId(SERVER.0 + 1));
+    assert!(
+        !s.reminders.cancel(id, UserId(99), elsewhere).await.unwrap(),
+        "a manager of another server may not"
+    );
+    assert!(
+        s.reminders
+            .cancel(id, UserId(99), Some(SERVER))
+            .await
+            .unwrap(),
+        "a manager of its server may"
+    );
+    assert!(s.reminders.for_user(UserId(30)).await.unwrap().is_empty());
+    s.close().await;
+}
 
 async fn only_the_creator_or_target_may_cancel(db: TestDb) {
     let s = db.open().await;
@@ -164,15 +190,15 @@ async fn only_the_creator_or_target_may_cancel(db: TestDb) {
         "the target sees it"
     );
     assert!(
-        !s.reminders.cancel(id, UserId(99)).await.unwrap(),
+        !s.reminders.cancel(id, UserId(99), None).await.unwrap(),
         "a stranger may not"
     );
     assert!(
-        s.reminders.cancel(id, UserId(31)).await.unwrap(),
+        s.reminders.cancel(id, UserId(31), None).await.unwrap(),
         "the target may"
     );
     assert!(
-        !s.reminders.cancel(id, UserId(30)).await.unwrap(),
+        !s.reminders.cancel(id, UserId(30), None).await.unwrap(),
         "already cancelled"
     );
     assert!(s.reminders.for_user(UserId(30)).await.unwrap().is_empty());

@@ -54,6 +54,29 @@ async fn each_role_session_lists_only_its_tools_and_its_submit_tool() {
     }
 }
 
+// Issue 14: a turn the bot started itself (a due reminder, a random one) is not offered
+// create_reminder, and calling it by name is refused before its arguments are read (hiding is
+// not authorizing), so a reminder cannot re-arm itself.
+#[tokio::test]
+async fn a_quiet_turn_may_not_set_a_reminder() {
+    let h = Harness::new();
+    let asked = h.turn(public_scope());
+    let persona = h.session(Role::Persona, &asked);
+    assert!(names(&persona.specifications()).contains(&"create_reminder"));
+    let quiet = std::sync::Arc::new(
+        persona_bot::domain::turn::Turn::new(public_scope(), persona_bot::locale::Locale::En)
+            .quiet(true),
+    );
+    let session = h.session(Role::Persona, &quiet);
+    assert!(!names(&session.specifications()).contains(&"create_reminder"));
+    assert!(!session.offered_names().contains(&"create_reminder"));
+    let refused = session.prepare("create_reminder", json!({"not": "even valid"}));
+    assert!(
+        matches!(refused, Err(SessionError::Denied { .. })),
+        "{refused:?}"
+    );
+}
+
 // SPEC S1: the reviewer's verdict is typed and validated server-side.
 #[tokio::test]
 async fn reviewer_verdict_is_typed_and_validated() {

@@ -313,8 +313,12 @@ pub async fn list(ctx: Context<'_>) -> Result<(), Error> {
 pub async fn cancel(ctx: Context<'_>, id: i64) -> Result<(), Error> {
     let locale = locale_of(ctx);
     let user = UserId(ctx.author().id.get());
-    // Only its creator or its target may cancel it.
-    let key = if ctx.data().reminders.cancel(id, user).await? {
+    // Its creator or its target may cancel it, and in a server anyone with Manage Server.
+    let managed = ctx
+        .guild_id()
+        .filter(|_| permissions(ctx).contains(Permissions::MANAGE_GUILD))
+        .map(|g| crate::domain::scope::ServerId(g.get()));
+    let key = if ctx.data().reminders.cancel(id, user, managed).await? {
         "reminders-cancelled"
     } else {
         "reminders-not-yours"

@@ -112,13 +112,20 @@ impl ReminderStore for ReminderRepo {
         Ok(u32::try_from(count).unwrap_or(u32::MAX))
     }
 
-    async fn cancel(&self, id: i64, user: UserId) -> Result<bool, PortError> {
+    async fn cancel(
+        &self,
+        id: i64,
+        user: UserId,
+        managed: Option<ServerId>,
+    ) -> Result<bool, PortError> {
+        // A DM's reminder (server 0) is never in a managed server.
         let done = sqlx::query(
             "UPDATE reminders SET status = 'cancelled' WHERE id = $1 AND status = 'active' \
-             AND (creator_id = $2 OR target_id = $2)",
+             AND (creator_id = $2 OR target_id = $2 OR (server_id <> 0 AND server_id = $3))",
         )
         .bind(id)
         .bind(sql_id(user.0))
+        .bind(sql_id(managed.map_or(0, |s| s.0)))
         .execute(self.db.pool())
         .await
         .map_err(port_error)?;

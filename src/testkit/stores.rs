@@ -313,12 +313,19 @@ impl crate::domain::ports::ReminderStore for InMemoryReminders {
         Ok(u32::try_from(n).unwrap_or(u32::MAX))
     }
 
-    async fn cancel(&self, id: i64, user: UserId) -> Result<bool, PortError> {
+    async fn cancel(
+        &self,
+        id: i64,
+        user: UserId,
+        managed: Option<ServerId>,
+    ) -> Result<bool, PortError> {
         let mut all = lock(&self.reminders);
         let Some((r, active)) = all.iter_mut().find(|(r, _)| r.id == id) else {
             return Ok(false);
         };
-        let owner = r.reminder.creator == user || r.reminder.target == Some(user);
+        let owner = r.reminder.creator == user
+            || r.reminder.target == Some(user)
+            || (managed.is_some() && r.reminder.server == managed);
         if *active && owner {
             *active = false;
             return Ok(true);

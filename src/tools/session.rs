@@ -150,6 +150,12 @@ impl ToolSession {
         &self.registry
     }
 
+    /// A tool a turn the bot started itself never gets: a reminder's turn (or a random one)
+    /// may not set a reminder, so a reminder cannot re-arm itself (issue 14).
+    fn withheld(&self, name: &str) -> bool {
+        self.turn.quiet && name == super::create_reminder::CreateReminder::NAME
+    }
+
     /// A tool this turn no longer offers: short-term memory after its one update (SPEC T12).
     fn used_up(&self, name: &str) -> bool {
         name == UpdateShortTermMemory::NAME && self.turn.state().short_term_memory_locked
@@ -159,7 +165,7 @@ impl ToolSession {
     /// mode gates the persona's tools, SPEC T4) and one-shot rules (SPEC T12).
     fn offers(&self, tool: &RegisteredTool) -> bool {
         let admitted = self.role != Role::Persona || self.turn.admission.admits(tool.name);
-        admitted && !self.used_up(tool.name)
+        admitted && !self.used_up(tool.name) && !self.withheld(tool.name)
     }
 
     /// The specifications (OpenAI function format) the model sees this pass.
@@ -212,7 +218,8 @@ impl ToolSession {
                 allowed: self.offered_names(),
             });
         };
-        if !tool.roles.contains(self.role) {
+        // Hiding is not authorizing: a withheld tool is refused even when called by name.
+        if !tool.roles.contains(self.role) || self.withheld(tool.name) {
             return Err(SessionError::Denied {
                 name: name.to_owned(),
                 role: self.role,

@@ -75,8 +75,14 @@ pub trait ReminderStore: Send + Sync {
     async fn for_user(&self, user: UserId) -> Result<Vec<Reminder>, PortError>;
     /// Active reminders of `user` as creator (for the per-user limit).
     async fn count_created_by(&self, user: UserId) -> Result<u32, PortError>;
-    /// Cancels it if `user` is its creator or target; returns whether it was cancelled.
-    async fn cancel(&self, id: i64, user: UserId) -> Result<bool, PortError>;
+    /// Cancels it if `user` is its creator or target, or it is set in `managed` (a server where
+    /// the caller has Manage Server); returns whether it was cancelled.
+    async fn cancel(
+        &self,
+        id: i64,
+        user: UserId,
+        managed: Option<ServerId>,
+    ) -> Result<bool, PortError>;
     /// Active reminders due at `now_ms` or before.
     async fn due(&self, now_ms: i64, limit: u32) -> Result<Vec<Reminder>, PortError>;
     /// Takes one occurrence: moves `id` from `due_at_ms` to `next_due_ms` (or ends it when
