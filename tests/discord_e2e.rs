@@ -1378,3 +1378,31 @@ async fn an_edited_trigger_is_a_follow_up_and_a_deleted_one_stops_its_turn() {
     assert_eq!(e.texts(GENERAL).len(), posted, "{:?}", e.texts(GENERAL));
     e.stop().await;
 }
+
+// SPEC C2, C7: a second message from someone whose question is still waiting (here without a
+// mention) joins it: one turn answers both, and no second turn repeats the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_message_joins_the_same_authors_waiting_one() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![slow(2, "Alice's answer."), Reply::text(&["Both answered."])],
+    )
+    .await;
+    e.mention(ALICE, "alice", "first").await;
+    e.until("alice's turn runs", |e| e.openai.requests().len() == 1)
+        .await;
+    e.mention(BOB, "bob", "what is 2+2?").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    say(&e, BOB, "bob", "and what is 3+3?").await;
+    e.until("bob is answered", |e| e.openai.requests().len() == 2)
+        .await;
+    assert_eq!(
+        e.last_model_message(1)["content"],
+        "[bob] @Aria what is 2+2?\nand what is 3+3?"
+    );
+    e.until("both answers", |e| e.texts(GENERAL).len() == 2)
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(e.openai.requests().len(), 2, "one turn for both");
+    e.stop().await;
+}

@@ -129,8 +129,9 @@ async fn full_queue_drops_the_oldest_waiting_message_with_a_notice() {
     );
     bot.say(message(1, ALICE, "running")).await;
     settle().await;
+    // Three people: one person's second message would join their first (SPEC C2).
     for id in 2..=4 {
-        bot.say(message(id, BOB, "waiting")).await;
+        bot.say(message(id, UserId(300 + id), "waiting")).await;
     }
     settle().await;
     let notices: Vec<_> = bot
@@ -176,7 +177,7 @@ async fn full_queue_keeps_a_follow_up_and_drops_the_oldest_other_message() {
     // Inside the tool chain alice's follow-up waits at the front of the queue.
     bot.say(message(2, ALICE, "and also this")).await;
     bot.say(message(3, BOB, "first other")).await;
-    bot.say(message(4, BOB, "second other")).await;
+    bot.say(message(4, UserId(77), "second other")).await;
     settle().await;
     let notices: Vec<_> = bot
         .h
@@ -493,23 +494,26 @@ async fn more_than_three_follow_ups_queue_normally() {
         .iter()
         .map(|e| (e.entry.message.0, e.entry.follow_up))
         .collect();
-    // Follow-ups 2, 3, 4 supersede each other (only 4 waits, marked a follow-up); 5 and 6
-    // queue normally, not marked. 1 is the running turn's own entry.
+    // Follow-ups 2, 3, 4 supersede each other (only 4 waits, marked a follow-up); 5 queues
+    // normally, not marked, and 6 joins it (SPEC C2: one turn answers both). 1 is the running
+    // turn's own entry.
     assert_eq!(
         waiting,
-        vec![(1, false), (4, true), (5, false), (6, false)],
+        vec![(1, false), (4, true), (5, false)],
         "the store mirrors which waiting message is a follow-up"
     );
-    let answered: Vec<u64> = [
-        bot.next().await,
-        bot.next().await,
-        bot.next().await,
-        bot.next().await,
-    ]
-    .iter()
-    .map(|f| f.message.0)
-    .collect();
-    assert_eq!(answered, vec![1, 4, 5, 6]);
+    let joined = bot
+        .queue
+        .entries()
+        .iter()
+        .find(|e| e.entry.message.0 == 5)
+        .map(|e| e.entry.content.clone());
+    assert_eq!(joined.as_deref(), Some("more 5\nmore 6"));
+    let answered: Vec<u64> = [bot.next().await, bot.next().await, bot.next().await]
+        .iter()
+        .map(|f| f.message.0)
+        .collect();
+    assert_eq!(answered, vec![1, 4, 5]);
 }
 
 // ---------------------------------------------------------------- C9

@@ -118,6 +118,8 @@ struct Pending {
     waited: bool,
     /// How many edits of its message it answers (0: the message as sent; SPEC C7).
     edit: u32,
+    /// Later messages of its author joined to it while it waited ([`Worker::fold`]).
+    folded: u32,
 }
 
 /// The handle the adapter uses. Cheap to clone.
@@ -221,6 +223,7 @@ impl Orchestrator {
                 message,
                 waited,
                 edit: 0,
+                folded: 0,
             })),
         );
     }
@@ -257,6 +260,7 @@ impl Orchestrator {
                     message: stored.entry,
                     waited: true,
                     edit: 0,
+                    folded: 0,
                 })),
             );
         }
@@ -610,6 +614,7 @@ impl Worker {
             message: follow_up,
             waited: true,
             edit,
+            folded: 0,
         })
         .await;
     }
@@ -656,8 +661,10 @@ impl Worker {
             }
         };
         let Some(turn) = follow_up_of else {
-            self.queue.push_back(pending);
-            self.enforce_bound().await;
+            if let Err(pending) = self.fold(pending).await {
+                self.queue.push_back(pending);
+                self.enforce_bound().await;
+            }
             return;
         };
         pending.message.follow_up = true;
@@ -683,6 +690,41 @@ impl Worker {
             turn.stop.note_follow_up();
         }
         self.queue.push_front(pending);
+    }
+
+    /// SPEC C2, C7: a message from someone whose own message already waits here joins it (one
+    /// turn answers both, replying to the first), up to `turn.max_follow_ups` a message; the
+    /// waiting entry's stored text takes it too. Handed back when there is nothing to join.
+    async fn fold(&mut self, pending: Pending) -> Result<(), Pending> {
+        let max = self.deps.config.turn.max_follow_ups;
+        let author = pending.message.author;
+        let Some(waiting) = self.queue.iter_mut().find(|q| {
+            q.message.author == author
+                && !q.message.quiet
+                && !q.message.follow_up
+                && q.folded < max
+                && q.store_id != pending.store_id
+        }) else {
+            return Err(pending);
+        };
+        if pending.message.quiet {
+            return Err(pending);
+        }
+        waiting.message.content.push('\n');
+        waiting.message.content.push_str(&pending.message.content);
+        waiting.folded += 1;
+        if let Some(id) = waiting.store_id
+            && let Err(error) = self
+                .deps
+                .queue
+                .update_content(id, &waiting.message.content)
+                .await
+        {
+            tracing::warn!(channel = %self.channel, %error, "could not store a joined message's text");
+        }
+        tracing::debug!(channel = %self.channel, "a message joined the same author's waiting one");
+        self.forget(&pending).await;
+        Ok(())
     }
 
     /// Whether the stored message `id` is running or waiting here.
