@@ -1406,3 +1406,47 @@ async fn a_second_message_joins_the_same_authors_waiting_one() {
     assert_eq!(e.openai.requests().len(), 2, "one turn for both");
     e.stop().await;
 }
+
+// SPEC C2 (issue 14): a due reminder passes the server's channel rules as a message does: in a
+// channel now blocked it starts no turn, and the thought log says it was not delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_due_reminder_in_a_blocked_channel_is_skipped_and_reported() {
+    let e = E2e::start_with(Behaviour::succeed(), vec![], |c| c.reminders.poll_ms = 20).await;
+    e.set_thought_log().await;
+    let settings = e
+        .running()
+        .storage
+        .settings
+        .settings(ServerId(GUILD))
+        .await
+        .unwrap();
+    let blocked = ServerSettings {
+        access: AccessLists {
+            blocked_channels: vec![ChannelId(GENERAL)],
+            ..Default::default()
+        },
+        ..settings
+    };
+    e.running()
+        .storage
+        .settings
+        .save_settings(ServerId(GUILD), &blocked)
+        .await
+        .unwrap();
+    e.running()
+        .storage
+        .reminders
+        .create(&due_reminder(ALICE, now_ms() - 1_000, "stretch your legs"))
+        .await
+        .unwrap();
+    e.until("the thought log says so", |e| {
+        e.posted(THOUGHTS)
+            .iter()
+            .any(|m| m.to_string().contains("A reminder was not delivered"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(e.openai.requests().is_empty(), "no turn");
+    assert!(e.texts(GENERAL).is_empty());
+    e.stop().await;
+}

@@ -143,3 +143,5 @@ notice-field-channels-read = Channels read
 notice-field-missed = Unanswered messages addressed to the bot
 notice-field-answered = Queued to be answered
 rate-limited = You're sending messages faster than I can answer, so I'm skipping some for a minute. Try again shortly.
+notice-quiet-skipped-title = A reminder was not delivered
+notice-quiet-skipped-reason = The channel's access rules do not let the bot speak there.

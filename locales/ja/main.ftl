@@ -142,3 +142,5 @@ notice-field-channels-read = 読み込んだチャンネル
 notice-field-missed = 未返信のボット宛てメッセージ
 notice-field-answered = 返信待ちに追加
 rate-limited = メッセージが速すぎて返信が追いつかないため、1分ほど一部をスキップします。少し待ってからもう一度どうぞ。
+notice-quiet-skipped-title = リマインダーは届けられませんでした
+notice-quiet-skipped-reason = このチャンネルのアクセス設定ではボットが発言できません。

@@ -142,3 +142,5 @@ notice-field-channels-read = 读取的频道
 notice-field-missed = 未回复的发给机器人的消息
 notice-field-answered = 已排队待回复
 rate-limited = 你发送消息的速度超过了我的回复速度，接下来一分钟内我会跳过一些消息。请稍后再试。
+notice-quiet-skipped-title = 提醒未送达
+notice-quiet-skipped-reason = 该频道的访问规则不允许机器人在此发言。

@@ -142,3 +142,5 @@ notice-field-channels-read = 讀取的頻道
 notice-field-missed = 未回覆的發給機器人的訊息
 notice-field-answered = 已排隊待回覆
 rate-limited = 你傳送訊息的速度超過了我的回覆速度，接下來一分鐘內我會略過一些訊息。請稍後再試。
+notice-quiet-skipped-title = 提醒未送達
+notice-quiet-skipped-reason = 該頻道的存取規則不允許機器人在此發言。

@@ -178,6 +178,25 @@ impl RateLimit {
     }
 }
 
+/// The server's channel rules (SPEC C2): a blocked channel (or thread of one) refuses, and a
+/// non-empty allow list refuses every channel not on it. Block beats allow.
+pub fn channel_rules(
+    channel: ChannelId,
+    parent: Option<ChannelId>,
+    settings: &ServerSettings,
+) -> Result<(), Refusal> {
+    let access = &settings.access;
+    let in_list =
+        |list: &[ChannelId]| list.contains(&channel) || parent.is_some_and(|p| list.contains(&p));
+    if in_list(&access.blocked_channels) {
+        return Err(Refusal::ChannelBlocked);
+    }
+    if !access.allowed_channels.is_empty() && !in_list(&access.allowed_channels) {
+        return Err(Refusal::ChannelNotAllowed);
+    }
+    Ok(())
+}
+
 /// Admits a triggering message (SPEC C2): channel and role lists (block beats allow; an empty
 /// allow list allows all), deliverability, then the user's rate limit. A message refused by the
 /// lists or deliverability gets no model call and no reply; one past the rate limit gets a
@@ -189,15 +208,7 @@ pub fn admit(
 ) -> Result<(), Refusal> {
     let access = &settings.access;
     if !facts.is_dm {
-        let in_list = |list: &[ChannelId]| {
-            list.contains(&facts.channel) || facts.parent_channel.is_some_and(|p| list.contains(&p))
-        };
-        if in_list(&access.blocked_channels) {
-            return Err(Refusal::ChannelBlocked);
-        }
-        if !access.allowed_channels.is_empty() && !in_list(&access.allowed_channels) {
-            return Err(Refusal::ChannelNotAllowed);
-        }
+        channel_rules(facts.channel, facts.parent_channel, settings)?;
         if facts
             .author_roles
             .iter()

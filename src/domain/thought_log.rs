@@ -87,6 +87,9 @@ pub enum Notice {
         /// Each review verdict, one line each (`plan_image: reject (too graphic)`).
         reviews: Vec<String>,
     },
+    /// A turn the bot would start itself (a due reminder) in a channel the server's rules close
+    /// to it: not run (SPEC C2).
+    QuietTurnSkipped { channel: ChannelId },
     /// A catch-up after a gap in the gateway session read what was missed (SPEC D9).
     CaughtUp {
         /// Channels read.
@@ -150,6 +153,14 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
             colour: GREY,
         },
         Notice::TurnSummary { .. } => turn_summary(notice, &t),
+        Notice::QuietTurnSkipped { channel } => Card {
+            title: t("notice-quiet-skipped-title"),
+            fields: vec![
+                (t("notice-field-channel"), format!("<#{channel}>")),
+                (t("notice-field-reason"), t("notice-quiet-skipped-reason")),
+            ],
+            colour: GREY,
+        },
         Notice::CaughtUp {
             channels,
             found,

@@ -783,6 +783,25 @@ impl Worker {
                 }
             },
         };
+        // A turn the bot starts itself (a due reminder) passes the channel rules a message
+        // passes (SPEC C2): in a channel they close it is skipped, and the moderators told.
+        if m.quiet
+            && let Some(server) = m.server
+            && crate::domain::admission::channel_rules(m.channel, None, &settings).is_err()
+        {
+            tracing::info!(channel = %self.channel, "a reminder's turn is skipped: the channel's rules close it to the bot");
+            let notice =
+                crate::domain::thought_log::Notice::QuietTurnSkipped { channel: m.channel };
+            self.deps
+                .turn
+                .env
+                .ports
+                .thought_log
+                .post(server, notice)
+                .await;
+            self.forget(&pending).await;
+            return;
+        }
         let persona = persona(&self.deps, &m.persona).await;
         let admission = deliberate::admit(
             &self.deps.turn.registry,
