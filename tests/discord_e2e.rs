@@ -1450,3 +1450,54 @@ async fn a_due_reminder_in_a_blocked_channel_is_skipped_and_reported() {
     assert!(e.texts(GENERAL).is_empty());
     e.stop().await;
 }
+
+// Issue 14 (memory with privacy): a fact the persona learned in a private channel reaches its
+// prompts there, and never the prompts of the server's public channels.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fact_learned_in_a_private_channel_stays_there() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![
+            Reply::call(
+                "c1",
+                "remember_fact",
+                r#"{"fact":"the raid is on Friday","about":"server"}"#,
+            ),
+            Reply::text(&["Noted."]),
+            Reply::text(&["Hello in general."]),
+            Reply::text(&["Hello again in private."]),
+        ],
+    )
+    .await;
+    let in_channel = |channel: u64, text: &str| {
+        let mut m = Incoming::new(
+            channel,
+            Some(GUILD),
+            ALICE,
+            "alice",
+            &format!("<@{BOT}> {text}"),
+        );
+        m.mentions = vec![(BOT, "Aria".into())];
+        m
+    };
+    e.discord
+        .send_message(in_channel(THOUGHTS, "remember: the raid is on Friday"))
+        .await;
+    e.until("noted", |e| e.texts(THOUGHTS).len() == 1).await;
+    e.discord.send_message(in_channel(GENERAL, "hi")).await;
+    e.until("general answered", |e| e.texts(GENERAL).len() == 1)
+        .await;
+    e.discord
+        .send_message(in_channel(THOUGHTS, "hi again"))
+        .await;
+    e.until("private answered", |e| e.texts(THOUGHTS).len() == 2)
+        .await;
+    let system = |n: usize| e.openai.requests()[n].body["messages"][0]["content"].to_string();
+    assert!(!system(2).contains("raid"), "general: {}", system(2));
+    assert!(
+        system(3).contains("the raid is on Friday"),
+        "private: {}",
+        system(3)
+    );
+    e.stop().await;
+}

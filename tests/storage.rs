@@ -236,6 +236,7 @@ async fn memory_summaries_and_facts_with_per_bucket_limits(db: TestDb) {
         about,
         text: text.into(),
         at_ms: 10,
+        private_to: None,
     };
     assert!(matches!(
         s.memory
@@ -282,7 +283,7 @@ async fn memory_summaries_and_facts_with_per_bucket_limits(db: TestDb) {
 
     let seen = s
         .memory
-        .facts(Some(SERVER), &persona(), Some(USER), 10)
+        .facts(Some(SERVER), &persona(), Some(USER), CHANNEL, 10)
         .await
         .unwrap();
     let texts: Vec<_> = seen.iter().map(|f| f.text.as_str()).collect();
@@ -295,10 +296,32 @@ async fn memory_summaries_and_facts_with_per_bucket_limits(db: TestDb) {
     assert_eq!(seen[1].about, None);
     let dm_seen = s
         .memory
-        .facts(None, &persona(), Some(USER), 10)
+        .facts(None, &persona(), Some(USER), CHANNEL, 10)
         .await
         .unwrap();
     assert_eq!(dm_seen.len(), 1);
+    // Issue 14: a fact learned in a private channel is read back there only.
+    let staff = ChannelId(7);
+    let private = NewFact {
+        private_to: Some(staff),
+        ..fact(None, "the raid is on Friday")
+    };
+    s.memory.add_fact(private, 10).await.unwrap();
+    let texts = |facts: Vec<persona_bot::domain::ports::Fact>| -> Vec<String> {
+        facts.into_iter().map(|f| f.text).collect()
+    };
+    let in_staff = s
+        .memory
+        .facts(Some(SERVER), &persona(), None, staff, 10)
+        .await
+        .unwrap();
+    assert!(texts(in_staff).contains(&"the raid is on Friday".to_owned()));
+    let elsewhere = s
+        .memory
+        .facts(Some(SERVER), &persona(), None, CHANNEL, 10)
+        .await
+        .unwrap();
+    assert!(!texts(elsewhere).contains(&"the raid is on Friday".to_owned()));
     s.close().await;
 }
 
@@ -657,6 +680,7 @@ async fn everything_survives_a_restart(db: TestDb) {
                     about: None,
                     text: "herons".into(),
                     at_ms: 1,
+                    private_to: None,
                 },
                 10,
             )
@@ -694,7 +718,7 @@ async fn everything_survives_a_restart(db: TestDb) {
     );
     assert_eq!(
         s.memory
-            .facts(Some(SERVER), &persona(), None, 5)
+            .facts(Some(SERVER), &persona(), None, CHANNEL, 5)
             .await
             .unwrap()
             .len(),
@@ -1001,7 +1025,13 @@ async fn the_tool_stage_writes_through_real_storage(db: TestDb) {
     );
     let facts = s
         .memory
-        .facts(scope.server, &scope.persona, Some(scope.user), 5)
+        .facts(
+            scope.server,
+            &scope.persona,
+            Some(scope.user),
+            scope.channel,
+            5,
+        )
         .await
         .unwrap();
     assert_eq!(facts[0].text, "likes foxes");
@@ -1159,11 +1189,12 @@ async fn nul_characters_in_user_text_are_stored_escaped(db: TestDb) {
         about: None,
         text: "likes\0tea".into(),
         at_ms: 1,
+        private_to: None,
     };
     s.memory.add_fact(fact, 5).await.unwrap();
     let facts = s
         .memory
-        .facts(Some(SERVER), &persona(), None, 5)
+        .facts(Some(SERVER), &persona(), None, CHANNEL, 5)
         .await
         .unwrap();
     assert_eq!(facts[0].text, "likes\\u0000tea");

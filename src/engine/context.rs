@@ -21,7 +21,9 @@ pub struct Trigger {
 }
 
 /// Most long-term facts put in the system prompt.
-const FACTS_IN_PROMPT: u32 = 20;
+const FACTS_IN_PROMPT: usize = 20;
+/// Facts read to choose from (the newest): a bucket holds at most a few hundred.
+const FACT_CANDIDATES: u32 = 500;
 /// How far back finished image plans are reported to the model.
 const PLAN_RESULTS_WINDOW_MS: i64 = 30 * 60 * 1000;
 /// Most finished image plans reported (the newest): a few turns' worth at four plans a turn,
@@ -67,13 +69,15 @@ pub async fn load(
             scope.server,
             &scope.persona,
             Some(scope.user),
-            FACTS_IN_PROMPT,
+            scope.channel,
+            FACT_CANDIDATES,
         )
         .await
         .unwrap_or_else(|error| {
             tracing::warn!(turn = %turn.id, %error, "memories unavailable for this turn");
             Vec::new()
         });
+    let facts = most_relevant(facts, &trigger.content, FACTS_IN_PROMPT);
     let summary = ports
         .memory
         .summary(scope.channel, &scope.persona)
@@ -141,6 +145,34 @@ fn system_prompt(
         system.push_str(&summary);
     }
     system
+}
+
+/// The `n` facts most relevant to `message`, newest first: those sharing the most words with
+/// it (words of three letters or more, case folded; any run of characters in scripts written
+/// without spaces), the newer first among equals. `facts` come newest first.
+fn most_relevant(facts: Vec<Fact>, message: &str, n: usize) -> Vec<Fact> {
+    if facts.len() <= n {
+        return facts;
+    }
+    let asked = words(message);
+    let mut scored: Vec<(usize, usize, Fact)> = facts
+        .into_iter()
+        .enumerate()
+        .map(|(age, fact)| (words(&fact.text).intersection(&asked).count(), age, fact))
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    scored.truncate(n);
+    scored.sort_by_key(|(_, age, _)| *age);
+    scored.into_iter().map(|(_, _, fact)| fact).collect()
+}
+
+/// The words of `text` for [`most_relevant`], at most 200.
+fn words(text: &str) -> std::collections::HashSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3 || !w.is_ascii())
+        .take(200)
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// Where and when the turn happens, for the system prompt: the model has no clock, and a
@@ -251,7 +283,43 @@ impl LoadedContext {
 
 #[cfg(test)]
 mod tests {
-    use super::Place;
+    use super::{Place, most_relevant};
+    use crate::domain::ports::Fact;
+
+    fn fact(id: i64, text: &str) -> Fact {
+        Fact {
+            id,
+            about: None,
+            text: text.into(),
+            at_ms: id,
+        }
+    }
+
+    // Issue 14 (memory): the prompt takes the facts that share words with the message, not
+    // only the newest; among equals the newer; newest first as before.
+    #[test]
+    fn the_most_relevant_facts_are_chosen() {
+        let facts: Vec<Fact> = (0..30)
+            .rev()
+            .map(|i| fact(i, &format!("filler number {i}")))
+            .chain([
+                fact(-1, "Alice's cat is called Miso"),
+                fact(-2, "the server meets on Fridays"),
+            ])
+            .collect();
+        let chosen = most_relevant(facts, "what is my cat called?", 3);
+        let texts: Vec<&str> = chosen.iter().map(|f| f.text.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "filler number 29",
+                "filler number 28",
+                "Alice's cat is called Miso"
+            ]
+        );
+        let few = vec![fact(1, "one"), fact(0, "two")];
+        assert_eq!(most_relevant(few.clone(), "anything", 5), few);
+    }
 
     /// 2026-12-01 18:05 UTC.
     const AT: i64 = 1_796_148_300_000;

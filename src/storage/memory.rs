@@ -80,8 +80,8 @@ impl MemoryStore for MemoryRepo {
                 .map_err(port_error)?;
         }
         let id: Option<i64> = sqlx::query_scalar(
-            "INSERT INTO memory_facts (server_id, persona, about_user, fact, created_at) \
-             SELECT $1, $2, $3, $4, $5 WHERE (SELECT COUNT(*) FROM memory_facts \
+            "INSERT INTO memory_facts (server_id, persona, about_user, fact, created_at, \
+             private_to) SELECT $1, $2, $3, $4, $5, $7 WHERE (SELECT COUNT(*) FROM memory_facts \
              WHERE server_id = $1 AND persona = $2 AND about_user = $3) < $6 RETURNING id",
         )
         .bind(server)
@@ -90,6 +90,7 @@ impl MemoryStore for MemoryRepo {
         .bind(storable(&fact.text))
         .bind(fact.at_ms)
         .bind(i64::from(limit))
+        .bind(sql_id(fact.private_to.map_or(0, |c| c.0)))
         .fetch_optional(&mut *tx)
         .await
         .map_err(port_error)?;
@@ -105,16 +106,19 @@ impl MemoryStore for MemoryRepo {
         server: Option<ServerId>,
         persona: &PersonaId,
         about: Option<UserId>,
+        channel: ChannelId,
         limit: u32,
     ) -> Result<Vec<Fact>, PortError> {
         let rows: Vec<(i64, i64, String, i64)> = sqlx::query_as(
             "SELECT id, about_user, fact, created_at FROM memory_facts WHERE server_id = $1 \
-             AND persona = $2 AND (about_user = 0 OR about_user = $3) ORDER BY id DESC LIMIT $4",
+             AND persona = $2 AND (about_user = 0 OR about_user = $3) \
+             AND (private_to = 0 OR private_to = $5) ORDER BY id DESC LIMIT $4",
         )
         .bind(sql_id(server.map_or(0, |s| s.0)))
         .bind(storable(&persona.0))
         .bind(sql_id(about.map_or(0, |u| u.0)))
         .bind(i64::from(limit))
+        .bind(sql_id(channel.0))
         .fetch_all(self.db.pool())
         .await
         .map_err(port_error)?;

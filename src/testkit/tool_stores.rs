@@ -94,6 +94,7 @@ impl MemoryStore for InMemoryMemory {
         server: Option<ServerId>,
         persona: &PersonaId,
         about: Option<UserId>,
+        channel: ChannelId,
         limit: u32,
     ) -> Result<Vec<Fact>, PortError> {
         self.check()?;
@@ -103,6 +104,7 @@ impl MemoryStore for InMemoryMemory {
             .rev()
             .filter(|(_, f)| f.server == server && &f.persona == persona)
             .filter(|(_, f)| f.about.is_none() || f.about == about)
+            .filter(|(_, f)| f.private_to.is_none_or(|c| c == channel))
             .take(limit as usize)
             .map(|(id, f)| Fact {
                 id: *id,

@@ -81,6 +81,7 @@ impl MemoryStore for Unexpected {
         _: Option<ServerId>,
         _: &PersonaId,
         _: Option<UserId>,
+        _: ChannelId,
         _: u32,
     ) -> Result<Vec<Fact>, PortError> {
         unexpected("MemoryStore::facts")

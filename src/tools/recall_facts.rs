@@ -52,6 +52,7 @@ impl Tool for RecallFacts {
                 scope.server,
                 &scope.persona,
                 Some(scope.user),
+                scope.channel,
                 args.limit.into(),
             )
             .await?;

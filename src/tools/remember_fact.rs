@@ -11,6 +11,7 @@ use super::{ArgError, Tool, ToolContext, ToolError, ToolOutput};
 use crate::config::MemoryConfig;
 use crate::domain::ports::{FactAdded, NewFact};
 use crate::domain::role::{Role, RoleSet};
+use crate::domain::scope::Visibility;
 
 /// Whom a fact is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
@@ -81,6 +82,8 @@ impl Tool for RememberFact {
             about,
             text: args.fact.trim().to_owned(),
             at_ms: ctx.now_ms(),
+            // What is said where not everyone can read it stays there.
+            private_to: (scope.visibility != Visibility::Public).then_some(scope.channel),
         };
         match ctx.ports().memory.add_fact(fact, limit).await? {
             FactAdded::Stored { id } => Ok(ToolOutput::data(json!({

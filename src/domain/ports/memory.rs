@@ -25,6 +25,9 @@ pub struct NewFact {
     pub about: Option<UserId>,
     pub text: String,
     pub at_ms: i64,
+    /// The private channel it was learned in: it is shown there only. `None` when learned
+    /// where everyone could read it.
+    pub private_to: Option<ChannelId>,
 }
 
 /// The result of storing a fact under a limit.
@@ -58,12 +61,14 @@ pub trait MemoryStore: Send + Sync {
     /// Stores a fact unless its bucket already holds `limit` facts; the check and the insert
     /// are one step.
     async fn add_fact(&self, fact: NewFact, limit: u32) -> Result<FactAdded, PortError>;
-    /// Facts about the server plus, when `about` is set, facts about that user; newest first.
+    /// Facts about the server plus, when `about` is set, facts about that user, as `channel`
+    /// may see them (a fact learned in another private channel stays there); newest first.
     async fn facts(
         &self,
         server: Option<ServerId>,
         persona: &PersonaId,
         about: Option<UserId>,
+        channel: ChannelId,
         limit: u32,
     ) -> Result<Vec<Fact>, PortError>;
 }
