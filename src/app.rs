@@ -200,24 +200,17 @@ pub async fn start(
     ));
     let orchestrator = orchestrator(&config, secrets, &storage, &sink, &thought_log, extend)?;
     let sink_for_notices: Arc<dyn ChatSink> = sink.clone();
-    // Before any turn can finish (recovered messages start at once).
-    shutdown.spawn(crate::observe::turns::watch(
-        orchestrator.subscribe(),
-        shutdown.token().clone(),
-    ));
-    let recovered = orchestrator.recover().await?;
-    if recovered > 0 {
-        tracing::info!(
-            recovered,
-            "queued messages from before the restart are back in line"
-        );
-    }
+    recover(&orchestrator, &shutdown).await?;
     spawn_background(&config, &orchestrator, &storage, &thought_log, &shutdown);
     if config.image_worker.run_in_bot {
         let worker = image_worker(&config, secrets, &storage, sink, thought_log.clone())?;
         shutdown.spawn(worker.run(shutdown.token().clone()));
     }
     let data = Arc::new(BotData {
+        seen: seen_marks(&config, &storage, &shutdown).await,
+        catch_up: catch_up_limits(&config),
+        rest: rest.clone(),
+        thought_log,
         orchestrator: orchestrator.clone(),
         settings: storage.settings.clone(),
         persona,
@@ -230,10 +223,6 @@ pub async fn start(
         default_locale: config.general.default_locale,
         sink: sink_for_notices,
         outage_notices: Default::default(),
-        rest: rest.clone(),
-        thought_log: thought_log.clone(),
-        seen: seen_marks(&config, &storage, &shutdown).await,
-        catch_up: catch_up_limits(&config),
     });
     let connection = Connection { data, bot, cache };
     let discord = discord::connect(&config, &token, connection, &rest, &shutdown).await?;
@@ -345,6 +334,23 @@ async fn hold_the_queue(
             Err(error) => tracing::warn!(%error, "could not look for queued messages to take over"),
         }
     }
+}
+
+/// Takes back the stored queue, once the turn lines are watched (recovered messages start at
+/// once, and their ends must be logged).
+async fn recover(orchestrator: &Orchestrator, shutdown: &Shutdown) -> anyhow::Result<()> {
+    shutdown.spawn(crate::observe::turns::watch(
+        orchestrator.subscribe(),
+        shutdown.token().clone(),
+    ));
+    let recovered = orchestrator.recover().await?;
+    if recovered > 0 {
+        tracing::info!(
+            recovered,
+            "queued messages from before the restart are back in line"
+        );
+    }
+    Ok(())
 }
 
 /// The catch-up's limits from `catch_up.*` (SPEC D9).

@@ -550,8 +550,6 @@ impl Config {
             ("turn.typing_interval_secs", t.typing_interval_secs),
             ("turn.worker_idle_secs", t.worker_idle_secs),
             ("turn.history_messages", t.history_messages.into()),
-            ("catch_up.max_messages", self.catch_up.max_messages.into()),
-            ("catch_up.max_channels", self.catch_up.max_channels.into()),
             (
                 "provider.first_token_timeout_secs",
                 self.provider.first_token_timeout_secs,
@@ -667,16 +665,6 @@ impl Config {
                 10000000,
             ),
             ("turn.max_passes", self.turn.max_passes as u64, 100),
-            (
-                "catch_up.max_messages",
-                self.catch_up.max_messages as u64,
-                100,
-            ),
-            (
-                "catch_up.max_channels",
-                self.catch_up.max_channels as u64,
-                500,
-            ),
             (
                 "turn.max_consecutive_failures",
                 self.turn.max_consecutive_failures as u64,
@@ -866,9 +854,11 @@ impl Config {
 
     /// The settings with a range of their own (inclusive), each stated in its comment in
     /// `config/default.toml`.
-    fn ranges(&self) -> [(&'static str, u64, (u64, u64)); 7] {
-        let (d, day) = (&self.discord, 86_400);
+    fn ranges(&self) -> [(&'static str, u64, (u64, u64)); 9] {
+        let (d, c, day) = (&self.discord, &self.catch_up, 86_400);
         [
+            ("catch_up.max_messages", c.max_messages.into(), (1, 100)),
+            ("catch_up.max_channels", c.max_channels.into(), (1, 500)),
             (
                 "turn.queue_lease_secs",
                 self.turn.queue_lease_secs,

@@ -1128,13 +1128,6 @@ async fn a_mention_during_a_database_outage_gets_a_reason_not_silence() {
     assert!(e.openai.requests().is_empty());
 }
 
-/// A message from `author` in #general that does not mention the bot.
-async fn say(e: &E2e, author: u64, name: &str, text: &str) -> u64 {
-    e.discord
-        .send_message(Incoming::new(GENERAL, Some(GUILD), author, name, text))
-        .await
-}
-
 // SPEC C7: during their own streaming turn, a requester's message without a mention is a
 // follow-up: it reaches the model (it used to be ignored, since it does not mention the bot). A
 // message from someone else without a mention is not.
@@ -1157,8 +1150,8 @@ async fn a_follow_up_without_a_mention_reaches_the_running_turn() {
     e.mention(ALICE, "alice", "tell me a story").await;
     e.until("the model is asked", |e| e.openai.requests().len() == 1)
         .await;
-    say(&e, BOB, "bob", "nice weather today").await;
-    say(&e, ALICE, "alice", "wait, just the short version").await;
+    chatter(&e, BOB, "bob", "nice weather today").await;
+    chatter(&e, ALICE, "alice", "wait, just the short version").await;
     e.until("the follow-up is asked", |e| e.openai.requests().len() == 2)
         .await;
     let asked = e.openai.requests()[1].body["messages"].to_string();
@@ -1393,7 +1386,7 @@ async fn a_second_message_joins_the_same_authors_waiting_one() {
         .await;
     e.mention(BOB, "bob", "what is 2+2?").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    say(&e, BOB, "bob", "and what is 3+3?").await;
+    chatter(&e, BOB, "bob", "and what is 3+3?").await;
     e.until("bob is answered", |e| e.openai.requests().len() == 2)
         .await;
     assert_eq!(

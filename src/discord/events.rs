@@ -161,16 +161,8 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
         author_roles: &roles,
         bot_can_send: server.is_none_or(|s| data.cache.bot_can_send(s, channel, bot)),
     };
-    // SPEC C7: the requester of a running or waiting turn speaks in it, mention or not (a reply
-    // to someone else is a conversation of its own).
-    let replies_to_other = message
-        .referenced_message
-        .as_ref()
-        .is_some_and(|r| r.author.id.get() != bot);
-    let follow_up = origin == Origin::Gateway
-        && !replies_to_other
-        && settings.thought_log_channel != Some(channel)
-        && data.orchestrator.has_turn_of(channel, facts.author).await;
+    let follow_up =
+        origin == Origin::Gateway && speaks_in_own_turn(data, message, &facts, &settings).await;
     let (triggered, random) = match origin {
         Origin::Gateway => {
             let triggered = follow_up || triggers(&facts, &settings, &data.persona.trigger_words);
@@ -201,13 +193,44 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
         }
         return false;
     }
+    submit(data, message, server, origin, random).await;
+    true
+}
+
+/// Queues an admitted message: one the gateway brought as it came, one a catch-up found late.
+async fn submit(
+    data: &BotData,
+    message: &Message,
+    server: Option<ServerId>,
+    origin: Origin,
+    random: bool,
+) {
     let content = as_queued(data, &message.content);
     let entry = queued(data, message, server, content, random);
     match origin {
         Origin::Gateway => data.orchestrator.submit(entry).await,
         Origin::CatchUp => data.orchestrator.submit_late(entry).await,
     }
-    true
+}
+
+/// SPEC C7: the requester of a running or waiting turn speaks in it, mention or not (a reply to
+/// someone else is a conversation of its own).
+async fn speaks_in_own_turn(
+    data: &BotData,
+    message: &Message,
+    facts: &MessageFacts<'_>,
+    settings: &ServerSettings,
+) -> bool {
+    let replies_to_other = message
+        .referenced_message
+        .as_ref()
+        .is_some_and(|r| data.bot.get() != Some(r.author.id.get()));
+    !replies_to_other
+        && settings.thought_log_channel != Some(facts.channel)
+        && data
+            .orchestrator
+            .has_turn_of(facts.channel, facts.author)
+            .await
 }
 
 /// A message's text as a queued message holds it: the model reads the bot's mention as the

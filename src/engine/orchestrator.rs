@@ -767,6 +767,30 @@ impl Worker {
         }
     }
 
+    /// A turn the bot starts itself (a due reminder) passes the channel rules a message passes
+    /// (SPEC C2): in a channel they close it is skipped (its entry forgotten), and the
+    /// moderators told. Returns whether it was skipped.
+    async fn closed_to_quiet(&mut self, pending: &Pending, settings: &ServerSettings) -> bool {
+        let m = &pending.message;
+        let Some(server) = m.server.filter(|_| m.quiet) else {
+            return false;
+        };
+        if crate::domain::admission::channel_rules(m.channel, None, settings).is_ok() {
+            return false;
+        }
+        tracing::info!(channel = %self.channel, "a reminder's turn is skipped: the channel's rules close it to the bot");
+        let notice = crate::domain::thought_log::Notice::QuietTurnSkipped { channel: m.channel };
+        self.deps
+            .turn
+            .env
+            .ports
+            .thought_log
+            .post(server, notice)
+            .await;
+        self.forget(pending).await;
+        true
+    }
+
     async fn start(&mut self, pending: Pending) {
         let m = &pending.message;
         let settings = match m.server {
@@ -783,23 +807,7 @@ impl Worker {
                 }
             },
         };
-        // A turn the bot starts itself (a due reminder) passes the channel rules a message
-        // passes (SPEC C2): in a channel they close it is skipped, and the moderators told.
-        if m.quiet
-            && let Some(server) = m.server
-            && crate::domain::admission::channel_rules(m.channel, None, &settings).is_err()
-        {
-            tracing::info!(channel = %self.channel, "a reminder's turn is skipped: the channel's rules close it to the bot");
-            let notice =
-                crate::domain::thought_log::Notice::QuietTurnSkipped { channel: m.channel };
-            self.deps
-                .turn
-                .env
-                .ports
-                .thought_log
-                .post(server, notice)
-                .await;
-            self.forget(&pending).await;
+        if self.closed_to_quiet(&pending, &settings).await {
             return;
         }
         let persona = persona(&self.deps, &m.persona).await;
