@@ -39,18 +39,6 @@ fn answer(text: &str) -> Reply {
     Reply::Stream(vec![Sse::text(text), Sse::finish("stop"), Sse::Done])
 }
 
-async fn mention_in(e: &E2e, channel: u64, author: u64, text: &str) -> u64 {
-    let mut m = Incoming::new(
-        channel,
-        Some(GUILD),
-        author,
-        "alice",
-        &format!("<@{BOT}> {text}"),
-    );
-    m.mentions = vec![(BOT, "Aria".into())];
-    e.discord.send_message(m).await
-}
-
 /// The bot's POSTs of messages to a channel, answered or not.
 fn message_posts(e: &E2e, channel: u64) -> Vec<Recorded> {
     e.discord
@@ -75,7 +63,7 @@ async fn a_burst_across_fifty_channels_draws_no_429() {
     )
     .await;
     for channel in FIRST..FIRST + 50 {
-        mention_in(&e, channel, ALICE, "a question").await;
+        e.mention_in(channel, ALICE, "alice", "a question").await;
     }
     e.until("fifty replies", |e| {
         (FIRST..FIRST + 50).all(|c| !e.texts(c).is_empty())
@@ -135,7 +123,7 @@ async fn a_global_429_holds_every_channel() {
     })
     .await;
     let limited = Instant::now();
-    mention_in(&e, FIRST, ALICE, "second").await;
+    e.mention_in(FIRST, ALICE, "alice", "second").await;
     e.until("the other channel's reply", |e| !e.texts(FIRST).is_empty())
         .await;
     assert!(

@@ -1462,27 +1462,13 @@ async fn a_fact_learned_in_a_private_channel_stays_there() {
         ],
     )
     .await;
-    let in_channel = |channel: u64, text: &str| {
-        let mut m = Incoming::new(
-            channel,
-            Some(GUILD),
-            ALICE,
-            "alice",
-            &format!("<@{BOT}> {text}"),
-        );
-        m.mentions = vec![(BOT, "Aria".into())];
-        m
-    };
-    e.discord
-        .send_message(in_channel(THOUGHTS, "remember: the raid is on Friday"))
+    e.mention_in(THOUGHTS, ALICE, "alice", "remember: the raid is on Friday")
         .await;
     e.until("noted", |e| e.texts(THOUGHTS).len() == 1).await;
-    e.discord.send_message(in_channel(GENERAL, "hi")).await;
+    e.mention_in(GENERAL, ALICE, "alice", "hi").await;
     e.until("general answered", |e| e.texts(GENERAL).len() == 1)
         .await;
-    e.discord
-        .send_message(in_channel(THOUGHTS, "hi again"))
-        .await;
+    e.mention_in(THOUGHTS, ALICE, "alice", "hi again").await;
     e.until("private answered", |e| e.texts(THOUGHTS).len() == 2)
         .await;
     let system = |n: usize| e.openai.requests()[n].body["messages"][0]["content"].to_string();

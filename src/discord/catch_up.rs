@@ -206,13 +206,10 @@ fn parse_page(page: &Value, server: Option<ServerId>) -> Vec<Message> {
 fn found(message: &Message, bot: u64) -> Found {
     let by_bot = message.author.id.get() == bot;
     let person = !message.author.bot && message.webhook_id.is_none();
-    let mentions_bot = message.mentions.iter().any(|u| u.id.get() == bot)
-        || message.content.contains(&format!("<@{bot}>"))
-        || message.content.contains(&format!("<@!{bot}>"));
-    let replies_to_bot = message
-        .referenced_message
-        .as_ref()
-        .is_some_and(|r| r.author.id.get() == bot);
+    let super::events::Addressing {
+        mentions_bot,
+        replies_to_bot,
+    } = super::events::addressing(message, bot);
     Found {
         id: MessageId(message.id.get()),
         by_bot,

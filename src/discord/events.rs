@@ -131,15 +131,10 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
     }
     let server = message.guild_id.map(|g| ServerId(g.get()));
     let channel = ChannelId(message.channel_id.get());
-    let bot_mention = format!("<@{bot}>");
-    let bot_nick_mention = format!("<@!{bot}>");
-    let mentions_bot = message.mentions.iter().any(|u| u.id.get() == bot)
-        || message.content.contains(&bot_mention)
-        || message.content.contains(&bot_nick_mention);
-    let replies_to_bot = message
-        .referenced_message
-        .as_ref()
-        .is_some_and(|r| r.author.id.get() == bot);
+    let Addressing {
+        mentions_bot,
+        replies_to_bot,
+    } = addressing(message, bot);
     let Some(settings) = settings_of(data, server).await else {
         if mentions_bot || replies_to_bot {
             tell_settings_unavailable(data, message, server, channel).await;
@@ -210,6 +205,26 @@ async fn submit(
     match origin {
         Origin::Gateway => data.orchestrator.submit(entry).await,
         Origin::CatchUp => data.orchestrator.submit_late(entry).await,
+    }
+}
+
+/// How a message speaks to the bot (SPEC C1).
+pub(super) struct Addressing {
+    /// It mentions the bot (in its mentions, or its text holds the mention).
+    pub mentions_bot: bool,
+    /// It replies to one of the bot's messages.
+    pub replies_to_bot: bool,
+}
+
+pub(super) fn addressing(message: &Message, bot: u64) -> Addressing {
+    Addressing {
+        mentions_bot: message.mentions.iter().any(|u| u.id.get() == bot)
+            || message.content.contains(&format!("<@{bot}>"))
+            || message.content.contains(&format!("<@!{bot}>")),
+        replies_to_bot: message
+            .referenced_message
+            .as_ref()
+            .is_some_and(|r| r.author.id.get() == bot),
     }
 }
 

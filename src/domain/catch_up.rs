@@ -198,8 +198,8 @@ impl SeenMarks {
 
     /// Marks stored earlier (at start): kept unless a newer one is already held; not changed.
     pub fn load(&self, stored: impl IntoIterator<Item = Seen>) {
+        let mut marks = self.inner();
         for seen in stored {
-            let mut marks = self.inner();
             let newer = marks
                 .seen
                 .get(&seen.channel)

@@ -120,8 +120,13 @@ impl E2e {
     }
 
     pub async fn mention(&self, author: u64, name: &str, text: &str) -> u64 {
+        self.mention_in(GENERAL, author, name, text).await
+    }
+
+    /// A mention of the bot by `author` in `channel` of the guild; returns the message id.
+    pub async fn mention_in(&self, channel: u64, author: u64, name: &str, text: &str) -> u64 {
         let mut m = Incoming::new(
-            GENERAL,
+            channel,
             Some(GUILD),
             author,
             name,
