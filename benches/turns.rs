@@ -80,6 +80,7 @@ fn message(channel: u64, id: u64, content: &str) -> NewQueuedMessage {
         visibility: Visibility::Public,
         locale: Locale::En,
         quiet: false,
+        attachments: Vec::new(),
     }
 }
 
@@ -93,6 +94,7 @@ fn orchestrator(model: ScriptedModel, slow_tool: bool) -> Orchestrator {
             model: Arc::new(model),
             registry,
             env,
+            files: persona_bot::engine::attachments::AttachmentPolicy::default(),
         },
         queue: Arc::new(InMemoryQueue::default()),
         settings: Arc::new(InMemorySettings::default()),

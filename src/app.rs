@@ -12,12 +12,14 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::config::{Config, Secrets, ShardPlan};
+use crate::discord::cdn::CdnFetcher;
 use crate::discord::recent::RecentMessages;
 use crate::discord::{self, BotData, Connection, DiscordClient, guild, sink};
 use crate::domain::admission::RateLimit;
 use crate::domain::ports::{ChatPorts, ChatSink, Persona, PersonaStore, SystemClock, ThoughtLog};
 use crate::domain::scope::PersonaId;
 use crate::domain::thought_log::Notice;
+use crate::engine::attachments::AttachmentPolicy;
 use crate::engine::orchestrator::{Orchestrator, OrchestratorDeps};
 use crate::engine::passes::TurnDeps;
 use crate::engine::reminders::ReminderScheduler;
@@ -485,6 +487,9 @@ fn orchestrator(
         stickers: sink.clone(),
         history: sink.clone(),
         clock: Arc::new(SystemClock),
+        attachments: Arc::new(
+            CdnFetcher::new(&config.attachments).context("attachment HTTP client")?,
+        ),
     });
     ports.events = Arc::new(MeteredEvents::new(
         ports.events,
@@ -499,6 +504,7 @@ fn orchestrator(
                 config: config.clone(),
                 reviewer: Some(reviewer),
             }),
+            files: AttachmentPolicy::from_config(config),
         },
         queue: storage.queue.clone(),
         settings: storage.settings.clone(),

@@ -59,6 +59,25 @@ pub struct Config {
     pub metrics: MetricsConfig,
     pub shutdown: ShutdownConfig,
     pub catch_up: CatchUpConfig,
+    pub attachments: AttachmentsConfig,
+}
+
+/// The files of messages in a turn's context: which are read, how much, and from where.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttachmentsConfig {
+    /// The only origins (scheme, host, port) a file is downloaded from: Discord's CDN.
+    pub origins: Vec<String>,
+    /// Most pictures in one request (the trigger's first, then the newest in history).
+    pub max_images: u8,
+    /// A picture larger than this is named, not downloaded.
+    pub image_max_bytes: u64,
+    /// Most text files read into one request.
+    pub max_text_files: u8,
+    /// Most bytes read of one text file; a longer one is cut, saying so.
+    pub text_max_bytes: u64,
+    /// Longest time one download may take.
+    pub fetch_timeout_secs: u64,
 }
 
 /// Catch-up after a gap in the gateway session (SPEC D9).
@@ -396,6 +415,22 @@ pub struct ProviderConfig {
     pub stream_max_bytes: usize,
     /// Longest one streamed answer may go on; past it the pass fails as `reply_too_long`.
     pub stream_max_secs: u64,
+    /// Every model in `models` sees pictures.
+    pub vision: bool,
+    /// These models (of `models`) see pictures even when `vision` is off.
+    pub vision_models: Vec<String>,
+}
+
+impl ProviderConfig {
+    /// Whether `model` is sent pictures as image parts.
+    pub fn sees(&self, model: &str) -> bool {
+        self.vision || self.vision_models.iter().any(|m| m == model)
+    }
+
+    /// Whether any model may be sent pictures (otherwise none are downloaded).
+    pub fn any_sees(&self) -> bool {
+        self.vision || !self.vision_models.is_empty()
+    }
 }
 
 /// A persona shipped in configuration.
@@ -722,6 +757,26 @@ impl Config {
                 self.reminders.max_per_user as u64,
                 1000,
             ),
+            (
+                "attachments.max_images",
+                self.attachments.max_images as u64,
+                10,
+            ),
+            (
+                "attachments.image_max_bytes",
+                self.attachments.image_max_bytes,
+                52428800,
+            ),
+            (
+                "attachments.max_text_files",
+                self.attachments.max_text_files as u64,
+                10,
+            ),
+            (
+                "attachments.text_max_bytes",
+                self.attachments.text_max_bytes,
+                1048576,
+            ),
         ]
     }
 
@@ -800,11 +855,44 @@ impl Config {
                 });
             }
         }
+        self.check_vision_and_origins()?;
         if w.backend == ImageBackendKind::Comfyui && !Path::new(&w.comfyui_workflow).is_file() {
             return Err(ConfigError::Key {
                 key: "image_worker.comfyui_workflow".to_owned(),
                 problem: format!("names no file ({})", cut(&w.comfyui_workflow)),
             });
+        }
+        Ok(())
+    }
+
+    /// Each vision model is one of the models, and each attachment origin is a bare origin
+    /// (`https://cdn.discordapp.com`: no path, query or credentials).
+    fn check_vision_and_origins(&self) -> Result<(), ConfigError> {
+        let p = &self.provider;
+        if let Some(model) = p.vision_models.iter().find(|m| !p.models.contains(m)) {
+            return Err(ConfigError::Key {
+                key: "provider.vision_models".to_owned(),
+                problem: format!("names {}, which is not in provider.models", cut(model)),
+            });
+        }
+        for origin in &self.attachments.origins {
+            let bare = url::Url::parse(origin).is_ok_and(|u| {
+                matches!(u.scheme(), "http" | "https")
+                    && u.host().is_some()
+                    && u.path() == "/"
+                    && u.query().is_none()
+                    && u.username().is_empty()
+                    && u.password().is_none()
+            });
+            if !bare {
+                return Err(ConfigError::Key {
+                    key: "attachments.origins".to_owned(),
+                    problem: format!(
+                        "{} is not an origin such as https://cdn.discordapp.com",
+                        cut(origin)
+                    ),
+                });
+            }
         }
         Ok(())
     }
@@ -854,7 +942,7 @@ impl Config {
 
     /// The settings with a range of their own (inclusive), each stated in its comment in
     /// `config/default.toml`.
-    fn ranges(&self) -> [(&'static str, u64, (u64, u64)); 9] {
+    fn ranges(&self) -> [(&'static str, u64, (u64, u64)); 10] {
         let (d, c, day) = (&self.discord, &self.catch_up, 86_400);
         [
             ("catch_up.max_messages", c.max_messages.into(), (1, 100)),
@@ -886,6 +974,11 @@ impl Config {
             ),
             ("catch_up.window_secs", self.catch_up.window_secs, (0, day)),
             ("shutdown.grace_secs", self.shutdown.grace_secs, (2, 3600)),
+            (
+                "attachments.fetch_timeout_secs",
+                self.attachments.fetch_timeout_secs,
+                (1, 300),
+            ),
         ]
     }
 
@@ -1686,6 +1779,18 @@ mod tests {
                 "`image_worker.comfyui_workflow`",
             ),
             ("[database]\nurl = \"sqlite:file.db\"\n", "`database.url`"),
+            (
+                "[provider]\nmodels = [\"a\"]\nvision_models = [\"b\"]\n",
+                "`provider.vision_models`",
+            ),
+            (
+                "[attachments]\norigins = [\"https://cdn.discordapp.com/attachments\"]\n",
+                "`attachments.origins`",
+            ),
+            (
+                "[attachments]\norigins = [\"cdn.discordapp.com\"]\n",
+                "`attachments.origins`",
+            ),
         ] {
             let dir = temp_config(Some(toml));
             let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
@@ -1693,6 +1798,18 @@ mod tests {
         }
         assert_eq!(database_url_problem("postgres://u@h/db"), None);
         assert!(database_url_problem("sqlite:file.db").is_some());
+    }
+
+    // Issue 14 (vision): pictures go to every model with `vision`, else only to those named.
+    #[test]
+    fn vision_is_per_model() {
+        let mut p = Config::shipped_defaults().provider;
+        assert!(!p.any_sees(), "shipped off");
+        p.models = vec!["blind".into(), "seeing".into()];
+        p.vision_models = vec!["seeing".into()];
+        assert!(p.any_sees() && p.sees("seeing") && !p.sees("blind"));
+        p.vision = true;
+        assert!(p.sees("blind"));
     }
 
     // SPEC D10: a secret a header cannot carry is refused by its variable, never shown.

@@ -1401,7 +1401,8 @@ async fn a_second_message_joins_the_same_authors_waiting_one() {
 }
 
 // SPEC C2 (issue 14): a due reminder passes the server's channel rules as a message does: in a
-// channel now blocked it starts no turn, and the thought log says it was not delivered.
+// channel now blocked it starts no turn, the thought log says it was not delivered, and its
+// creator is told in a DM.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_due_reminder_in_a_blocked_channel_is_skipped_and_reported() {
     let e = E2e::start_with(Behaviour::succeed(), vec![], |c| c.reminders.poll_ms = 20).await;
@@ -1438,6 +1439,15 @@ async fn a_due_reminder_in_a_blocked_channel_is_skipped_and_reported() {
             .any(|m| m.to_string().contains("A reminder was not delivered"))
     })
     .await;
+    let dm = e.discord.dm_channel(ALICE);
+    e.until("alice is told", |e| !e.texts(dm).is_empty()).await;
+    assert_eq!(
+        e.texts(dm),
+        vec![format!(
+            "Your reminder in <#{GENERAL}> was not delivered: I may no longer speak in that \
+             channel. Ask a moderator, or set it again where I can speak."
+        )]
+    );
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(e.openai.requests().is_empty(), "no turn");
     assert!(e.texts(GENERAL).is_empty());
@@ -1478,5 +1488,59 @@ async fn a_fact_learned_in_a_private_channel_stays_there() {
         "private: {}",
         system(3)
     );
+    e.stop().await;
+}
+
+// Issue 14 (memory): the persona forgets a fact by the number its prompt shows, only one the
+// turn could see: Bob cannot make it forget what it knows about Alice; Alice can, and the fact
+// is gone from the next prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forgotten_fact_is_gone_from_the_next_prompt() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![
+            Reply::call(
+                "c1",
+                "remember_fact",
+                r#"{"fact":"Alice's cat is called Miso","about":"requester"}"#,
+            ),
+            Reply::text(&["Noted."]),
+            Reply::call("c2", "forget_fact", r#"{"id":1}"#),
+            Reply::text(&["I cannot forget that."]),
+            Reply::call("c3", "forget_fact", r#"{"id":1}"#),
+            Reply::text(&["Forgotten."]),
+            Reply::text(&["I do not know your cat."]),
+        ],
+    )
+    .await;
+    let answered = |n: usize| move |e: &E2e| e.texts(GENERAL).len() == n;
+    e.mention(ALICE, "alice", "remember my cat is Miso").await;
+    e.until("noted", answered(1)).await;
+    e.mention(BOB, "bob", "forget fact 1").await;
+    e.until("bob answered", answered(2)).await;
+    e.mention(ALICE, "alice", "forget about my cat").await;
+    e.until("forgotten", answered(3)).await;
+    e.mention(ALICE, "alice", "what is my cat called?").await;
+    e.until("asked", answered(4)).await;
+    let requests = e.openai.requests();
+    let system = |n: usize| requests[n].body["messages"][0]["content"].to_string();
+    let last = |n: usize| {
+        requests[n].body["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .cloned()
+    };
+    assert!(
+        last(3).unwrap().to_string().contains("no_such_fact"),
+        "bob's turn cannot forget alice's fact: {:?}",
+        last(3)
+    );
+    assert!(
+        system(4).contains("Alice's cat is called Miso (about alice) (#1)"),
+        "{}",
+        system(4)
+    );
+    assert!(!system(6).contains("Miso"), "{}", system(6));
     e.stop().await;
 }

@@ -14,10 +14,10 @@ use std::time::Duration;
 
 use persona_bot::config::Config;
 use persona_bot::domain::ports::{
-    AccessLists, DeliberateSettings, Delivery, Durability, EventOutcome, FactAdded, MemoryStore,
-    Metric, NewFact, NewImagePlan, NewQueuedMessage, OutcomeStore, Persona, PersonaStore, PlanId,
-    PlanStore, Pushed, QueueStore, ServerSettings, SettingsChange, SettingsStore, StoredOutcome,
-    TaskStore, ToolEvent, ToolEvents, UsageRecord, UsageStats,
+    AccessLists, Attachment, DeliberateSettings, Delivery, Durability, EventOutcome, FactAdded,
+    MemoryStore, Metric, NewFact, NewImagePlan, NewQueuedMessage, OutcomeStore, Persona,
+    PersonaStore, PlanId, PlanStore, Pushed, QueueStore, ServerSettings, SettingsChange,
+    SettingsStore, StoredOutcome, TaskStore, ToolEvent, ToolEvents, UsageRecord, UsageStats,
 };
 use persona_bot::domain::role::Role;
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
@@ -52,6 +52,8 @@ on_both_databases!(
     queue_entries_are_held_per_shard_and_taken_over_after_the_lease,
     two_processes_changing_two_settings_both_win,
     an_outage_uses_the_last_known_settings,
+    a_queued_message_keeps_its_files,
+    a_fact_is_forgotten_only_where_it_could_be_seen,
 );
 
 const SERVER: ServerId = ServerId(111);
@@ -104,6 +106,7 @@ fn queued(message: u64, follow_up: bool) -> NewQueuedMessage {
         visibility: persona_bot::domain::scope::Visibility::Public,
         locale: persona_bot::locale::Locale::Ja,
         quiet: false,
+        attachments: Vec::new(),
     }
 }
 
@@ -1357,4 +1360,87 @@ async fn two_processes_changing_two_settings_both_win(db: TestDb) {
     fresh.close().await;
     a.close().await;
     b.close().await;
+}
+
+// Issue 14 (attachments): a queued message's files survive in the queue, so a message answered
+// after a restart still shows its pictures; a file name with a NUL is stored all the same.
+async fn a_queued_message_keeps_its_files(db: TestDb) {
+    let s = db.open().await;
+    let files = vec![
+        Attachment {
+            filename: "cat\0.png".into(),
+            url: "https://cdn.discordapp.com/attachments/1/2/cat.png?ex=1".into(),
+            size: 1234,
+            content_type: Some("image/png".into()),
+        },
+        Attachment {
+            filename: "notes.txt".into(),
+            url: "https://cdn.discordapp.com/attachments/1/3/notes.txt".into(),
+            size: 5,
+            content_type: None,
+        },
+    ];
+    let message = NewQueuedMessage {
+        attachments: files.clone(),
+        ..queued(8, false)
+    };
+    s.queue.push(&message).await.unwrap();
+    let pending = s.queue.pending(CHANNEL).await.unwrap();
+    assert_eq!(pending[0].entry.attachments, files);
+    s.close().await;
+}
+
+// Issue 14 (memory): `forget_fact` deletes only what `facts` would show the same turn: never a
+// fact about someone else, one private to another channel, or another server's.
+async fn a_fact_is_forgotten_only_where_it_could_be_seen(db: TestDb) {
+    let s = db.open().await;
+    let other_user = UserId(444);
+    let staff = ChannelId(999);
+    let add = |about: Option<UserId>, private_to: Option<ChannelId>, server: ServerId| {
+        let memory = s.memory.clone();
+        async move {
+            let fact = NewFact {
+                server: Some(server),
+                persona: persona(),
+                about,
+                text: "a fact".into(),
+                at_ms: 1,
+                private_to,
+            };
+            match memory.add_fact(fact, 100).await.unwrap() {
+                FactAdded::Stored { id } => id,
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let theirs = add(Some(other_user), None, SERVER).await;
+    let private = add(None, Some(staff), SERVER).await;
+    let elsewhere = add(None, None, ServerId(5)).await;
+    let mine = add(Some(USER), None, SERVER).await;
+    let server_wide = add(None, None, SERVER).await;
+    let forget = |id| {
+        let memory = s.memory.clone();
+        async move {
+            memory
+                .forget_fact(Some(SERVER), &persona(), Some(USER), CHANNEL, id)
+                .await
+                .unwrap()
+        }
+    };
+    for id in [theirs, private, elsewhere, 9_999] {
+        assert!(!forget(id).await, "fact {id} must stay");
+    }
+    assert!(forget(mine).await);
+    assert!(forget(server_wide).await);
+    assert!(!forget(mine).await, "gone already");
+    let left = s
+        .memory
+        .facts(Some(SERVER), &persona(), Some(other_user), staff, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        left.iter().map(|f| f.id).collect::<Vec<_>>(),
+        vec![private, theirs]
+    );
+    s.close().await;
 }

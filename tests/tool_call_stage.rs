@@ -369,6 +369,7 @@ fn older_history() -> Vec<HistoryMessage> {
             from_bot: false,
             content: format!("message {i}"),
             at_ms: i as i64,
+            attachments: Vec::new(),
         })
         .collect()
 }

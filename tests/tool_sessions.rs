@@ -243,7 +243,7 @@ async fn remember_fact_respects_scope_and_limit() {
     let recalled = entry(h.call(Role::Persona, &turn, "recall_facts", "{}").await);
     assert_eq!(
         recalled.response["result"]["facts"],
-        json!([{"fact": "a", "about": "requester"}])
+        json!([{"id": 1, "fact": "a", "about": "requester"}])
     );
 }
 

@@ -407,7 +407,8 @@ async fn follow_up_interrupts_the_stream_and_is_answered_next() {
         last,
         ChatMessage::User {
             name: None,
-            content: "[alice] actually, this".into()
+            content: "[alice] actually, this".into(),
+            images: Vec::new(),
         }
     );
 }
@@ -610,6 +611,7 @@ async fn a_context_restart_resets_the_failure_counter() {
             from_bot: false,
             content: content.into(),
             at_ms: 0,
+            attachments: Vec::new(),
         })
         .collect();
     let mut bot = Bot::build(

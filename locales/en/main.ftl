@@ -108,6 +108,7 @@ notice-field-reviews = Reviews
 image-failed = I couldn't make the image I planned. { $reason }
 reminder-trigger = [Reminder due] Deliver this reminder to { $whom }, in your own words: { $text }
 reminder-everyone = everyone here
+reminder-not-delivered = Your reminder in { $channel } was not delivered: I may no longer speak in that channel. Ask a moderator, or set it again where I can speak.
 cmd-reminders-name = reminders
 cmd-reminders-description = List or cancel your reminders
 cmd-reminders-list-name = list

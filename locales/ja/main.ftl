@@ -108,6 +108,7 @@ notice-field-reviews = レビュー
 image-failed = 予定していた画像を作れませんでした。{ $reason }
 reminder-trigger = [リマインダーの時間] { $whom } に、あなたの言葉でこのリマインダーを伝えてください：{ $text }
 reminder-everyone = ここにいる皆さん
+reminder-not-delivered = { $channel } のリマインダーは届けられませんでした。そのチャンネルでは発言できなくなっています。モデレーターに相談するか、発言できる場所で設定し直してください。
 cmd-reminders-name = リマインダー
 cmd-reminders-description = 自分のリマインダーを一覧・キャンセルします
 cmd-reminders-list-name = 一覧

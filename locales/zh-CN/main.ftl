@@ -108,6 +108,7 @@ notice-field-reviews = 审核
 image-failed = 我没能生成计划中的图片。{ $reason }
 reminder-trigger = [提醒时间到] 请用你自己的话把这个提醒告诉 { $whom }：{ $text }
 reminder-everyone = 这里的各位
+reminder-not-delivered = 你在 { $channel } 设置的提醒未能送达：我已不能在该频道发言。请联系管理员，或在我能发言的地方重新设置。
 cmd-reminders-name = 提醒
 cmd-reminders-description = 列出或取消你的提醒
 cmd-reminders-list-name = 列表

@@ -108,6 +108,7 @@ notice-field-reviews = 審核
 image-failed = 我沒能產生計畫中的圖片。{ $reason }
 reminder-trigger = [提醒時間到] 請用你自己的話把這個提醒告訴 { $whom }：{ $text }
 reminder-everyone = 這裡的各位
+reminder-not-delivered = 你在 { $channel } 設定的提醒未能送達：我已不能在該頻道發言。請聯絡管理員，或在我能發言的地方重新設定。
 cmd-reminders-name = 提醒
 cmd-reminders-description = 列出或取消你的提醒
 cmd-reminders-list-name = 列表

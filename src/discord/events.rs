@@ -10,7 +10,8 @@ use super::BotData;
 use crate::domain::admission::{MessageFacts, RateLimit, Refusal, addressed, admit, triggers};
 use crate::domain::catch_up::Seen;
 use crate::domain::ports::{
-    Clock, HistoryMessage, NewQueuedMessage, Pings, ServerSettings, SystemClock,
+    ATTACHMENTS_PER_MESSAGE, Attachment, Clock, HistoryMessage, NewQueuedMessage, Pings,
+    ServerSettings, SystemClock,
 };
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
 
@@ -104,8 +105,24 @@ fn remember(data: &BotData, message: &Message) {
             from_bot: data.bot.get() == Some(message.author.id.get()),
             content: message.content.clone(),
             at_ms: crate::domain::catch_up::snowflake_ms(id),
+            attachments: attachments_of(message),
         },
     );
+}
+
+/// A message's files as the core describes them (at most Discord's ten).
+fn attachments_of(message: &Message) -> Vec<Attachment> {
+    message
+        .attachments
+        .iter()
+        .take(ATTACHMENTS_PER_MESSAGE)
+        .map(|a| Attachment {
+            filename: a.filename.clone(),
+            url: a.url.clone(),
+            size: u64::from(a.size),
+            content_type: a.content_type.clone(),
+        })
+        .collect()
 }
 
 /// The name shown for the author of a gateway message (as `sink::author_name` does for REST).
@@ -424,5 +441,6 @@ fn queued(
         },
         locale: locale_of(data, server),
         quiet,
+        attachments: attachments_of(message),
     }
 }

@@ -20,6 +20,7 @@ use crate::locale::Locale;
 use crate::shutdown::Shutdown;
 
 pub mod catch_up;
+pub mod cdn;
 pub mod commands;
 pub mod events;
 pub mod guild;

@@ -190,6 +190,7 @@ mod tests {
             from_bot: false,
             content: format!("m{id}"),
             at_ms: 0,
+            attachments: Vec::new(),
         }
     }
 

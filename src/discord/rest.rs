@@ -335,7 +335,37 @@ impl DiscordRest {
     /// retried on a failure. A refusal says Discord's status, code, message and the first field
     /// its `errors` name.
     pub async fn put_json(&self, route: Route, path: &str, body: &Value) -> Result<Value, String> {
-        let make = || self.request(reqwest::Method::PUT, path).json(body);
+        self.send_json(reqwest::Method::PUT, route, path, body)
+            .await
+    }
+
+    /// Opens (or finds) the direct-message channel with `user`; its id.
+    pub async fn open_dm(&self, user: u64) -> Result<u64, String> {
+        let route = Route {
+            template: "POST /users/@me/channels",
+            major: 0,
+            local_per_5s: None,
+        };
+        let body = serde_json::json!({ "recipient_id": user.to_string() });
+        let channel = self
+            .send_json(reqwest::Method::POST, route, "/users/@me/channels", &body)
+            .await?;
+        channel
+            .get("id")
+            .and_then(Value::as_str)
+            .and_then(|id| id.parse().ok())
+            .ok_or_else(|| "Discord's DM channel has no id".to_owned())
+    }
+
+    /// Sends a JSON body with `method` on `route`, as [`Self::put_json`] describes.
+    async fn send_json(
+        &self,
+        method: reqwest::Method,
+        route: Route,
+        path: &str,
+        body: &Value,
+    ) -> Result<Value, String> {
+        let make = || self.request(method.clone(), path).json(body);
         let response = self
             .exchange(route, make, Retry::Never)
             .await

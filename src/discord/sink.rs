@@ -13,10 +13,10 @@ use super::ratelimit::Route;
 use super::recent::RecentMessages;
 use super::rest::{DiscordRest, SendError, nonce};
 use crate::domain::ports::{
-    ChannelHistory, ChatSink, HistoryMessage, Pings, PortError, Sticker, StickerCatalog,
-    StickerSend,
+    ATTACHMENTS_PER_MESSAGE, Attachment, ChannelHistory, ChatSink, HistoryMessage, Pings,
+    PortError, Sticker, StickerCatalog, StickerSend,
 };
-use crate::domain::scope::{ChannelId, MessageId, ServerId};
+use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId};
 
 /// The bot's own user id, known once the gateway says READY (0 before).
 #[derive(Debug, Default, Clone)]
@@ -146,6 +146,19 @@ impl ChatSink for DiscordSink {
             tracing::warn!(%channel, %error, "progress line not posted");
         }
     }
+
+    async fn direct_message(&self, user: UserId, text: String) -> Result<MessageId, PortError> {
+        let channel = self
+            .rest
+            .open_dm(user.0)
+            .await
+            .map_err(|detail| PortError::Unavailable {
+                what: "direct message",
+                detail,
+            })?;
+        self.send_text(ChannelId(channel), text, None, &Pings::none(), None)
+            .await
+    }
 }
 
 /// The nonce of an idempotent post: the first 25 hex characters (Discord's nonce limit) of the
@@ -252,6 +265,25 @@ fn history_message(m: &Value, bot: Option<u64>) -> Option<HistoryMessage> {
             .unwrap_or_default()
             .to_owned(),
         at_ms: m.get("timestamp").map_or(0, timestamp_ms),
+        attachments: m
+            .get("attachments")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(attachment)
+            .take(ATTACHMENTS_PER_MESSAGE)
+            .collect(),
+    })
+}
+
+/// One attachment object of Discord's JSON; one without a name or URL is left out.
+fn attachment(a: &Value) -> Option<Attachment> {
+    let text = |key: &str| a.get(key).and_then(Value::as_str).map(str::to_owned);
+    Some(Attachment {
+        filename: text("filename")?,
+        url: text("url")?,
+        size: a.get("size").and_then(Value::as_u64).unwrap_or(0),
+        content_type: text("content_type"),
     })
 }
 

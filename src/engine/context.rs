@@ -4,10 +4,11 @@
 
 use crate::domain::history::ToolHistoryEntry;
 use crate::domain::ports::{
-    AssistantToolCall, ChatMessage, Fact, HistoryMessage, ModelRequest, Persona, Ports,
+    AssistantToolCall, Attachment, ChatMessage, Fact, HistoryMessage, ModelRequest, Persona, Ports,
 };
 use crate::domain::scope::{MessageId, UserId};
 use crate::domain::turn::Turn;
+use crate::engine::attachments::{self, AttachmentPolicy, ReadFiles};
 
 /// The message a turn answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,8 +17,21 @@ pub struct Trigger {
     pub author: UserId,
     pub author_name: String,
     pub content: String,
+    /// Its files (read when the turn loads its context).
+    pub attachments: Vec<Attachment>,
     /// The turn did not start at once (it was queued): its reply replies to the trigger.
     pub reply: bool,
+}
+
+/// How much context a turn loads.
+#[derive(Debug, Clone)]
+pub struct ContextSettings {
+    /// Recent channel messages given to the model.
+    pub history_messages: u8,
+    /// The zone the prompt tells the time in.
+    pub zone: chrono_tz::Tz,
+    /// Which files of the trigger and recent history are read.
+    pub files: AttachmentPolicy,
 }
 
 /// Most long-term facts put in the system prompt.
@@ -38,16 +52,23 @@ pub struct LoadedContext {
     trigger: ChatMessage,
 }
 
-fn as_message(m: &HistoryMessage) -> ChatMessage {
+/// A history message as the model sees it, with its files as `read` (or only named, for
+/// older messages a tool brought in).
+fn as_message(m: &HistoryMessage, read: Option<ReadFiles>) -> ChatMessage {
+    let read = read.unwrap_or_else(|| ReadFiles {
+        text: attachments::labels(&m.attachments),
+        images: Vec::new(),
+    });
     if m.from_bot {
         ChatMessage::Assistant {
-            content: Some(m.content.clone()),
+            content: Some(format!("{}{}", m.content, read.text)),
             tool_calls: Vec::new(),
         }
     } else {
         ChatMessage::User {
             name: None,
-            content: format!("[{}] {}", m.author, m.content),
+            content: format!("[{}] {}{}", m.author, m.content, read.text),
+            images: read.images,
         }
     }
 }
@@ -59,8 +80,7 @@ pub async fn load(
     persona: &Persona,
     ports: &Ports,
     trigger: &Trigger,
-    history_messages: u8,
-    zone: chrono_tz::Tz,
+    settings: &ContextSettings,
 ) -> LoadedContext {
     let scope = &turn.scope;
     let facts = ports
@@ -86,30 +106,51 @@ pub async fn load(
             tracing::warn!(turn = %turn.id, %error, "summary unavailable for this turn");
             None
         });
-    let mut recent = ports
+    let recent = ports
         .history
-        .older(scope.channel, Some(trigger.message), history_messages)
+        .older(
+            scope.channel,
+            Some(trigger.message),
+            settings.history_messages,
+        )
         .await
         .unwrap_or_else(|error| {
             tracing::warn!(turn = %turn.id, %error, "channel history unavailable for this turn");
             Vec::new()
         });
+    let oldest = recent.last().map(|m| m.id);
+    // The trigger's files first, then history's newest first (as `older` gives them).
+    let mut files: Vec<&[Attachment]> = vec![&trigger.attachments];
+    files.extend(recent.iter().map(|m| m.attachments.as_slice()));
+    let mut read = attachments::read(ports.attachments.as_ref(), &settings.files, &files)
+        .await
+        .into_iter();
+    let trigger_files = read.next().unwrap_or_default();
+    let mut recent: Vec<ChatMessage> = recent
+        .iter()
+        .zip(read)
+        .map(|(m, read)| as_message(m, Some(read)))
+        .collect();
     recent.reverse(); // oldest first
-    turn.state().oldest_context_message = Some(recent.first().map_or(trigger.message, |m| m.id));
+    turn.state().oldest_context_message = Some(oldest.unwrap_or(trigger.message));
     let place = Place {
         server_name: scope.server.and_then(|s| ports.stickers.server_name(s)),
         now_ms: ports.clock.now_ms(),
-        zone,
+        zone: settings.zone,
     };
     let mut system = system_prompt(persona, scope.is_dm(), &facts, summary, trigger);
     system.push_str(&place.describe(&persona.display_name));
     plan_results(turn, ports, &mut system).await;
     LoadedContext {
         system,
-        recent: recent.iter().map(as_message).collect(),
+        recent,
         trigger: ChatMessage::User {
             name: None,
-            content: format!("[{}] {}", trigger.author_name, trigger.content),
+            content: format!(
+                "[{}] {}{}",
+                trigger.author_name, trigger.content, trigger_files.text
+            ),
+            images: trigger_files.images,
         },
     }
 }
@@ -137,7 +178,7 @@ fn system_prompt(
             } else {
                 String::new()
             };
-            system.push_str(&format!("\n- {}{about}", fact.text));
+            system.push_str(&format!("\n- {}{about} (#{})", fact.text, fact.id));
         }
     }
     if let Some(summary) = summary {
@@ -246,7 +287,7 @@ impl LoadedContext {
             let state = turn.state();
             let mut older: Vec<&HistoryMessage> = state.injected_context.iter().collect();
             older.sort_by_key(|m| m.id);
-            messages.extend(older.into_iter().map(as_message));
+            messages.extend(older.into_iter().map(|m| as_message(m, None)));
         }
         messages.extend(self.recent.iter().cloned());
         messages.push(self.trigger.clone());

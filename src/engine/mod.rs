@@ -4,6 +4,7 @@
 //! [`context`] builds what the model sees; [`reviewer`] runs the reviewer's own pass; due
 //! [`reminders`] become turns; the image [`worker`] makes planned images.
 
+pub mod attachments;
 pub mod context;
 pub mod orchestrator;
 pub mod passes;

@@ -787,6 +787,16 @@ impl Worker {
             .thought_log
             .post(server, notice)
             .await;
+        // Its creator hears of it where the bot can still reach them.
+        let text = crate::locale::text_with(
+            m.locale,
+            "reminder-not-delivered",
+            &[("channel", format!("<#{}>", m.channel))],
+        );
+        let sink = &self.deps.turn.env.ports.sink;
+        if let Err(error) = sink.direct_message(m.author, text).await {
+            tracing::info!(channel = %self.channel, %error, "the reminder's creator could not be told in a DM (their DMs may be closed); the thought log says it");
+        }
         self.forget(pending).await;
         true
     }
@@ -841,6 +851,7 @@ impl Worker {
             author: m.author,
             author_name: m.author_name.clone(),
             content: m.content.clone(),
+            attachments: m.attachments.clone(),
             // A quiet turn's trigger is not a Discord message: there is nothing to reply to.
             reply: pending.waited && !m.quiet,
         };

@@ -34,6 +34,8 @@ pub struct TurnDeps {
     pub model: Arc<dyn ChatModel>,
     pub registry: Arc<Registry>,
     pub env: Arc<ToolEnv>,
+    /// Which files of the messages in context are read.
+    pub files: crate::engine::attachments::AttachmentPolicy,
 }
 
 /// Why a turn ended, beyond its status.
@@ -157,8 +159,11 @@ impl<'a> TurnRun<'a> {
             persona,
             ports,
             trigger,
-            config.history_messages,
-            config.time_zone.parse().unwrap_or(chrono_tz::UTC),
+            &crate::engine::context::ContextSettings {
+                history_messages: config.history_messages,
+                zone: config.time_zone.parse().unwrap_or(chrono_tz::UTC),
+                files: deps.files.clone(),
+            },
         )
         .await;
         let stickers = match turn.scope.server {

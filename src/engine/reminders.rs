@@ -112,6 +112,7 @@ fn quiet_message(reminder: &Reminder, now_ms: i64) -> NewQueuedMessage {
         visibility: r.visibility,
         locale: r.locale,
         quiet: true,
+        attachments: Vec::new(),
     }
 }
 

@@ -55,6 +55,7 @@ impl ModelReviewer {
             ChatMessage::User {
                 name: None,
                 content: subject,
+                images: Vec::new(),
             },
         ];
         for _ in 0..MAX_REVIEW_PASSES {

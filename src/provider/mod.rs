@@ -123,6 +123,7 @@ impl ChatModel for OpenAiProvider {
             request,
             self.config.max_tokens,
             self.config.send_parallel_tool_calls,
+            self.config.sees(&attempt.model),
         );
         let Some(key) = self.keys.get(attempt.key_index) else {
             return Err(ModelError::new(

@@ -13,8 +13,13 @@ pub fn request_body(
     request: &ModelRequest,
     max_tokens: u32,
     send_parallel_tool_calls: bool,
+    vision: bool,
 ) -> Value {
-    let messages: Vec<Value> = request.messages.iter().map(message).collect();
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|m| message(m, vision))
+        .collect();
     let mut body = Map::new();
     body.insert("model".into(), json!(model));
     body.insert("messages".into(), Value::Array(messages));
@@ -32,13 +37,31 @@ pub fn request_body(
     Value::Object(body)
 }
 
-fn message(m: &ChatMessage) -> Value {
+/// One message; a user message's pictures go as `image_url` parts only to a model that sees
+/// (`vision`), otherwise its text alone (which names them).
+fn message(m: &ChatMessage, vision: bool) -> Value {
     match m {
         ChatMessage::System { content } => json!({ "role": "system", "content": content }),
-        ChatMessage::User { name, content } => match name {
-            Some(name) => json!({ "role": "user", "name": name, "content": content }),
-            None => json!({ "role": "user", "content": content }),
-        },
+        ChatMessage::User {
+            name,
+            content,
+            images,
+        } => {
+            let content =
+                if vision && !images.is_empty() {
+                    let mut parts = vec![json!({ "type": "text", "text": content })];
+                    parts.extend(images.iter().map(
+                        |i| json!({ "type": "image_url", "image_url": { "url": &*i.data_url } }),
+                    ));
+                    Value::Array(parts)
+                } else {
+                    json!(content)
+                };
+            match name {
+                Some(name) => json!({ "role": "user", "name": name, "content": content }),
+                None => json!({ "role": "user", "content": content }),
+            }
+        }
         ChatMessage::Assistant {
             content,
             tool_calls,
@@ -135,6 +158,36 @@ mod tests {
         }
     }
 
+    // Issue 14 (vision): a model that sees gets the pictures as image parts after the text; one
+    // that does not gets the text alone.
+    #[test]
+    fn pictures_go_only_to_a_model_that_sees() {
+        use crate::domain::ports::ImagePart;
+        let request = ModelRequest {
+            messages: vec![ChatMessage::User {
+                name: None,
+                content: "[alice] what is this? [image: cat.png]".into(),
+                images: vec![ImagePart {
+                    data_url: "data:image/png;base64,iVBO".into(),
+                }],
+            }],
+            tools: vec![],
+        };
+        let seeing = request_body("m", &request, 1, true, true);
+        assert_eq!(
+            seeing["messages"][0]["content"],
+            json!([
+                { "type": "text", "text": "[alice] what is this? [image: cat.png]" },
+                { "type": "image_url", "image_url": { "url": "data:image/png;base64,iVBO" } },
+            ])
+        );
+        let blind = request_body("m", &request, 1, true, false);
+        assert_eq!(
+            blind["messages"][0]["content"],
+            "[alice] what is this? [image: cat.png]"
+        );
+    }
+
     // SPEC C9: one tool call per pass is requested where the server supports it.
     #[test]
     fn request_body_has_tools_and_no_parallel_calls() {
@@ -158,7 +211,7 @@ mod tests {
             ],
             tools: vec![json!({"type": "function"})],
         };
-        let body = request_body("m", &request, 100, true);
+        let body = request_body("m", &request, 100, true, false);
         assert_eq!(body["parallel_tool_calls"], false);
         assert_eq!(body["stream"], true);
         assert_eq!(
@@ -174,6 +227,7 @@ mod tests {
             },
             1,
             true,
+            false,
         );
         assert!(
             without.get("parallel_tool_calls").is_none(),

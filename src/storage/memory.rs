@@ -132,4 +132,27 @@ impl MemoryStore for MemoryRepo {
             })
             .collect())
     }
+
+    async fn forget_fact(
+        &self,
+        server: Option<ServerId>,
+        persona: &PersonaId,
+        about: Option<UserId>,
+        channel: ChannelId,
+        id: i64,
+    ) -> Result<bool, PortError> {
+        let deleted = sqlx::query(
+            "DELETE FROM memory_facts WHERE id = $1 AND server_id = $2 AND persona = $3 \
+             AND (about_user = 0 OR about_user = $4) AND (private_to = 0 OR private_to = $5)",
+        )
+        .bind(id)
+        .bind(sql_id(server.map_or(0, |s| s.0)))
+        .bind(storable(&persona.0))
+        .bind(sql_id(about.map_or(0, |u| u.0)))
+        .bind(sql_id(channel.0))
+        .execute(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(deleted.rows_affected() > 0)
+    }
 }

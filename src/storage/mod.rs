@@ -385,6 +385,7 @@ impl Storage {
             history: chat.history,
             outcomes: self.outcomes.clone(),
             reminders: self.reminders.clone(),
+            attachments: chat.attachments,
         }
     }
 

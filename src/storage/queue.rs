@@ -5,7 +5,9 @@
 use async_trait::async_trait;
 
 use super::{Database, from_sql_id, port_error, sql_id, storable};
-use crate::domain::ports::{NewQueuedMessage, PortError, Pushed, QueueStore, QueuedMessage};
+use crate::domain::ports::{
+    Attachment, NewQueuedMessage, PortError, Pushed, QueueStore, QueuedMessage,
+};
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use crate::locale::Locale;
 
@@ -77,6 +79,7 @@ struct QueueRow {
     visibility: String,
     locale: String,
     quiet: i64,
+    attachments: String,
 }
 
 pub(crate) fn visibility_str(v: Visibility) -> &'static str {
@@ -96,6 +99,11 @@ pub(crate) fn visibility_from(s: &str) -> Visibility {
     }
 }
 
+/// The stored form of a message's file descriptions (JSON text).
+fn attachments_json(attachments: &[Attachment]) -> String {
+    serde_json::to_string(attachments).unwrap_or_else(|_| "[]".to_owned())
+}
+
 fn from_row(row: QueueRow) -> QueuedMessage {
     QueuedMessage {
         id: row.id,
@@ -112,12 +120,14 @@ fn from_row(row: QueueRow) -> QueuedMessage {
             visibility: visibility_from(&row.visibility),
             locale: Locale::from_tag(&row.locale).unwrap_or_default(),
             quiet: row.quiet != 0,
+            // Unreadable descriptions (a hand-edited row) lose the files, not the message.
+            attachments: serde_json::from_str(&row.attachments).unwrap_or_default(),
         },
     }
 }
 
 const COLUMNS: &str = "id, server_id, channel_id, message_id, author_id, author_name, \
-    content, follow_up, enqueued_at, persona, visibility, locale, quiet";
+    content, follow_up, enqueued_at, persona, visibility, locale, quiet, attachments";
 
 impl QueueRepo {
     /// Distinct channels of the rows matching `condition` (binds as [`TAKEABLE`]).
@@ -147,8 +157,8 @@ impl QueueStore for QueueRepo {
         let inserted: Result<Option<i64>, sqlx::Error> = sqlx::query_scalar(
             "INSERT INTO queued_messages (server_id, channel_id, message_id, author_id, \
              author_name, content, follow_up, enqueued_at, persona, visibility, locale, quiet, \
-             claimed_by, claimed_at) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+             claimed_by, claimed_at, attachments) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
              ON CONFLICT (channel_id, message_id) DO NOTHING RETURNING id",
         )
         .bind(sql_id(m.server.map_or(0, |s| s.0)))
@@ -165,6 +175,7 @@ impl QueueStore for QueueRepo {
         .bind(i64::from(m.quiet))
         .bind(storable(&self.claims.owner))
         .bind(now_ms())
+        .bind(storable(&attachments_json(&m.attachments)))
         .fetch_optional(self.db.pool())
         .await;
         self.db.health().observe(&inserted);

@@ -24,7 +24,7 @@ pub use scripted::{ScriptedModel, ScriptedPass, ScriptedReviewer, Step};
 pub use stores::{
     InMemoryOutcomes, InMemoryPersonas, InMemoryQueue, InMemoryReminders, InMemorySettings,
 };
-pub use tool_stores::{FixedHistory, FixedStickers, InMemoryMemory, InMemoryPlans};
+pub use tool_stores::{FixedFiles, FixedHistory, FixedStickers, InMemoryMemory, InMemoryPlans};
 pub use unexpected::Unexpected;
 
 use crate::domain::ports::{HistoryMessage, Ports, Sticker};
@@ -81,6 +81,7 @@ pub struct Fakes {
     pub history: Arc<FixedHistory>,
     pub outcomes: Arc<InMemoryOutcomes>,
     pub reminders: Arc<InMemoryReminders>,
+    pub files: Arc<FixedFiles>,
 }
 
 impl Fakes {
@@ -113,6 +114,7 @@ impl Fakes {
             stickers: self.stickers.clone(),
             history: self.history.clone(),
             clock: self.clock.clone(),
+            attachments: self.files.clone(),
         }
     }
 
@@ -129,6 +131,7 @@ impl Fakes {
             history: self.history.clone(),
             outcomes: self.outcomes.clone(),
             reminders: self.reminders.clone(),
+            attachments: self.files.clone(),
         }
     }
 }

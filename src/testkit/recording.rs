@@ -37,6 +37,9 @@ impl ChatSink for Discard {
         StickerSend::Confirmed
     }
     async fn send_progress(&self, _: ChannelId, _: String) {}
+    async fn direct_message(&self, _: UserId, _: String) -> Result<MessageId, PortError> {
+        Ok(MessageId(1))
+    }
 }
 
 #[async_trait]
@@ -74,6 +77,7 @@ pub struct RecordingSink {
     progress: Mutex<Vec<(ChannelId, String)>>,
     texts: Mutex<Vec<SentText>>,
     typing: Mutex<Vec<ChannelId>>,
+    dms: Mutex<Vec<(UserId, String)>>,
     /// Sends wait this long first (a slow Discord), when set.
     send_delay: Mutex<Option<std::time::Duration>>,
     /// Sends never complete (a hung Discord), when set.
@@ -137,6 +141,11 @@ impl RecordingSink {
     pub fn progress(&self) -> Vec<(ChannelId, String)> {
         lock(&self.progress).clone()
     }
+
+    /// Every direct message sent, in order.
+    pub fn dms(&self) -> Vec<(UserId, String)> {
+        lock(&self.dms).clone()
+    }
 }
 
 #[async_trait]
@@ -192,6 +201,12 @@ impl ChatSink for RecordingSink {
 
     async fn send_progress(&self, channel: ChannelId, text: String) {
         lock(&self.progress).push((channel, text));
+    }
+
+    async fn direct_message(&self, user: UserId, text: String) -> Result<MessageId, PortError> {
+        let mut dms = lock(&self.dms);
+        dms.push((user, text));
+        Ok(MessageId(u64::try_from(dms.len()).unwrap_or(u64::MAX)))
     }
 }
 

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 
 use super::lock;
 use crate::domain::ports::{
-    ChannelHistory, Fact, FactAdded, HistoryMessage, MemoryStore, NewFact, NewImagePlan, PlanStore,
-    PortError, Sticker, StickerCatalog,
+    AttachmentFetcher, ChannelHistory, Fact, FactAdded, Fetched, HistoryMessage, MemoryStore,
+    NewFact, NewImagePlan, PlanStore, PortError, Sticker, StickerCatalog,
 };
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 
@@ -84,7 +84,7 @@ impl MemoryStore for InMemoryMemory {
         if in_bucket >= limit as usize {
             return Ok(FactAdded::LimitReached { limit });
         }
-        let id = i64::try_from(facts.len()).unwrap_or(i64::MAX) + 1;
+        let id = facts.iter().map(|(id, _)| *id).max().unwrap_or(0) + 1;
         facts.push((id, fact));
         Ok(FactAdded::Stored { id })
     }
@@ -113,6 +113,27 @@ impl MemoryStore for InMemoryMemory {
                 at_ms: f.at_ms,
             })
             .collect())
+    }
+
+    async fn forget_fact(
+        &self,
+        server: Option<ServerId>,
+        persona: &PersonaId,
+        about: Option<UserId>,
+        channel: ChannelId,
+        id: i64,
+    ) -> Result<bool, PortError> {
+        self.check()?;
+        let mut facts = lock(&self.facts);
+        let before = facts.len();
+        facts.retain(|(fact_id, f)| {
+            let visible = f.server == server
+                && &f.persona == persona
+                && (f.about.is_none() || f.about == about)
+                && f.private_to.is_none_or(|c| c == channel);
+            !(*fact_id == id && visible)
+        });
+        Ok(facts.len() < before)
     }
 }
 
@@ -183,5 +204,42 @@ impl ChannelHistory for FixedHistory {
             .take(limit.into())
             .cloned()
             .collect())
+    }
+}
+
+/// Files by URL; any other URL is unavailable. Records every URL asked for.
+#[derive(Default)]
+pub struct FixedFiles {
+    files: Mutex<HashMap<String, Vec<u8>>>,
+    asked: Mutex<Vec<String>>,
+}
+
+impl FixedFiles {
+    pub fn put(&self, url: &str, bytes: Vec<u8>) {
+        lock(&self.files).insert(url.to_owned(), bytes);
+    }
+
+    /// Every URL asked for, in order.
+    pub fn asked(&self) -> Vec<String> {
+        lock(&self.asked).clone()
+    }
+}
+
+#[async_trait]
+impl AttachmentFetcher for FixedFiles {
+    async fn fetch(&self, url: &str, max_bytes: u64) -> Result<Fetched, PortError> {
+        lock(&self.asked).push(url.to_owned());
+        let bytes = lock(&self.files)
+            .get(url)
+            .cloned()
+            .ok_or(PortError::Unavailable {
+                what: "attachment",
+                detail: "no such file".into(),
+            })?;
+        let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);
+        Ok(Fetched {
+            complete: bytes.len() <= max,
+            bytes: bytes.into_iter().take(max).collect(),
+        })
     }
 }

@@ -36,6 +36,9 @@ impl ChatSink for Unexpected {
     async fn send_progress(&self, _: ChannelId, _: String) {
         unexpected("ChatSink::send_progress")
     }
+    async fn direct_message(&self, _: UserId, _: String) -> Result<MessageId, PortError> {
+        unexpected("ChatSink::direct_message")
+    }
 }
 
 #[async_trait]
@@ -85,6 +88,16 @@ impl MemoryStore for Unexpected {
         _: u32,
     ) -> Result<Vec<Fact>, PortError> {
         unexpected("MemoryStore::facts")
+    }
+    async fn forget_fact(
+        &self,
+        _: Option<ServerId>,
+        _: &PersonaId,
+        _: Option<UserId>,
+        _: ChannelId,
+        _: i64,
+    ) -> Result<bool, PortError> {
+        unexpected("MemoryStore::forget_fact")
     }
 }
 

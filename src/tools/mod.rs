@@ -27,6 +27,7 @@ pub mod session;
 
 pub mod create_reminder;
 pub mod fetch_older_messages;
+pub mod forget_fact;
 pub mod plan_image;
 pub mod recall_facts;
 pub mod remember_fact;

@@ -60,6 +60,7 @@ impl Tool for RecallFacts {
             .into_iter()
             .map(|f| {
                 json!({
+                    "id": f.id,
                     "fact": f.text,
                     "about": if f.about.is_some() { "requester" } else { "server" },
                 })

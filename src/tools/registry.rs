@@ -165,6 +165,7 @@ impl Registry {
             ))
             .with(remember_fact::RememberFact::new(&config.memory))
             .with(recall_facts::RecallFacts)
+            .with(forget_fact::ForgetFact)
             .with(plan_image::PlanImage::new(&config.image))
             .with(fetch_older_messages::FetchOlderMessages::new(&config.tools))
             .with(create_reminder::CreateReminder::new(&config.reminders))
@@ -281,6 +282,7 @@ mod tests {
                 "update_short_term_memory",
                 "remember_fact",
                 "recall_facts",
+                "forget_fact",
                 "plan_image",
                 "fetch_older_messages",
                 "create_reminder",

@@ -8,6 +8,7 @@ use std::time::Duration;
 use persona_bot::config::Config;
 use persona_bot::domain::ports::{ChatModel, NewQueuedMessage};
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
+use persona_bot::engine::attachments::AttachmentPolicy;
 use persona_bot::engine::orchestrator::{Orchestrator, OrchestratorDeps, TurnFinished};
 use persona_bot::engine::passes::TurnDeps;
 use persona_bot::locale::Locale;
@@ -52,6 +53,7 @@ pub fn message_in(channel: ChannelId, id: u64, author: UserId, content: &str) ->
         visibility: Visibility::Public,
         locale: Locale::En,
         quiet: false,
+        attachments: Vec::new(),
     }
 }
 
@@ -91,6 +93,7 @@ impl<M: ChatModel + 'static> Bot<M> {
                 model: model.clone(),
                 registry: h.registry.clone(),
                 env: h.env.clone(),
+                files: AttachmentPolicy::from_config(&h.config),
             },
             queue: queue.clone(),
             settings,

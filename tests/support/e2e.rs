@@ -68,6 +68,8 @@ impl E2e {
         let mut config = Config::shipped_defaults();
         config.discord.api_base_url = discord.base_url.clone();
         config.provider.base_url = openai.base_url.clone();
+        // The fake serves attachments where Discord's CDN would.
+        config.attachments.origins = vec![discord.base_url.clone()];
         config.provider.models = vec!["test-model".into()];
         config.review.models = vec![REVIEW_MODEL.into()];
         config.provider.first_token_timeout_secs = 5;

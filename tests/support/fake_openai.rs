@@ -148,6 +148,10 @@ struct Shared {
     padding_sent: AtomicUsize,
     /// A key `GET /v1/models` answers 401, as OpenAI does a revoked one.
     refused_key: Mutex<Option<String>>,
+    /// Models that take image parts; any other refuses a request with one, as OpenAI does.
+    vision_models: Mutex<Vec<String>>,
+    /// Every picture a vision model received: (model, its bytes, decoded from the data URL).
+    images: Mutex<Vec<(String, Vec<u8>)>>,
 }
 
 pub struct FakeOpenAi {
@@ -163,6 +167,8 @@ impl FakeOpenAi {
         let app = Router::new()
             .route("/v1/chat/completions", post(completions))
             .route("/v1/models", axum::routing::get(models))
+            // OpenAI takes requests far past axum's 2 MB default (pictures are inline).
+            .layer(axum::extract::DefaultBodyLimit::max(64 * 1024 * 1024))
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -198,6 +204,20 @@ impl FakeOpenAi {
     /// `GET /v1/models` answers 401 to this key from now on (with OpenAI's error body).
     pub fn refuse_key(&self, key: &str) {
         *self.shared.refused_key.lock().unwrap() = Some(key.to_owned());
+    }
+
+    /// `model` takes image parts from now on.
+    pub fn sees(&self, model: &str) {
+        self.shared
+            .vision_models
+            .lock()
+            .unwrap()
+            .push(model.to_owned());
+    }
+
+    /// Every picture a vision model received, as (model, bytes).
+    pub fn images(&self) -> Vec<(String, Vec<u8>)> {
+        self.shared.images.lock().unwrap().clone()
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -258,6 +278,9 @@ async fn completions(
         authorization,
         body,
     });
+    if let Some(refusal) = check_images(&shared, &model, &shared.requests.lock().unwrap()) {
+        return refusal;
+    }
     let for_model = shared
         .by_model
         .lock()
@@ -289,6 +312,58 @@ async fn completions(
         }
         Reply::Stream(steps) => sse(shared, steps),
     }
+}
+
+/// The last request's image parts, checked as OpenAI checks them: a model that cannot see
+/// refuses any (400, `invalid_request_error`), and each must be a `data:` URL of a png, jpeg,
+/// webp or gif picture in base64 (else 400 "Invalid image"). Accepted pictures are recorded.
+fn check_images(shared: &Shared, model: &str, requests: &[Recorded]) -> Option<Response> {
+    use base64::Engine as _;
+    let body = &requests.last()?.body;
+    let parts: Vec<&Value> = body["messages"]
+        .as_array()?
+        .iter()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|p| p["type"] == "image_url")
+        .collect();
+    if parts.is_empty() {
+        return None;
+    }
+    let refuse = |message: &str| {
+        let body = json!({"error": {"message": message, "type": "invalid_request_error",
+            "param": null, "code": null}});
+        Some((StatusCode::BAD_REQUEST, axum::Json(body)).into_response())
+    };
+    if !shared
+        .vision_models
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|m| m == model)
+    {
+        return refuse("Invalid content type. image_url is only supported by certain models.");
+    }
+    let mut seen = Vec::new();
+    for part in parts {
+        let url = part["image_url"]["url"].as_str().unwrap_or_default();
+        let data = ["png", "jpeg", "webp", "gif"]
+            .iter()
+            .find_map(|t| url.strip_prefix(&format!("data:image/{t};base64,")))
+            .and_then(|d| base64::engine::general_purpose::STANDARD.decode(d).ok());
+        let picture = data.filter(|d| {
+            d.starts_with(b"\x89PNG")
+                || d.starts_with(&[0xff, 0xd8, 0xff])
+                || d.get(8..12) == Some(b"WEBP")
+                || d.starts_with(b"GIF8")
+        });
+        let Some(picture) = picture else {
+            return refuse("Invalid image.");
+        };
+        seen.push((model.to_owned(), picture));
+    }
+    shared.images.lock().unwrap().extend(seen);
+    None
 }
 
 fn huge(shared: Arc<Shared>, status: u16, prefix: String, size: usize) -> Response {

@@ -2,7 +2,7 @@
 //! older channel history.
 
 use async_trait::async_trait;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::PortError;
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId};
@@ -98,6 +98,9 @@ pub trait ChatSink: Send + Sync {
     /// Posts a short progress line ("Planning an image...") in the conversation. Failures are
     /// the adapter's to log: progress is best effort.
     async fn send_progress(&self, channel: ChannelId, text: String);
+    /// Sends `text` to `user` in a direct message (one notifying nobody else). An error means
+    /// Discord would not take it (the user closed their DMs, for one).
+    async fn direct_message(&self, user: UserId, text: String) -> Result<MessageId, PortError>;
 }
 
 /// What a server offers a turn: its stickers, and its name.
@@ -119,6 +122,38 @@ pub struct HistoryMessage {
     pub from_bot: bool,
     pub content: String,
     pub at_ms: i64,
+    /// Its files, as Discord describes them (nothing fetched yet).
+    pub attachments: Vec<Attachment>,
+}
+
+/// A file attached to a message, as Discord describes it: where its CDN serves it, its name,
+/// size and declared type. Nothing in it is trusted: the bytes decide what a file is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    pub filename: String,
+    pub url: String,
+    pub size: u64,
+    pub content_type: Option<String>,
+}
+
+/// Most attachments one message may carry on Discord (10); more in an event are ignored.
+pub const ATTACHMENTS_PER_MESSAGE: usize = 10;
+
+/// A downloaded file, or its first bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    /// At most the `max_bytes` asked for.
+    pub bytes: Vec<u8>,
+    /// Nothing came after `bytes` (false: the file is longer, and was read no further).
+    pub complete: bool,
+}
+
+/// Where attachments are downloaded from.
+#[async_trait]
+pub trait AttachmentFetcher: Send + Sync {
+    /// The first `max_bytes` of the file at `url`, when it is on Discord's CDN: any other
+    /// address is refused without a request.
+    async fn fetch(&self, url: &str, max_bytes: u64) -> Result<Fetched, PortError>;
 }
 
 /// Older channel history.

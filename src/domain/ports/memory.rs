@@ -71,4 +71,14 @@ pub trait MemoryStore: Send + Sync {
         channel: ChannelId,
         limit: u32,
     ) -> Result<Vec<Fact>, PortError>;
+    /// Deletes fact `id` when [`Self::facts`] with the same arguments could return it (the
+    /// server's, or about `about`, not private to another channel). Whether it was deleted.
+    async fn forget_fact(
+        &self,
+        server: Option<ServerId>,
+        persona: &PersonaId,
+        about: Option<UserId>,
+        channel: ChannelId,
+        id: i64,
+    ) -> Result<bool, PortError>;
 }

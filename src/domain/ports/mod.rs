@@ -61,6 +61,8 @@ pub struct Ports {
     /// Completed tool outcomes, so reuse survives a restart (SPEC R4).
     pub outcomes: Arc<dyn OutcomeStore>,
     pub reminders: Arc<dyn ReminderStore>,
+    /// Discord's CDN, for the files of messages in context.
+    pub attachments: Arc<dyn AttachmentFetcher>,
 }
 
 /// The ports that face the chat service (Discord), to combine with storage-backed ones.
@@ -71,4 +73,5 @@ pub struct ChatPorts {
     pub stickers: Arc<dyn StickerCatalog>,
     pub history: Arc<dyn ChannelHistory>,
     pub clock: Arc<dyn Clock>,
+    pub attachments: Arc<dyn AttachmentFetcher>,
 }

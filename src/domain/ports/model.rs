@@ -23,6 +23,9 @@ pub enum ChatMessage {
         /// The author's display name, when the message came from a person.
         name: Option<String>,
         content: String,
+        /// Pictures the message carries, for a model that can see; `content` names them too,
+        /// so a model that cannot see still knows they are there.
+        images: Vec<ImagePart>,
     },
     Assistant {
         content: Option<String>,
@@ -32,6 +35,13 @@ pub enum ChatMessage {
         call_id: String,
         content: String,
     },
+}
+
+/// A picture as the model receives it: a `data:` URL (the bytes, base64), never an address
+/// the model's server would fetch. Shared, so rebuilding a pass's request copies no image.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImagePart {
+    pub data_url: std::sync::Arc<str>,
 }
 
 /// A tool call as it appears in an assistant message of the history.

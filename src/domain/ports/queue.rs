@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use super::PortError;
+use super::{Attachment, PortError};
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use crate::locale::Locale;
 
@@ -26,6 +26,8 @@ pub struct NewQueuedMessage {
     pub locale: Locale,
     /// A turn the bot started itself (reminder, random trigger).
     pub quiet: bool,
+    /// The message's files (their descriptions: fetched when its turn starts).
+    pub attachments: Vec<Attachment>,
 }
 
 /// A stored queue entry.

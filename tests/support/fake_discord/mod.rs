@@ -48,6 +48,7 @@
 //! (editing a message), `interactions` (callbacks, original responses, follow-ups) and
 //! `validation` (slash command options against their registration).
 
+mod cdn;
 mod channel_messages;
 mod gateway;
 mod intents;
@@ -68,6 +69,7 @@ mod world;
 use bytes::Bytes;
 use serde_json::Value;
 
+pub use cdn::FakeFile;
 pub use gateway::{
     HEARTBEAT_INTERVAL_MS, INVALID_SHARD_CLOSE_CODE, REPLACED_CLOSE_CODE, dispatch_frame,
     gateway_bot_json, gateway_json, heartbeat_ack_frame, hello_frame, invalid_session_frame,
@@ -97,6 +99,8 @@ pub struct Incoming {
     pub mentions: Vec<(u64, String)>,
     /// The replied-to message id; its full object is taken from the channel's history.
     pub reply_to: Option<u64>,
+    /// Its files, served by the fake's CDN.
+    pub attachments: Vec<FakeFile>,
 }
 
 impl Incoming {
@@ -117,6 +121,7 @@ impl Incoming {
             content: content.into(),
             mentions: Vec::new(),
             reply_to: None,
+            attachments: Vec::new(),
         }
     }
 }

@@ -228,6 +228,9 @@ pub(super) async fn rest(
         }
         response
     };
+    if let Some(file) = full_path.strip_prefix("/attachments/") {
+        return answered(super::cdn::serve(&shared, method.as_str(), file));
+    }
     if !full_path.starts_with("/api/v10/") {
         shared.lock().unexpected.push(Recorded {
             status: 404,

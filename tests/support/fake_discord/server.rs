@@ -171,7 +171,10 @@ impl FakeDiscord {
                 .and_then(|h| h.iter().find(|msg| msg["id"] == json!(r.to_string())))
                 .cloned()
         });
-        let message = self.shared.world.incoming_json(&m, id, referenced);
+        let mut message = self.shared.world.incoming_json(&m, id, referenced);
+        message["attachments"] =
+            self.shared
+                .attachments_json(&mut inner, m.channel_id, &m.attachments);
         inner
             .history
             .entry(m.channel_id)
@@ -227,6 +230,9 @@ impl FakeDiscord {
         let id = super::state::snowflake_at(at, self.shared.snowflake());
         let mut inner = self.shared.lock();
         let mut message = self.shared.world.incoming_json(&m, id, None);
+        message["attachments"] =
+            self.shared
+                .attachments_json(&mut inner, m.channel_id, &m.attachments);
         message["timestamp"] = json!(chrono::DateTime::<chrono::Utc>::from(at).to_rfc3339());
         let history = inner.history.entry(m.channel_id).or_default();
         history.push(message);

@@ -101,6 +101,8 @@ pub(super) struct InteractionState {
 pub(super) struct Inner {
     /// The bot's user id, for what the intents let through (set at start).
     pub(super) bot_id: u64,
+    /// The CDN's files, by path under `/attachments/`.
+    pub(super) files: HashMap<String, super::FakeFile>,
     pub(super) requests: Vec<Recorded>,
     pub(super) unexpected: Vec<Recorded>,
     pub(super) gateway_answered: bool,

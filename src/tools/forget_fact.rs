@@ -1,0 +1,63 @@
+//! `forget_fact`: deletes a remembered fact, by the number the prompt and `recall_facts` show.
+//! Only a fact this turn could see: the server's (as this channel sees them) or one about the
+//! requester, never one about someone else, whatever the number (SPEC S3).
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::{ArgError, Tool, ToolContext, ToolError, ToolOutput};
+use crate::domain::role::{Role, RoleSet};
+
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Args {
+    /// The fact's number (#12 is 12).
+    pub id: i64,
+}
+
+pub struct ForgetFact;
+
+#[async_trait]
+impl Tool for ForgetFact {
+    type Args = Args;
+    const NAME: &'static str = "forget_fact";
+    const ROLES: RoleSet = RoleSet::of(&[Role::Persona]);
+    const DESCRIPTION: &'static str =
+        "Forget a remembered fact that is wrong or that someone asks you to forget.";
+
+    fn validate(&self, args: &Args) -> Result<(), ArgError> {
+        ArgError::check_range("$.id", args.id, 1, i64::MAX)
+    }
+
+    async fn execute(
+        &self,
+        ctx: &ToolContext<'_>,
+        args: Args,
+        _cancel: &CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let scope = ctx.scope();
+        let forgotten = ctx
+            .ports()
+            .memory
+            .forget_fact(
+                scope.server,
+                &scope.persona,
+                Some(scope.user),
+                scope.channel,
+                args.id,
+            )
+            .await?;
+        if !forgotten {
+            return Err(ToolError::business(
+                "no_such_fact",
+                format!("There is no fact #{} you can forget here.", args.id),
+            ));
+        }
+        Ok(ToolOutput::data(
+            json!({ "forgotten": true, "id": args.id }),
+        ))
+    }
+}
