@@ -330,6 +330,54 @@ async fn unknown_model_falls_back_to_the_next_one() {
     assert_eq!(bot.transcript(), "From the fallback.");
 }
 
+// Issue 18 (classifier): llama.cpp's 400 for an unknown model is a reason to try the next
+// model, not an invalid request the user should rephrase.
+#[tokio::test]
+async fn llama_cpp_unknown_model_falls_back_to_the_next_one() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Status(
+        400,
+        json!({"error": {"code": 400, "message": "model 'no-such-model' not found",
+            "type": "invalid_request_error"}})
+        .to_string(),
+    ));
+    fake.push(Reply::text(&["From the model that is there."]));
+    let mut bot = bot(&fake, &["no-such-model", "smollm2"], &["k"]);
+    bot.say(message(1, ALICE, "hi")).await;
+    assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
+    let models: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| r.model().to_owned())
+        .collect();
+    assert_eq!(models, vec!["no-such-model", "smollm2"]);
+    assert_eq!(bot.transcript(), "From the model that is there.");
+}
+
+// Issue 18 (classifier): an error event inside the stream (llama.cpp: `data: {"error": ...}`,
+// then the end without finish_reason or [DONE]) is the server's failure, classed by its code,
+// not a dropped connection; with nothing else to try the user is told it is a server error.
+#[tokio::test]
+async fn an_error_inside_the_stream_is_a_server_error() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Stream(vec![
+        Sse::text("Partly "),
+        Sse::Data(
+            json!({"error": {"code": 500, "message": "llama_decode failed",
+            "type": "server_error"}}),
+        ),
+    ]));
+    let mut bot = bot(&fake, &["m"], &["k"]);
+    bot.say(message(1, ALICE, "hi")).await;
+    let finished = bot.next().await;
+    assert_eq!(
+        finished.report.end,
+        TurnEnd::ProviderFailed {
+            code: "server_error"
+        }
+    );
+}
+
 // The client does not retry by itself: one 500 with one key and one model is one request, and
 // the user sees one localized error.
 #[tokio::test]

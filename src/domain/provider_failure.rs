@@ -156,6 +156,167 @@ const MISSING_MODEL_FILE: &[&str] = &[
     "file not found",
 ];
 
+/// Values of an error's `type` or `code` field that say what happened whatever the message,
+/// with the servers that send them. Generic values (`invalid_request_error`, `server_error`,
+/// `api_error`, `BadRequestError`) are not here: the message and the status decide those.
+const KNOWN_FIELDS: &[(&str, FailureClass, &str)] = &[
+    (
+        "insufficient_quota",
+        FailureClass::InsufficientBalance,
+        "OpenAI",
+    ),
+    ("invalid_api_key", FailureClass::Unauthorized, "OpenAI"),
+    (
+        "model_not_found",
+        FailureClass::ModelUnknown,
+        "OpenAI, LM Studio",
+    ),
+    (
+        "context_length_exceeded",
+        FailureClass::ContextTooLong,
+        "OpenAI, vLLM",
+    ),
+    ("rate_limit_exceeded", FailureClass::RateLimited, "OpenAI"),
+    (
+        "content_filter",
+        FailureClass::SafetyRefusal,
+        "Azure OpenAI",
+    ),
+    (
+        "exceed_context_size_error",
+        FailureClass::ContextTooLong,
+        "llama.cpp",
+    ),
+    (
+        "authentication_error",
+        FailureClass::Unauthorized,
+        "llama.cpp",
+    ),
+    ("permission_error", FailureClass::Unauthorized, "llama.cpp"),
+    (
+        "unavailable_error",
+        FailureClass::ServerError,
+        "llama.cpp (a model still loading)",
+    ),
+    ("notfounderror", FailureClass::ModelUnknown, "vLLM"),
+];
+
+/// Phrases (regular expressions, matched on the lowercased message) of the model servers people
+/// run, each with the server whose wording it is. Read before the general word lists below.
+const KNOWN_PHRASES: &[(&str, FailureClass, &str)] = &[
+    (
+        r"model '[^']*' not found",
+        FailureClass::ModelUnknown,
+        "llama.cpp",
+    ),
+    (
+        r"exceeds the available context size",
+        FailureClass::ContextTooLong,
+        "llama.cpp",
+    ),
+    (
+        r"failed to parse tool call arguments",
+        FailureClass::InvalidRequest,
+        "llama.cpp",
+    ),
+    (r"loading model", FailureClass::ServerError, "llama.cpp"),
+    (
+        r#"model "[^"]*" not found"#,
+        FailureClass::ModelUnknown,
+        "Ollama",
+    ),
+    (
+        r"try pulling it first",
+        FailureClass::ModelUnknown,
+        "Ollama",
+    ),
+    (
+        r"the model `[^`]*` does not exist",
+        FailureClass::ModelUnknown,
+        "vLLM",
+    ),
+    (
+        r"maximum context length is \d+ tokens",
+        FailureClass::ContextTooLong,
+        "OpenAI, vLLM, OpenRouter",
+    ),
+    (
+        r"reduce the length of the (messages|input|prompt)",
+        FailureClass::ContextTooLong,
+        "vLLM, OpenAI",
+    ),
+    (
+        r"is not a valid model id",
+        FailureClass::ModelUnknown,
+        "OpenRouter",
+    ),
+    (
+        r"no endpoints found",
+        FailureClass::ModelUnknown,
+        "OpenRouter",
+    ),
+    (
+        r"no models? (is |are )?loaded",
+        FailureClass::ModelUnknown,
+        "LM Studio",
+    ),
+    (
+        r"model .{0,200}(is )?not (loaded|found)",
+        FailureClass::ModelUnknown,
+        "LM Studio",
+    ),
+    (
+        r"context the overflows|greater than the context length",
+        FailureClass::ContextTooLong,
+        "LM Studio",
+    ),
+];
+
+static PHRASES: std::sync::LazyLock<Vec<(regex::Regex, FailureClass)>> =
+    std::sync::LazyLock::new(|| {
+        KNOWN_PHRASES
+            .iter()
+            .filter_map(|(pattern, class, _)| Some((regex::Regex::new(pattern).ok()?, *class)))
+            .collect()
+    });
+
+/// An error as a model server reported it: the HTTP status (for an error inside a stream, the
+/// numeric `code` it carried) and its structured fields, each possibly absent.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ErrorReport<'a> {
+    pub status: Option<u16>,
+    pub message: &'a str,
+    pub kind: Option<&'a str>,
+    pub code: Option<&'a str>,
+    pub param: Option<&'a str>,
+}
+
+impl ErrorReport<'_> {
+    /// Decides by the structured fields, then the known servers' phrases, then the general
+    /// words, then the status (see [`classify`]).
+    pub fn class(&self) -> FailureClass {
+        let known = |field: Option<&str>| {
+            let field = field?.to_lowercase();
+            KNOWN_FIELDS
+                .iter()
+                .find(|(value, _, _)| *value == field)
+                .map(|(_, class, _)| *class)
+        };
+        if let Some(class) = known(self.kind).or_else(|| known(self.code)) {
+            return class;
+        }
+        let message = self.message.to_lowercase();
+        if let Some((_, class)) = PHRASES.iter().find(|(re, _)| re.is_match(&message)) {
+            return *class;
+        }
+        // A request refused over its `model` parameter (LM Studio, LocalAI) names the model.
+        if self.param == Some("model") && self.status.is_some_and(|s| (400..500).contains(&s)) {
+            return FailureClass::ModelUnknown;
+        }
+        classify(self.status, &message)
+    }
+}
+
 fn mentions(message: &str, needles: &[&str]) -> bool {
     needles.iter().any(|n| message.contains(n))
 }
@@ -368,6 +529,136 @@ mod tests {
             ),
             FailureClass::ModelUnknown
         );
+    }
+
+    /// Real error bodies of the servers people run (status, message, `type`, `code`), from their
+    /// documentation or source, with the class each must get: llama.cpp (an unknown model in
+    /// router mode, a full context, a history its template cannot parse, a model loading, an
+    /// error event in a stream), Ollama, vLLM, OpenAI, OpenRouter and LM Studio.
+    #[allow(clippy::type_complexity)]
+    const SERVER_BODIES: &[(Option<u16>, &str, Option<&str>, Option<&str>, FailureClass)] = &[
+        (
+            Some(400),
+            "model 'no-such-model' not found",
+            Some("invalid_request_error"),
+            None,
+            FailureClass::ModelUnknown,
+        ),
+        (
+            Some(400),
+            "request (4568 tokens) exceeds the available context size (4096 tokens), try increasing it",
+            Some("exceed_context_size_error"),
+            Some("400"),
+            FailureClass::ContextTooLong,
+        ),
+        (
+            Some(500),
+            "Failed to parse tool call arguments as JSON",
+            Some("server_error"),
+            Some("500"),
+            FailureClass::InvalidRequest,
+        ),
+        (
+            Some(503),
+            "Loading model",
+            Some("unavailable_error"),
+            Some("503"),
+            FailureClass::ServerError,
+        ),
+        (
+            Some(500),
+            "Internal server error",
+            Some("server_error"),
+            Some("500"),
+            FailureClass::ServerError,
+        ),
+        (
+            Some(404),
+            "model \"llama3.2\" not found, try pulling it first",
+            Some("api_error"),
+            None,
+            FailureClass::ModelUnknown,
+        ),
+        (
+            Some(404),
+            "The model `gpt-x` does not exist.",
+            Some("NotFoundError"),
+            Some("404"),
+            FailureClass::ModelUnknown,
+        ),
+        (
+            Some(400),
+            "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.",
+            Some("BadRequestError"),
+            Some("400"),
+            FailureClass::ContextTooLong,
+        ),
+        (
+            Some(404),
+            "The model `gpt-9` does not exist or you do not have access to it.",
+            Some("invalid_request_error"),
+            Some("model_not_found"),
+            FailureClass::ModelUnknown,
+        ),
+        (
+            Some(429),
+            "You exceeded your current quota.",
+            Some("insufficient_quota"),
+            Some("insufficient_quota"),
+            FailureClass::InsufficientBalance,
+        ),
+        (
+            Some(400),
+            "openai/gpt-9 is not a valid model ID",
+            None,
+            Some("400"),
+            FailureClass::ModelUnknown,
+        ),
+        (
+            Some(404),
+            "No endpoints found that support tool use.",
+            None,
+            Some("404"),
+            FailureClass::ModelUnknown,
+        ),
+        (
+            Some(400),
+            "No models loaded. Please load a model in the developer page or use the `lms load` command.",
+            Some("invalid_request_error"),
+            None,
+            FailureClass::ModelUnknown,
+        ),
+        (
+            Some(400),
+            "Trying to keep the first 5000 tokens when context the overflows. However, the model is loaded with context length of only 4096 tokens, which is not enough.",
+            None,
+            None,
+            FailureClass::ContextTooLong,
+        ),
+    ];
+
+    // Issue 18 (classifier): each server's real error body gets the class that sends the bot to
+    // the right next step.
+    #[test]
+    fn the_servers_people_run_are_understood() {
+        for &(status, message, kind, code, class) in SERVER_BODIES {
+            let report = ErrorReport {
+                status,
+                message,
+                kind,
+                code,
+                param: None,
+            };
+            assert_eq!(report.class(), class, "{report:?}");
+        }
+        let model_param = ErrorReport {
+            status: Some(400),
+            message: "Invalid value",
+            param: Some("model"),
+            ..ErrorReport::default()
+        };
+        assert_eq!(model_param.class(), FailureClass::ModelUnknown);
+        assert_eq!(PHRASES.len(), KNOWN_PHRASES.len(), "every phrase compiles");
     }
 
     // SPEC T8: a missing ComfyUI model names the workflow's file, never the endpoint's text.

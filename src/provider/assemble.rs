@@ -12,10 +12,10 @@ use futures::StreamExt;
 use futures::stream::BoxStream;
 
 use super::transport::{Cut, CutReport};
-use super::wire::{Chunk, ToolCallDelta};
+use super::wire::{Chunk, StreamError, ToolCallDelta};
 use crate::domain::call::{ToolCallRequest, Truncation};
 use crate::domain::ports::{Finish, ModelError, ModelEvent, ModelStream, TokenUsage};
-use crate::domain::provider_failure::{FailureClass, classify};
+use crate::domain::provider_failure::{ErrorReport, FailureClass, classify};
 
 /// Most calls one pass keeps. One call runs per pass (the rest are refused, SPEC C9), so a
 /// few are plenty; past them a server cannot make the assembler keep, and search, thousands.
@@ -48,13 +48,27 @@ impl Assembler {
     /// Takes one chunk; returns its visible text, or the error a server reported in-stream.
     pub fn take(&mut self, chunk: Chunk) -> Result<Vec<String>, ModelError> {
         if let Some(error) = chunk.error {
-            let message = error.message.unwrap_or_default();
-            let code = error.code.map(|c| c.to_string()).unwrap_or_default();
-            let class = classify(None, &format!("{message} {code}"));
+            // Classed like an HTTP error: the server failed, the connection did not.
+            let (kind, code, param) = (
+                StreamError::text(&error.kind),
+                StreamError::text(&error.code),
+                StreamError::text(&error.param),
+            );
+            let message = error.message.clone().unwrap_or_default();
+            let report = ErrorReport {
+                status: error.status(),
+                message: &message,
+                kind: kind.as_deref(),
+                code: code.as_deref(),
+                param: param.as_deref(),
+            };
             return Err(ModelError::new(
-                class,
-                None,
-                format!("in-stream error: {message} {code}"),
+                report.class(),
+                report.status,
+                format!(
+                    "in-stream error: {message} ({})",
+                    kind.or(code).unwrap_or_default()
+                ),
             ));
         }
         if let Some(usage) = chunk.usage {
@@ -211,18 +225,15 @@ pub fn model_error(error: async_openai::error::OpenAIError) -> ModelError {
     match error {
         OpenAIError::ApiError(response) => {
             let api = &response.api_error;
-            let text = format!(
-                "{} {} {}",
-                api.message,
-                api.code.as_deref().unwrap_or_default(),
-                api.r#type.as_deref().unwrap_or_default()
-            );
             let status = response.status_code.as_u16();
-            ModelError::new(
-                classify(Some(status), &text),
-                Some(status),
-                response.to_string(),
-            )
+            let report = ErrorReport {
+                status: Some(status),
+                message: &api.message,
+                kind: api.r#type.as_deref(),
+                code: api.code.as_deref(),
+                param: api.param.as_deref(),
+            };
+            ModelError::new(report.class(), Some(status), response.to_string())
         }
         OpenAIError::Reqwest(e) => {
             // The endpoint's URL stays out of logs and the thought log.

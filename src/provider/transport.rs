@@ -193,11 +193,15 @@ pub fn bounded_body(
 }
 
 /// `{"error": {"message", "type", "code", "param"}}` as OpenAI-compatible servers send it
-/// (codes may be numbers); anything else becomes the message as is.
+/// (codes may be numbers), the same fields at the top level (vLLM: `{"object": "error", ...}`),
+/// or `{"error": "text"}` (Ollama's own API); anything else becomes the message as is.
 fn parse_error_body(body: &str) -> ApiError {
     #[derive(Deserialize)]
-    struct Wrapped {
-        error: Inner,
+    #[serde(untagged)]
+    enum Wrapped {
+        Nested { error: Inner },
+        Text { error: String },
+        Flat(Inner),
     }
     #[derive(Deserialize)]
     struct Inner {
@@ -217,8 +221,19 @@ fn parse_error_body(body: &str) -> ApiError {
             other => Some(other.to_string()),
         })
     };
-    match serde_json::from_str::<Wrapped>(body) {
-        Ok(Wrapped { error }) => ApiError {
+    let parsed = match serde_json::from_str::<Wrapped>(body) {
+        Ok(Wrapped::Nested { error }) => Some(error),
+        Ok(Wrapped::Text { error }) => Some(Inner {
+            message: Some(error),
+            kind: None,
+            code: None,
+            param: None,
+        }),
+        Ok(Wrapped::Flat(inner)) if inner.message.is_some() => Some(inner),
+        _ => None,
+    };
+    match parsed {
+        Some(error) => ApiError {
             message: error
                 .message
                 .unwrap_or_default()
@@ -230,7 +245,7 @@ fn parse_error_body(body: &str) -> ApiError {
             code: text(error.code),
             misalignment: None,
         },
-        Err(_) => ApiError {
+        None => ApiError {
             message: body.chars().take(MAX_ERROR_TEXT).collect(),
             r#type: None,
             param: None,
@@ -306,5 +321,19 @@ mod tests {
         assert_eq!(e.code.as_deref(), Some("429"));
         let plain = parse_error_body("Too Many Requests");
         assert_eq!(plain.message, "Too Many Requests");
+        // Issue 18: vLLM's top-level error object, and Ollama's error as a string.
+        let vllm = parse_error_body(
+            r#"{"object":"error","message":"The model `x` does not exist.","type":"NotFoundError","param":null,"code":404}"#,
+        );
+        assert_eq!(vllm.message, "The model `x` does not exist.");
+        assert_eq!(vllm.r#type.as_deref(), Some("NotFoundError"));
+        assert_eq!(vllm.code.as_deref(), Some("404"));
+        let ollama = parse_error_body(r#"{"error":"model \"x\" not found, try pulling it first"}"#);
+        assert_eq!(
+            ollama.message,
+            "model \"x\" not found, try pulling it first"
+        );
+        let other = parse_error_body(r#"{"detail":"Not Found"}"#);
+        assert_eq!(other.message, r#"{"detail":"Not Found"}"#);
     }
 }

@@ -137,6 +137,29 @@ pub struct Usage {
 pub struct StreamError {
     pub message: Option<String>,
     pub code: Option<Value>,
+    #[serde(rename = "type")]
+    pub kind: Option<Value>,
+    pub param: Option<Value>,
+}
+
+impl StreamError {
+    /// A field as text (`400` and `"400"` alike), `None` when absent or null.
+    pub fn text(field: &Option<Value>) -> Option<String> {
+        match field.as_ref()? {
+            Value::Null => None,
+            Value::String(s) => Some(s.clone()),
+            other => Some(other.to_string()),
+        }
+    }
+
+    /// The HTTP status the error stands for: its `code` when that is one (llama.cpp sends the
+    /// status there).
+    pub fn status(&self) -> Option<u16> {
+        Self::text(&self.code)?
+            .parse()
+            .ok()
+            .filter(|s| (400..600).contains(s))
+    }
 }
 
 #[cfg(test)]
