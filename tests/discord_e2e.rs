@@ -749,6 +749,38 @@ async fn drafting_on(e: &E2e) {
     e.set_thought_log().await;
 }
 
+// Issue 18 (reviewer history): a reviewer whose submit_review arguments do not parse is asked
+// again with `{}` in its history, not the broken text a strict server (llama.cpp) refuses, so
+// the review goes on and the reply is posted once it passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_call_that_does_not_parse_does_not_break_the_review() {
+    let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["Hello."])]).await;
+    e.openai.push_for(
+        REVIEW_MODEL,
+        Reply::call("v1", "submit_review", r#"{"decision": "pass""#),
+    );
+    e.openai.push_for(REVIEW_MODEL, verdict("pass", &[]));
+    drafting_on(&e).await;
+    e.mention(ALICE, "alice", "hi").await;
+    e.until("the reply", |e| !e.texts(GENERAL).is_empty()).await;
+    assert_eq!(e.texts(GENERAL), vec!["Hello."]);
+    let reviews: Vec<_> = e
+        .openai
+        .requests()
+        .into_iter()
+        .filter(|r| r.model() == REVIEW_MODEL)
+        .collect();
+    assert_eq!(reviews.len(), 2);
+    let replayed = reviews[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|m| m["tool_calls"].as_array().cloned())
+        .expect("the first call in the second request");
+    assert_eq!(replayed[0]["function"]["arguments"], "{}");
+    e.stop().await;
+}
+
 // SPEC C8: with /drafting on, the reviewer (a second model on the fake server) asks for a
 // revision; only the revised reply is posted; the verdicts reach the thought log's summary.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

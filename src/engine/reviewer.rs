@@ -18,6 +18,7 @@ use crate::domain::role::Role;
 use crate::tool_loop::payload::Failure;
 use crate::tool_loop::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::tools::Reviewer;
+use crate::tools::registry::canonical_json;
 use crate::tools::submit_review::{Decision, SubmitReview, SubmittedVerdict};
 use crate::tools::{PreparedCall, Tool, ToolSession};
 
@@ -167,15 +168,20 @@ impl ModelReviewer {
     }
 }
 
-/// The assistant's call and its answer, as history for the reviewer's next pass.
+/// The assistant's call and its answer, as history for the reviewer's next pass. Arguments
+/// that do not parse go back as `{}`, as the persona's history has them: servers refuse a
+/// history holding broken JSON (llama.cpp: 500 "Failed to parse tool call arguments as JSON"),
+/// which would fail every later review of the turn.
 fn exchange(call: &ToolCallRequest, response: String) -> [ChatMessage; 2] {
+    let arguments = serde_json::from_str::<serde_json::Value>(&call.arguments)
+        .map_or_else(|_| "{}".to_owned(), |v| canonical_json(&v));
     [
         ChatMessage::Assistant {
             content: None,
             tool_calls: vec![AssistantToolCall {
                 id: call.id.clone(),
                 name: call.name.clone(),
-                arguments: call.arguments.clone(),
+                arguments,
             }],
         },
         ChatMessage::Tool {
@@ -226,5 +232,30 @@ impl Reviewer for ModelReviewer {
              short findings the author can act on.\n\nReply:\n{draft}"
         );
         self.run(author, subject).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exchange;
+    use crate::domain::call::ToolCallRequest;
+    use crate::domain::ports::ChatMessage;
+
+    // Issue 18 (reviewer history): a `submit_review` call whose arguments do not parse goes
+    // back into the reviewer's history as `{}`, never as the broken text.
+    #[test]
+    fn unparseable_arguments_go_back_as_an_empty_object() {
+        for (raw, stored) in [
+            (r#"{"decision": "pass""#, "{}"),
+            ("not json", "{}"),
+            (r#"{"b":1, "a":2}"#, r#"{"a":2,"b":1}"#),
+        ] {
+            let call = ToolCallRequest::new("c1", "submit_review", raw);
+            let [ChatMessage::Assistant { tool_calls, .. }, _] = exchange(&call, "{}".into())
+            else {
+                panic!("an assistant call first");
+            };
+            assert_eq!(tool_calls[0].arguments, stored, "{raw}");
+        }
     }
 }

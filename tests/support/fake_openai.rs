@@ -281,6 +281,9 @@ async fn completions(
     if let Some(refusal) = check_images(&shared, &model, &shared.requests.lock().unwrap()) {
         return refusal;
     }
+    if let Some(refusal) = check_tool_arguments(&shared.requests.lock().unwrap()) {
+        return refusal;
+    }
     let for_model = shared
         .by_model
         .lock()
@@ -364,6 +367,27 @@ fn check_images(shared: &Shared, model: &str, requests: &[Recorded]) -> Option<R
     }
     shared.images.lock().unwrap().extend(seen);
     None
+}
+
+/// A history whose tool calls carry arguments that are not JSON is refused, as llama.cpp's
+/// server refuses it (500, "Failed to parse tool call arguments as JSON") before running the
+/// model: a bot that replays a broken call fails every later request of the conversation.
+fn check_tool_arguments(requests: &[Recorded]) -> Option<Response> {
+    let body = &requests.last()?.body;
+    let broken = body["messages"]
+        .as_array()?
+        .iter()
+        .filter_map(|m| m["tool_calls"].as_array())
+        .flatten()
+        .any(|c| {
+            let arguments = c["function"]["arguments"].as_str().unwrap_or_default();
+            serde_json::from_str::<Value>(arguments).is_err()
+        });
+    broken.then(|| {
+        let body = json!({"error": {"code": 500,
+            "message": "Failed to parse tool call arguments as JSON", "type": "server_error"}});
+        (StatusCode::INTERNAL_SERVER_ERROR, axum::Json(body)).into_response()
+    })
 }
 
 fn huge(shared: Arc<Shared>, status: u16, prefix: String, size: usize) -> Response {
