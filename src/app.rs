@@ -192,7 +192,9 @@ pub async fn start(
         usize::from(config.turn.history_messages) + RECENT_MARGIN,
     ));
     let sink = Arc::new(
-        sink::DiscordSink::new(rest.clone(), bot.clone(), recent.clone()).with_cache(cache.clone()),
+        sink::DiscordSink::new(rest.clone(), bot.clone(), recent.clone())
+            .with_cache(cache.clone())
+            .with_persona_name(&persona.display_name),
     );
     let thought_log: Arc<dyn ThoughtLog> = Arc::new(discord::thought_log::DiscordThoughtLog::new(
         rest.clone(),

@@ -1576,3 +1576,34 @@ async fn a_forgotten_fact_is_gone_from_the_next_prompt() {
     assert!(!system(6).contains("Miso"), "{}", system(6));
     e.stop().await;
 }
+
+// Issue 18 (one mention form, SPEC C12): mentions read `@name` in every message of a request:
+// the bot's as the persona's name, in the trigger and in history alike, and a user's as theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mentions_read_the_same_in_history_and_the_trigger() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![Reply::text(&["Hi."]), Reply::text(&["Bob said hey."])],
+    )
+    .await;
+    e.mention(ALICE, "alice", "hi").await;
+    e.until("first answer", |e| e.texts(GENERAL).len() == 1)
+        .await;
+    let mut bob = Incoming::new(GENERAL, Some(GUILD), BOB, "bob", &format!("hey <@{ALICE}>"));
+    bob.mentions = vec![(ALICE, "alice".into())];
+    e.discord.send_message(bob).await;
+    e.mention(ALICE, "alice", "what did bob say?").await;
+    e.until("second answer", |e| e.texts(GENERAL).len() == 2)
+        .await;
+    let requests = e.openai.requests();
+    let messages = requests[1].body["messages"].to_string();
+    assert!(messages.contains("[alice] @Aria hi"), "{messages}");
+    assert!(messages.contains("[bob] hey @alice"), "{messages}");
+    assert!(
+        messages.contains("[alice] @Aria what did bob say?"),
+        "{messages}"
+    );
+    assert!(!messages.contains(&format!("<@{BOT}>")), "{messages}");
+    assert!(!messages.contains(&format!("<@{ALICE}>")), "{messages}");
+    e.stop().await;
+}

@@ -52,12 +52,14 @@ pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
         }
         FullEvent::MessageUpdate { event, .. } => {
             if let Some(content) = &event.content {
+                let content =
+                    as_queued(data, content, event.mentions.as_deref().unwrap_or_default());
                 data.recent
-                    .edited(event.channel_id.get(), event.id.get(), content);
+                    .edited(event.channel_id.get(), event.id.get(), &content);
                 data.orchestrator.edited(
                     ChannelId(event.channel_id.get()),
                     MessageId(event.id.get()),
-                    as_queued(data, content),
+                    content,
                 );
             }
         }
@@ -103,7 +105,7 @@ fn remember(data: &BotData, message: &Message) {
             id: MessageId(id),
             author: name_of(message),
             from_bot: data.bot.get() == Some(message.author.id.get()),
-            content: message.content.clone(),
+            content: as_queued(data, &message.content, &message.mentions),
             at_ms: crate::domain::catch_up::snowflake_ms(id),
             attachments: attachments_of(message),
         },
@@ -217,7 +219,7 @@ async fn submit(
     origin: Origin,
     random: bool,
 ) {
-    let content = as_queued(data, &message.content);
+    let content = as_queued(data, &message.content, &message.mentions);
     let entry = queued(data, message, server, content, random);
     match origin {
         Origin::Gateway => data.orchestrator.submit(entry).await,
@@ -265,16 +267,28 @@ async fn speaks_in_own_turn(
             .await
 }
 
-/// A message's text as a queued message holds it: the model reads the bot's mention as the
-/// persona's name.
-fn as_queued(data: &BotData, content: &str) -> String {
-    let Some(bot) = data.bot.get() else {
-        return content.to_owned();
-    };
-    let at_name = format!("@{}", data.persona.display_name);
-    content
-        .replace(&format!("<@{bot}>"), &at_name)
-        .replace(&format!("<@!{bot}>"), &at_name)
+/// A message's text as the model reads it, in history and as a trigger: the bot's mention as
+/// the persona's name, each mentioned user's as theirs (SPEC C12: one form in a request).
+fn as_queued(data: &BotData, content: &str, mentions: &[serenity::all::User]) -> String {
+    let names: Vec<(u64, String)> = mentions
+        .iter()
+        .map(|u| {
+            let nick = u.member.as_ref().and_then(|m| m.nick.clone());
+            let name = nick
+                .or_else(|| u.global_name.clone())
+                .unwrap_or_else(|| u.name.clone());
+            (u.id.get(), name)
+        })
+        .collect();
+    let bot = data
+        .bot
+        .get()
+        .map(|id| (id, data.persona.display_name.as_str()));
+    super::mentions::readable(
+        content,
+        bot.into_iter()
+            .chain(names.iter().map(|(id, name)| (*id, name.as_str()))),
+    )
 }
 
 /// A random quiet turn: never for bots, webhooks, DMs or the thought-log channel.

@@ -24,6 +24,7 @@ pub mod cdn;
 pub mod commands;
 pub mod events;
 pub mod guild;
+pub mod mentions;
 pub mod ratelimit;
 pub mod recent;
 pub mod registration;

@@ -38,6 +38,8 @@ pub struct DiscordSink {
     bot: BotId,
     recent: Arc<RecentMessages>,
     cache: CacheCell,
+    /// The persona's name: the bot's mention in history reads as it.
+    persona_name: String,
 }
 
 impl DiscordSink {
@@ -47,7 +49,14 @@ impl DiscordSink {
             bot,
             recent,
             cache: CacheCell::default(),
+            persona_name: String::new(),
         }
+    }
+
+    /// The bot's mention in history reads as `@name` (the persona's name).
+    pub fn with_persona_name(mut self, name: &str) -> Self {
+        self.persona_name = name.to_owned();
+        self
     }
 
     /// Reads server names from the gateway's cache (without it, no server is named).
@@ -233,7 +242,8 @@ impl ChannelHistory for DiscordSink {
                 what: "discord",
                 detail,
             })?;
-        let page = history_page(&messages, self.bot.get(), limit);
+        let bot = self.bot.get().map(|id| (id, self.persona_name.as_str()));
+        let page = history_page(&messages, bot, limit);
         self.recent.learn(channel.0, before_id, wanted, &page);
         Ok(page)
     }
@@ -241,7 +251,7 @@ impl ChannelHistory for DiscordSink {
 
 /// A page of channel messages (Discord's JSON, newest first) as history: at most `limit`, so a
 /// proxy that ignores `limit` cannot flood the model's context.
-fn history_page(messages: &Value, bot: Option<u64>, limit: u8) -> Vec<HistoryMessage> {
+fn history_page(messages: &Value, bot: Option<(u64, &str)>, limit: u8) -> Vec<HistoryMessage> {
     messages
         .as_array()
         .into_iter()
@@ -252,18 +262,15 @@ fn history_page(messages: &Value, bot: Option<u64>, limit: u8) -> Vec<HistoryMes
 }
 
 /// One message in Discord's JSON as history.
-fn history_message(m: &Value, bot: Option<u64>) -> Option<HistoryMessage> {
+fn history_message(m: &Value, bot: Option<(u64, &str)>) -> Option<HistoryMessage> {
     let id = snowflake(m.get("id")?)?;
     let author = m.pointer("/author/id").and_then(snowflake);
+    let content = m.get("content").and_then(Value::as_str).unwrap_or_default();
     Some(HistoryMessage {
         id: MessageId(id),
         author: author_name(m),
-        from_bot: author.is_some() && author == bot,
-        content: m
-            .get("content")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        from_bot: author.is_some() && author == bot.map(|(id, _)| id),
+        content: readable(content, bot, m),
         at_ms: m.get("timestamp").map_or(0, timestamp_ms),
         attachments: m
             .get("attachments")
@@ -274,6 +281,34 @@ fn history_message(m: &Value, bot: Option<u64>) -> Option<HistoryMessage> {
             .take(ATTACHMENTS_PER_MESSAGE)
             .collect(),
     })
+}
+
+/// A history message's text with its mentions as `@name`: the bot's as the persona's name
+/// (when known), each user its `mentions` name as theirs.
+fn readable(content: &str, bot: Option<(u64, &str)>, m: &Value) -> String {
+    let named: Vec<(u64, String)> = m
+        .get("mentions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|user| Some((snowflake(user.get("id")?)?, author_name_of_user(user))))
+        .collect();
+    let bot = bot.filter(|(_, name)| !name.is_empty());
+    super::mentions::readable(
+        content,
+        bot.into_iter()
+            .chain(named.iter().map(|(id, name)| (*id, name.as_str()))),
+    )
+}
+
+/// A mentioned user's name in Discord's JSON: their server nickname, display name or username.
+fn author_name_of_user(user: &Value) -> String {
+    let text = |pointer: &str| user.pointer(pointer).and_then(Value::as_str);
+    text("/member/nick")
+        .or_else(|| text("/global_name"))
+        .or_else(|| text("/username"))
+        .unwrap_or("someone")
+        .to_owned()
 }
 
 /// One attachment object of Discord's JSON; one without a name or URL is left out.
@@ -409,7 +444,7 @@ mod tests {
                 })
             })
             .collect();
-        let history = history_page(&Value::Array(page), Some(7), 30);
+        let history = history_page(&Value::Array(page), Some((7, "Aria")), 30);
         assert_eq!(history.len(), 30);
         assert_eq!(
             history[0].content, "m0",
@@ -417,5 +452,25 @@ mod tests {
         );
         assert!(history[0].from_bot && !history[1].from_bot);
         assert!(history_page(&json!({"message": "no"}), None, 30).is_empty());
+    }
+
+    // Issue 18 (one mention form): a history page reads mentions as `@name`, the bot's as the
+    // persona's name, as the gateway's messages do; its files come along.
+    #[test]
+    fn history_reads_mentions_as_names_and_keeps_files() {
+        let page = json!([{
+            "id": "5",
+            "author": { "id": "8", "username": "bob" },
+            "content": "<@7> ask <@!9>",
+            "mentions": [
+                { "id": "7", "username": "aria-bot" },
+                { "id": "9", "username": "carol", "global_name": "Carol" },
+            ],
+            "attachments": [{ "id": "1", "filename": "a.png", "size": 3,
+                "url": "https://cdn.discordapp.com/a.png", "proxy_url": "x" }],
+        }]);
+        let history = history_page(&page, Some((7, "Aria")), 30);
+        assert_eq!(history[0].content, "@Aria ask @Carol");
+        assert_eq!(history[0].attachments[0].filename, "a.png");
     }
 }
