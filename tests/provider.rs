@@ -378,6 +378,33 @@ async fn an_error_inside_the_stream_is_a_server_error() {
     );
 }
 
+// Issue 18 (cut replies): a reply the token limit cut (`finish_reason: length`) ends with a
+// note saying so, and the thought log records it.
+#[tokio::test]
+async fn a_reply_cut_by_the_token_limit_says_so() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::Stream(vec![
+        Sse::text("The three reasons are: first, the"),
+        Sse::finish("length"),
+        Sse::Done,
+    ]));
+    let mut bot = bot(&fake, &["m"], &["k"]);
+    bot.say(message(1, ALICE, "why?")).await;
+    assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
+    assert_eq!(
+        bot.transcript(),
+        "The three reasons are: first, the\n\n*(This reply reached its length limit and stops \
+         here.)*"
+    );
+    let notices = bot.h.fakes.thought_log.notices();
+    assert!(
+        notices
+            .iter()
+            .any(|(_, n)| matches!(n, persona_bot::domain::thought_log::Notice::ReplyCut { .. })),
+        "{notices:?}"
+    );
+}
+
 // The client does not retry by itself: one 500 with one key and one model is one request, and
 // the user sees one localized error.
 #[tokio::test]

@@ -90,6 +90,14 @@ pub enum Notice {
     /// A turn the bot would start itself (a due reminder) in a channel the server's rules close
     /// to it: not run (SPEC C2).
     QuietTurnSkipped { channel: ChannelId },
+    /// A reply stopped at the model's token limit (`finish_reason: length`); the reply says so.
+    ReplyCut { channel: ChannelId },
+    /// Older messages were left out of a request to fit the model's context window.
+    ContextTrimmed {
+        channel: ChannelId,
+        /// Messages left out of the request.
+        left_out: u32,
+    },
     /// A catch-up after a gap in the gateway session read what was missed (SPEC D9).
     CaughtUp {
         /// Channels read.
@@ -158,6 +166,22 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
             fields: vec![
                 (t("notice-field-channel"), format!("<#{channel}>")),
                 (t("notice-field-reason"), t("notice-quiet-skipped-reason")),
+            ],
+            colour: GREY,
+        },
+        Notice::ReplyCut { channel } => Card {
+            title: t("notice-reply-cut-title"),
+            fields: vec![
+                (t("notice-field-channel"), format!("<#{channel}>")),
+                (t("notice-field-reason"), t("notice-reply-cut-reason")),
+            ],
+            colour: GREY,
+        },
+        Notice::ContextTrimmed { channel, left_out } => Card {
+            title: t("notice-context-trimmed-title"),
+            fields: vec![
+                (t("notice-field-channel"), format!("<#{channel}>")),
+                (t("notice-field-left-out"), left_out.to_string()),
             ],
             colour: GREY,
         },

@@ -202,6 +202,21 @@ impl<'a> ReplyDelivery<'a> {
         None
     }
 
+    /// A reply the token limit cut ends with a note saying so, and the thought log hears of it
+    /// (issue 18): otherwise a cut answer reads as if it were whole.
+    async fn say_cut(&mut self) {
+        let note = crate::locale::text(self.turn.locale, "reply-cut-note");
+        let complete = self.segmenter.push(&format!("\n\n{note}"));
+        self.send_all(complete).await;
+        tracing::info!(turn = %self.turn.id, "the reply reached provider.max_tokens and was cut");
+        if let Some(server) = self.turn.scope.thought_log_server() {
+            let notice = crate::domain::thought_log::Notice::ReplyCut {
+                channel: self.turn.scope.channel,
+            };
+            self.ports.thought_log.post(server, notice).await;
+        }
+    }
+
     /// Streams one pass. `parts` collects the pass's text (the pre-tool text of a tool call).
     pub async fn stream_pass(
         &mut self,
@@ -239,6 +254,9 @@ impl<'a> ReplyDelivery<'a> {
                     }
                     if let Some(status) = self.stop_requested(interruptible).await {
                         return PassEnd::Stopped(status);
+                    }
+                    if finish == Finish::Length && tool_calls.is_empty() {
+                        self.say_cut().await;
                     }
                     let rest = self.segmenter.finish();
                     self.send_all(rest).await;
