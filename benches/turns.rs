@@ -95,6 +95,7 @@ fn orchestrator(model: ScriptedModel, slow_tool: bool) -> Orchestrator {
             registry,
             env,
             files: persona_bot::engine::attachments::AttachmentPolicy::default(),
+            strict_roles: true,
         },
         queue: Arc::new(InMemoryQueue::default()),
         settings: Arc::new(InMemorySettings::default()),

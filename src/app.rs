@@ -507,6 +507,7 @@ fn orchestrator(
                 reviewer: Some(reviewer),
             }),
             files: AttachmentPolicy::from_config(config),
+            strict_roles: config.provider.strict_roles,
         },
         queue: storage.queue.clone(),
         settings: storage.settings.clone(),

@@ -419,6 +419,8 @@ pub struct ProviderConfig {
     pub vision: bool,
     /// These models (of `models`) see pictures even when `vision` is off.
     pub vision_models: Vec<String>,
+    /// One leading system message and alternating roles in every request (SPEC C12).
+    pub strict_roles: bool,
 }
 
 impl ProviderConfig {

@@ -405,6 +405,55 @@ async fn a_reply_cut_by_the_token_limit_says_so() {
     );
 }
 
+// Issue 18 (strict templates, SPEC C12): the pieces of one posted reply go back as one assistant
+// message and messages of several people in a row as one user message, so roles alternate
+// after the one system message, as llama.cpp's stricter chat templates demand.
+#[tokio::test]
+async fn requests_alternate_roles_after_one_system_message() {
+    use persona_bot::domain::ports::HistoryMessage;
+    use persona_bot::domain::scope::MessageId;
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::text(&["Sure."]));
+    // Newest first, as Discord gives history.
+    let history: Vec<HistoryMessage> = [
+        (4, "bob", false, "me too"),
+        (3, "Aria", true, "piece two"),
+        (2, "Aria", true, "piece one"),
+        (1, "alice", false, "tell me a story"),
+    ]
+    .into_iter()
+    .map(|(id, author, from_bot, content)| HistoryMessage {
+        id: MessageId(id),
+        author: author.into(),
+        from_bot,
+        content: content.into(),
+        at_ms: 0,
+        attachments: Vec::new(),
+    })
+    .collect();
+    let mut bot = bot_with(
+        &fake,
+        &["k"],
+        Behaviour::succeed(),
+        Fakes::default().with_history(history),
+    );
+    bot.say(message(9, ALICE, "another one")).await;
+    bot.next().await;
+    let body = &fake.requests()[0].body;
+    let roles: Vec<&str> = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    assert_eq!(body["messages"][2]["content"], "piece one\n\npiece two");
+    assert_eq!(
+        body["messages"][3]["content"],
+        "[bob] me too\n\n[alice] another one"
+    );
+}
+
 // The client does not retry by itself: one 500 with one key and one model is one request, and
 // the user sees one localized error.
 #[tokio::test]

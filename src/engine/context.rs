@@ -32,6 +32,8 @@ pub struct ContextSettings {
     pub zone: chrono_tz::Tz,
     /// Which files of the trigger and recent history are read.
     pub files: AttachmentPolicy,
+    /// Shape requests for strict chat templates (`provider.strict_roles`).
+    pub strict_roles: bool,
 }
 
 /// Most long-term facts put in the system prompt.
@@ -50,6 +52,8 @@ pub struct LoadedContext {
     system: String,
     recent: Vec<ChatMessage>,
     trigger: ChatMessage,
+    /// Shape requests for strict chat templates ([`alternating`]).
+    strict_roles: bool,
 }
 
 /// A history message as the model sees it, with its files as `read` (or only named, for
@@ -152,6 +156,7 @@ pub async fn load(
             ),
             images: trigger_files.images,
         },
+        strict_roles: settings.strict_roles,
     }
 }
 
@@ -318,14 +323,79 @@ impl LoadedContext {
             });
         }
         messages.extend(tail.iter().cloned());
+        if self.strict_roles {
+            messages = alternating(messages);
+        }
         ModelRequest { messages, tools }
     }
 }
 
+/// The conversation in the shape strict chat templates demand (SPEC C12): one leading system
+/// message (a later system note becomes a user-role note), and no two messages of one role in
+/// a row: the pieces of one posted reply are one assistant message, and messages of several
+/// people in a row are one user message (each keeps its author's name in brackets). An
+/// assistant message that calls tools is never joined to what follows: its results must come
+/// next.
+fn alternating(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
+    let mut out: Vec<ChatMessage> = Vec::with_capacity(messages.len());
+    for (i, message) in messages.into_iter().enumerate() {
+        let message = match message {
+            ChatMessage::System { content } if i > 0 => ChatMessage::User {
+                name: None,
+                content: format!("[note] {content}"),
+                images: Vec::new(),
+            },
+            other => other,
+        };
+        match (out.last_mut(), message) {
+            (
+                Some(ChatMessage::User {
+                    name,
+                    content,
+                    images,
+                }),
+                ChatMessage::User {
+                    name: next_name,
+                    content: next,
+                    images: next_images,
+                },
+            ) => {
+                content.push_str("\n\n");
+                content.push_str(&next);
+                images.extend(next_images);
+                if *name != next_name {
+                    *name = None;
+                }
+            }
+            (
+                Some(ChatMessage::Assistant {
+                    content,
+                    tool_calls,
+                }),
+                ChatMessage::Assistant {
+                    content: next,
+                    tool_calls: next_calls,
+                },
+            ) if tool_calls.is_empty() => {
+                let joined = [content.take(), next]
+                    .into_iter()
+                    .flatten()
+                    .filter(|t| !t.trim().is_empty())
+                    .collect::<Vec<_>>()
+                    .join("\n\n");
+                *content = (!joined.is_empty()).then_some(joined);
+                *tool_calls = next_calls;
+            }
+            (_, message) => out.push(message),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{Place, most_relevant};
-    use crate::domain::ports::Fact;
+    use super::{Place, alternating, most_relevant};
+    use crate::domain::ports::{AssistantToolCall, ChatMessage, Fact};
 
     fn fact(id: i64, text: &str) -> Fact {
         Fact {
@@ -360,6 +430,69 @@ mod tests {
         );
         let few = vec![fact(1, "one"), fact(0, "two")];
         assert_eq!(most_relevant(few.clone(), "anything", 5), few);
+    }
+
+    fn user(content: &str) -> ChatMessage {
+        ChatMessage::User {
+            name: None,
+            content: content.into(),
+            images: Vec::new(),
+        }
+    }
+
+    fn said(content: &str) -> ChatMessage {
+        ChatMessage::Assistant {
+            content: Some(content.into()),
+            tool_calls: Vec::new(),
+        }
+    }
+
+    // SPEC C12: one leading system message, a later one as a user-role note; runs of one role
+    // joined; a tool-calling assistant message keeps its results right after it.
+    #[test]
+    fn requests_alternate_after_one_system_message() {
+        let call = ChatMessage::Assistant {
+            content: Some("let me look".into()),
+            tool_calls: vec![AssistantToolCall {
+                id: "c1".into(),
+                name: "recall_facts".into(),
+                arguments: "{}".into(),
+            }],
+        };
+        let result = ChatMessage::Tool {
+            call_id: "c1".into(),
+            content: "{}".into(),
+        };
+        let system = |c: &str| ChatMessage::System { content: c.into() };
+        let shaped = alternating(vec![
+            system("persona"),
+            user("[a] hi"),
+            user("[b] hello"),
+            said("one"),
+            said("two"),
+            call.clone(),
+            result.clone(),
+            said("sent so far"),
+            system("continue"),
+        ]);
+        let expected_call = ChatMessage::Assistant {
+            content: Some("one\n\ntwo\n\nlet me look".into()),
+            tool_calls: match &call {
+                ChatMessage::Assistant { tool_calls, .. } => tool_calls.clone(),
+                _ => unreachable!(),
+            },
+        };
+        assert_eq!(
+            shaped,
+            vec![
+                system("persona"),
+                user("[a] hi\n\n[b] hello"),
+                expected_call,
+                result,
+                said("sent so far"),
+                user("[note] continue"),
+            ]
+        );
     }
 
     /// 2026-12-01 18:05 UTC.

@@ -36,6 +36,8 @@ pub struct TurnDeps {
     pub env: Arc<ToolEnv>,
     /// Which files of the messages in context are read.
     pub files: crate::engine::attachments::AttachmentPolicy,
+    /// Shape requests for strict chat templates (`provider.strict_roles`, SPEC C12).
+    pub strict_roles: bool,
 }
 
 /// Why a turn ended, beyond its status.
@@ -163,6 +165,7 @@ impl<'a> TurnRun<'a> {
                 history_messages: config.history_messages,
                 zone: config.time_zone.parse().unwrap_or(chrono_tz::UTC),
                 files: deps.files.clone(),
+                strict_roles: deps.strict_roles,
             },
         )
         .await;

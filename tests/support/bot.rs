@@ -94,6 +94,7 @@ impl<M: ChatModel + 'static> Bot<M> {
                 registry: h.registry.clone(),
                 env: h.env.clone(),
                 files: AttachmentPolicy::from_config(&h.config),
+                strict_roles: h.config.provider.strict_roles,
             },
             queue: queue.clone(),
             settings,
