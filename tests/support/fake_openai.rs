@@ -2,7 +2,12 @@
 //! SSE streams of text chunks and tool-call fragments, delays, cut or aborted streams, error
 //! statuses, and hangs. It records every request (its `Authorization` header and JSON body) and
 //! counts streams the client dropped before their end. A request nobody scripted gets a 500 and
-//! is counted, so a test can fail loudly on it.
+//! is counted, so a test can fail loudly on it. A [`Profile`] makes it speak as llama.cpp,
+//! Ollama or vLLM do (see `fake_openai/profile.rs`), with helpers for their error bodies.
+
+mod profile;
+
+pub use profile::Profile;
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -152,6 +157,10 @@ struct Shared {
     vision_models: Mutex<Vec<String>>,
     /// Every picture a vision model received: (model, its bytes, decoded from the data URL).
     images: Mutex<Vec<(String, Vec<u8>)>>,
+    /// The server whose wire format streams are rendered in.
+    profile: Mutex<Profile>,
+    /// Tool-call ids a profile made up, in the order sent.
+    call_ids: Mutex<Vec<String>>,
 }
 
 pub struct FakeOpenAi {
@@ -220,6 +229,18 @@ impl FakeOpenAi {
         self.shared.images.lock().unwrap().clone()
     }
 
+    /// Streams are rendered as `profile`'s server sends them from now on (the default,
+    /// [`Profile::OpenAi`], sends every step as scripted).
+    pub fn set_profile(&self, profile: Profile) {
+        *self.shared.profile.lock().unwrap() = profile;
+    }
+
+    /// The tool-call ids a profile made up and sent, in order (none under OpenAI's, which
+    /// sends the scripted ones).
+    pub fn call_ids(&self) -> Vec<String> {
+        self.shared.call_ids.lock().unwrap().clone()
+    }
+
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.requests.lock().unwrap().clone()
     }
@@ -274,6 +295,7 @@ async fn completions(
         .map(str::to_owned);
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let model = body["model"].as_str().unwrap_or_default().to_owned();
+    let asked = profile::Asked::of(&body);
     shared.requests.lock().unwrap().push(Recorded {
         authorization,
         body,
@@ -313,7 +335,12 @@ async fn completions(
             std::future::pending::<()>().await;
             unreachable!()
         }
-        Reply::Stream(steps) => sse(shared, steps),
+        Reply::Stream(steps) => {
+            let profile = *shared.profile.lock().unwrap();
+            let (steps, ids) = profile::render(profile, steps, asked);
+            shared.call_ids.lock().unwrap().extend(ids);
+            sse(shared, steps)
+        }
     }
 }
 
