@@ -421,6 +421,8 @@ pub struct ProviderConfig {
     pub vision_models: Vec<String>,
     /// One leading system message and alternating roles in every request (SPEC C12).
     pub strict_roles: bool,
+    /// Context windows, in tokens, of models in `models` (optional per model).
+    pub context_tokens: std::collections::BTreeMap<String, u32>,
 }
 
 impl ProviderConfig {
@@ -432,6 +434,13 @@ impl ProviderConfig {
     /// Whether any model may be sent pictures (otherwise none are downloaded).
     pub fn any_sees(&self) -> bool {
         self.vision || !self.vision_models.is_empty()
+    }
+
+    /// Most tokens a request to `model` may take: its context window less the reply's
+    /// `max_tokens`, when `context_tokens` names it.
+    pub fn input_budget(&self, model: &str) -> Option<u32> {
+        let window = *self.context_tokens.get(model)?;
+        Some(window.saturating_sub(self.max_tokens).max(window / 4))
     }
 }
 
@@ -871,6 +880,21 @@ impl Config {
     /// (`https://cdn.discordapp.com`: no path, query or credentials).
     fn check_vision_and_origins(&self) -> Result<(), ConfigError> {
         let p = &self.provider;
+        if let Some((model, tokens)) = p
+            .context_tokens
+            .iter()
+            .find(|(m, t)| !p.models.contains(m) || !(256..=10_000_000).contains(*t))
+        {
+            let problem = if p.models.contains(model) {
+                format!("{}: {tokens} must be from 256 to 10000000", cut(model))
+            } else {
+                format!("names {}, which is not in provider.models", cut(model))
+            };
+            return Err(ConfigError::Key {
+                key: "provider.context_tokens".to_owned(),
+                problem,
+            });
+        }
         if let Some(model) = p.vision_models.iter().find(|m| !p.models.contains(m)) {
             return Err(ConfigError::Key {
                 key: "provider.vision_models".to_owned(),
@@ -1790,6 +1814,14 @@ mod tests {
                 "`attachments.origins`",
             ),
             (
+                "[provider]\nmodels = [\"a\"]\ncontext_tokens = { b = 4096 }\n",
+                "`provider.context_tokens`",
+            ),
+            (
+                "[provider]\nmodels = [\"a\"]\ncontext_tokens = { a = 100 }\n",
+                "`provider.context_tokens`",
+            ),
+            (
                 "[attachments]\norigins = [\"cdn.discordapp.com\"]\n",
                 "`attachments.origins`",
             ),
@@ -1812,6 +1844,19 @@ mod tests {
         assert!(p.any_sees() && p.sees("seeing") && !p.sees("blind"));
         p.vision = true;
         assert!(p.sees("blind"));
+    }
+
+    // Issue 18 (context budget): a model's input budget is its window less the reply's
+    // max_tokens, never under a quarter of the window; none when the window is not given.
+    #[test]
+    fn the_input_budget_leaves_room_for_the_reply() {
+        let mut p = Config::shipped_defaults().provider;
+        p.max_tokens = 1024;
+        p.context_tokens.insert("small".into(), 4096);
+        p.context_tokens.insert("tiny".into(), 1200);
+        assert_eq!(p.input_budget("small"), Some(3072));
+        assert_eq!(p.input_budget("tiny"), Some(300));
+        assert_eq!(p.input_budget("unknown"), None);
     }
 
     // SPEC D10: a secret a header cannot carry is refused by its variable, never shown.

@@ -474,7 +474,8 @@ async fn hostile_gateway_messages_do_not_stop_the_bot() {
     .await;
     let asked = e.openai.requests()[0].body["messages"].to_string();
     assert!(
-        asked.contains("@Aria <@5000>") && asked.contains("<@5099>"),
+        // Mentions read as names, at most 100 of them: the rest stay as written.
+        asked.contains("@Aria @user0 @user1") && asked.contains("<@5099>"),
         "{asked:.300}"
     );
     assert!(asked.contains(odd), "{asked:.300}");
@@ -1352,7 +1353,7 @@ async fn an_edited_waiting_message_is_answered_as_edited_and_a_deleted_one_not_a
         .await;
     assert_eq!(
         e.last_model_message(1)["content"],
-        "[bob] @Aria what is 3+3?"
+        "[alice] @Aria first\n\n[bob] @Aria what is 3+3?"
     );
     e.until("both answers", |e| e.texts(GENERAL).len() == 2)
         .await;
@@ -1421,9 +1422,10 @@ async fn a_second_message_joins_the_same_authors_waiting_one() {
     chatter(&e, BOB, "bob", "and what is 3+3?").await;
     e.until("bob is answered", |e| e.openai.requests().len() == 2)
         .await;
+    // Alice's message before it is joined to it (SPEC C12: roles alternate).
     assert_eq!(
         e.last_model_message(1)["content"],
-        "[bob] @Aria what is 2+2?\nand what is 3+3?"
+        "[alice] @Aria first\n\n[bob] @Aria what is 2+2?\nand what is 3+3?"
     );
     e.until("both answers", |e| e.texts(GENERAL).len() == 2)
         .await;

@@ -23,7 +23,7 @@ use persona_bot::testkit::Fakes;
 use secrecy::SecretString;
 use serde_json::json;
 use support::bot::{ALICE, BOB, Bot, CHANNEL, message};
-use support::fake_openai::{FakeOpenAi, Reply, Sse};
+use support::fake_openai::{FakeOpenAi, Profile, Reply, Sse};
 use support::harness::{Behaviour, Harness};
 
 fn provider(fake: &FakeOpenAi, models: &[&str], keys: &[&str]) -> OpenAiProvider {
@@ -451,6 +451,129 @@ async fn requests_alternate_roles_after_one_system_message() {
     assert_eq!(
         body["messages"][3]["content"],
         "[bob] me too\n\n[alice] another one"
+    );
+}
+
+/// Thirty history messages of about 60 tokens each, newest first, numbered 1 (oldest) to 30.
+fn long_history() -> Vec<persona_bot::domain::ports::HistoryMessage> {
+    (1..=30u64)
+        .rev()
+        .map(|n| persona_bot::domain::ports::HistoryMessage {
+            id: persona_bot::domain::scope::MessageId(n),
+            author: "bob".into(),
+            from_bot: false,
+            content: format!("message {n:02} {}", "words ".repeat(32)),
+            at_ms: 0,
+            attachments: Vec::new(),
+        })
+        .collect()
+}
+
+fn trimmed_notices(bot: &Bot<OpenAiProvider>) -> Vec<u32> {
+    bot.h
+        .fakes
+        .thought_log
+        .notices()
+        .into_iter()
+        .filter_map(|(_, n)| match n {
+            persona_bot::domain::thought_log::Notice::ContextTrimmed { left_out, .. } => {
+                Some(left_out)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+// Issue 18 (context budget): with a model's context window configured, the oldest history is
+// left out until the request fits (less the reply's max_tokens); the newest history, the
+// system prompt and the trigger stay; the thought log says how many were left out.
+#[tokio::test]
+async fn history_is_trimmed_to_a_configured_context_window() {
+    let fake = FakeOpenAi::start().await;
+    fake.push(Reply::text(&["Fits."]));
+    let provider = provider_with(&fake, &["smollm2"], &["k"], |c| {
+        c.context_tokens.insert("smollm2".into(), 4096);
+    });
+    let h = Harness::build(
+        Fakes::default().with_history(long_history()),
+        Behaviour::succeed(),
+        |r| r,
+    );
+    let mut bot = Bot::with_queue(h, provider, Default::default());
+    bot.say(message(99, ALICE, "and now?")).await;
+    assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
+    let sent = fake.requests()[0].body["messages"].to_string();
+    assert!(
+        sent.contains("message 30") && sent.contains("and now?"),
+        "{sent:.300}"
+    );
+    assert!(!sent.contains("message 01"), "the oldest is left out");
+    let left_out = trimmed_notices(&bot);
+    assert_eq!(left_out.len(), 1, "one notice");
+    assert!((1..30).contains(&left_out[0]), "{left_out:?}");
+    assert!(!sent.contains(&format!("message {:02}", left_out[0])));
+    assert!(sent.contains(&format!("message {:02}", left_out[0] + 1)));
+}
+
+// Issue 18 (context budget): llama.cpp's "context full" (with no window configured) is answered
+// by asking the same model once more with about half the history, and the reply is posted.
+#[tokio::test]
+async fn a_full_context_is_retried_once_with_half_the_history() {
+    let fake = FakeOpenAi::start().await;
+    fake.set_profile(Profile::LlamaCpp);
+    fake.push(Reply::context_full(Profile::LlamaCpp, 4568, 1024, 4096).unwrap());
+    fake.push(Reply::text(&["Fits now."]));
+    let h = Harness::build(
+        Fakes::default().with_history(long_history()),
+        Behaviour::succeed(),
+        |r| r,
+    );
+    let mut bot = Bot::with_queue(h, provider(&fake, &["smollm2"], &["k"]), Default::default());
+    bot.say(message(99, ALICE, "and now?")).await;
+    assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
+    assert_eq!(bot.transcript(), "Fits now.");
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 2, "one retry, on the same model");
+    assert_eq!(requests[1].model(), "smollm2");
+    let size = |n: usize| requests[n].body["messages"].to_string().len();
+    assert!(size(1) < size(0) * 3 / 4, "{} then {}", size(0), size(1));
+    assert!(
+        requests[1].body["messages"]
+            .to_string()
+            .contains("and now?")
+    );
+    assert_eq!(trimmed_notices(&bot).len(), 1);
+}
+
+// Issue 18 (context budget): a model still "full" after the shorter retry is left for the next
+// model, which gets the whole history again.
+#[tokio::test]
+async fn a_context_still_full_goes_to_the_next_model() {
+    let fake = FakeOpenAi::start().await;
+    fake.set_profile(Profile::LlamaCpp);
+    for _ in 0..2 {
+        fake.push(Reply::context_full(Profile::LlamaCpp, 4568, 1024, 4096).unwrap());
+    }
+    fake.push(Reply::text(&["From the big model."]));
+    let h = Harness::build(
+        Fakes::default().with_history(long_history()),
+        Behaviour::succeed(),
+        |r| r,
+    );
+    let provider = provider(&fake, &["small", "big"], &["k"]);
+    let mut bot = Bot::with_queue(h, provider, Default::default());
+    bot.say(message(99, ALICE, "and now?")).await;
+    assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
+    let models: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| r.model().to_owned())
+        .collect();
+    assert_eq!(models, ["small", "small", "big"]);
+    assert!(
+        fake.requests()[2].body["messages"]
+            .to_string()
+            .contains("message 01")
     );
 }
 

@@ -695,6 +695,7 @@ fn attempts(spec: &[(usize, usize)]) -> Vec<Attempt> {
             model: format!("model{m}"),
             model_index: m,
             key_index: k,
+            input_budget: None,
         })
         .collect()
 }

@@ -221,6 +221,11 @@ const KNOWN_PHRASES: &[(&str, FailureClass, &str)] = &[
     ),
     (r"loading model", FailureClass::ServerError, "llama.cpp"),
     (
+        r"context size has been exceeded",
+        FailureClass::ContextTooLong,
+        "llama.cpp (in a stream)",
+    ),
+    (
         r#"model "[^"]*" not found"#,
         FailureClass::ModelUnknown,
         "Ollama",
@@ -557,6 +562,13 @@ mod tests {
             Some("server_error"),
             Some("500"),
             FailureClass::InvalidRequest,
+        ),
+        (
+            Some(500),
+            "Context size has been exceeded.",
+            Some("server_error"),
+            Some("500"),
+            FailureClass::ContextTooLong,
         ),
         (
             Some(503),

@@ -9,6 +9,7 @@ use crate::domain::ports::{
 use crate::domain::scope::{MessageId, UserId};
 use crate::domain::turn::Turn;
 use crate::engine::attachments::{self, AttachmentPolicy, ReadFiles};
+use crate::engine::budget;
 
 /// The message a turn answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -283,18 +284,62 @@ impl LoadedContext {
         continuation: Option<&str>,
         tail: &[ChatMessage],
         tools: Vec<serde_json::Value>,
-    ) -> crate::domain::ports::ModelRequest {
-        let mut messages = Vec::with_capacity(self.recent.len() + entries.len() * 2 + 4);
-        messages.push(ChatMessage::System {
+    ) -> ModelRequest {
+        self.request_within(turn, entries, continuation, tail, tools, None)
+            .0
+    }
+
+    /// [`Self::request`] within `budget` tokens, when given: history is left out oldest first
+    /// until the estimate fits (the system prompt, the trigger and the turn's tool exchange
+    /// are kept whole). Also returns how many history messages were left out.
+    pub fn request_within(
+        &self,
+        turn: &Turn,
+        entries: &[ToolHistoryEntry],
+        continuation: Option<&str>,
+        tail: &[ChatMessage],
+        tools: Vec<serde_json::Value>,
+        budget: Option<u32>,
+    ) -> (ModelRequest, usize) {
+        let system = ChatMessage::System {
             content: self.system.clone(),
-        });
-        {
+        };
+        let mut history: Vec<ChatMessage> = {
             let state = turn.state();
             let mut older: Vec<&HistoryMessage> = state.injected_context.iter().collect();
             older.sort_by_key(|m| m.id);
-            messages.extend(older.into_iter().map(|m| as_message(m, None)));
+            older.into_iter().map(|m| as_message(m, None)).collect()
+        };
+        history.extend(self.recent.iter().cloned());
+        let after = self.after_history(entries, continuation, tail);
+        let dropped = budget.map_or(0, |budget| {
+            let fixed = after
+                .iter()
+                .chain(std::iter::once(&system))
+                .fold(budget::tools_tokens(&tools), |sum, m| {
+                    sum.saturating_add(budget::message_tokens(m))
+                });
+            budget::left_out(&history, fixed, budget)
+        });
+        let mut messages = Vec::with_capacity(history.len() + after.len() + 1);
+        messages.push(system);
+        messages.extend(history.into_iter().skip(dropped));
+        messages.extend(after);
+        if self.strict_roles {
+            messages = alternating(messages);
         }
-        messages.extend(self.recent.iter().cloned());
+        (ModelRequest { messages, tools }, dropped)
+    }
+
+    /// What follows the history: the trigger, the turn's tool exchange, the continuation note
+    /// and the tail.
+    fn after_history(
+        &self,
+        entries: &[ToolHistoryEntry],
+        continuation: Option<&str>,
+        tail: &[ChatMessage],
+    ) -> Vec<ChatMessage> {
+        let mut messages = Vec::with_capacity(entries.len() * 2 + 3 + tail.len());
         messages.push(self.trigger.clone());
         for entry in entries {
             let text = entry.pre_tool_text.concat();
@@ -323,10 +368,7 @@ impl LoadedContext {
             });
         }
         messages.extend(tail.iter().cloned());
-        if self.strict_roles {
-            messages = alternating(messages);
-        }
-        ModelRequest { messages, tools }
+        messages
     }
 }
 

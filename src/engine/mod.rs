@@ -5,6 +5,7 @@
 //! [`reminders`] become turns; the image [`worker`] makes planned images.
 
 pub mod attachments;
+pub mod budget;
 pub mod context;
 pub mod orchestrator;
 pub mod passes;

@@ -144,6 +144,10 @@ struct TurnRun<'a> {
     failures: u32,
     /// Counters as they go; status and end once the loop stops.
     report: TurnReport,
+    /// Estimated tokens of the last request sent (a "context full" retry asks for half).
+    sent_tokens: u32,
+    /// The thought log was told this turn left history out (once per turn).
+    trim_noted: bool,
 }
 
 impl<'a> TurnRun<'a> {
@@ -207,6 +211,8 @@ impl<'a> TurnRun<'a> {
                 usage: TokenUsage::default(),
                 reviews: Vec::new(),
             },
+            sent_tokens: 0,
+            trim_noted: false,
         }
     }
 

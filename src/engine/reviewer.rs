@@ -123,6 +123,7 @@ impl ModelReviewer {
                     model: model.to_owned(),
                     model_index: usize::MAX,
                     key_index: a.key_index,
+                    input_budget: None,
                 })
                 .collect();
             attempts.splice(0..0, first);

@@ -108,6 +108,7 @@ impl ChatModel for OpenAiProvider {
                     model: model.clone(),
                     model_index,
                     key_index,
+                    input_budget: self.config.input_budget(model),
                 })
             })
             .collect()

@@ -93,6 +93,7 @@ impl ScriptedModel {
                 model: "scripted".into(),
                 model_index: 0,
                 key_index: 0,
+                input_budget: None,
             }],
             requests: Mutex::new(Vec::new()),
             failures: Mutex::new(Vec::new()),

@@ -123,6 +123,9 @@ pub struct Attempt {
     pub model_index: usize,
     /// Which of the provider's keys.
     pub key_index: usize,
+    /// Most tokens the request may take (the model's context window less its reply's), when
+    /// the configuration says; history is trimmed to fit.
+    pub input_budget: Option<u32>,
 }
 
 /// A pass's event stream. Dropping it drops the HTTP request.

@@ -5,7 +5,9 @@
 use super::TurnRun;
 use crate::domain::ports::{Attempt, ChatMessage, ChatModel, ModelError};
 use crate::domain::provider_failure::{FailureClass, Retry};
+use crate::domain::thought_log::Notice;
 use crate::domain::turn::{Turn, TurnStatus};
+use crate::engine::budget;
 use crate::engine::stream::PassEnd;
 use crate::tool_loop::expression;
 
@@ -37,37 +39,54 @@ impl<'t> PassKind<'t> {
 }
 
 impl TurnRun<'_> {
-    /// One pass, retried over the provider's attempts until one ends it or none is left.
+    /// One pass, retried over the provider's attempts until one ends it or none is left. A
+    /// model that answers "context full" is asked once more with half the history's estimate
+    /// before the next model is tried (issue 18).
     pub(super) async fn run_pass(&mut self, kind: PassKind<'_>) -> PassEnd {
         self.streamed.clear();
         let attempts = self.deps.model.attempts();
         let mut last_error: Option<ModelError> = None;
         let mut skip_model: Option<usize> = None;
         let mut continuation = String::new();
-        for (i, attempt) in attempts.iter().enumerate() {
+        // (model index, budget) of the one shorter retry a model gets.
+        let mut shorter: Option<(usize, u32)> = None;
+        let (mut next, mut tries) = (0, 0);
+        while let Some(attempt) = attempts.get(next) {
             if skip_model == Some(attempt.model_index) {
+                next += 1;
                 continue;
             }
-            if i > 0 {
+            if tries > 0 {
                 // A retry is a new invocation: outcomes completed so far are reused, not re-run.
                 self.turn.begin_invocation();
                 if !expression::sends_allowed(self.turn) {
                     return PassEnd::Stopped(TurnStatus::DeliveryUnconfirmed);
                 }
             }
-            let error = match self.attempt(attempt, kind, &continuation).await {
+            tries += 1;
+            let budget = match shorter {
+                Some((model, budget)) if model == attempt.model_index => Some(budget),
+                _ => attempt.input_budget,
+            };
+            let error = match self.attempt(attempt, budget, kind, &continuation).await {
                 Ok(end) => return end,
                 Err(error) => error,
             };
             self.keep_sent_text(&mut continuation);
             report_failure(self.deps.model.as_ref(), self.turn, attempt, &error);
-            let retry = error.class.retry();
+            let first_context_error = error.class == FailureClass::ContextTooLong
+                && shorter.is_none_or(|(model, _)| model != attempt.model_index);
             last_error = Some(error);
-            match retry {
-                Retry::NextKey | Retry::NextAttempt => {}
-                Retry::NextModel => skip_model = Some(attempt.model_index),
-                Retry::No => break,
+            if first_context_error {
+                shorter = Some((attempt.model_index, self.sent_tokens / 2));
+                continue;
             }
+            match last_error.as_ref().map(|e| e.class.retry()) {
+                Some(Retry::NextModel) => skip_model = Some(attempt.model_index),
+                Some(Retry::No) => break,
+                _ => {}
+            }
+            next += 1;
         }
         PassEnd::Failed(last_error.unwrap_or_else(|| {
             ModelError::new(
@@ -79,10 +98,11 @@ impl TurnRun<'_> {
     }
 
     /// One attempt: `Ok` with how the pass ended (a stop included), or `Err` with the provider
-    /// failure the next attempt may retry.
+    /// failure the next attempt may retry. History is trimmed to `budget` tokens when given.
     async fn attempt(
         &mut self,
         attempt: &Attempt,
+        budget: Option<u32>,
         kind: PassKind<'_>,
         continuation: &str,
     ) -> Result<PassEnd, ModelError> {
@@ -95,9 +115,21 @@ impl TurnRun<'_> {
             PassKind::Step { .. } => self.session.specifications(),
             PassKind::Revision(_) => Vec::new(),
         };
-        let request =
-            self.context
-                .request(turn, &self.entries, Some(continuation), kind.tail(), tools);
+        let (request, left_out) = self.context.request_within(
+            turn,
+            &self.entries,
+            Some(continuation),
+            kind.tail(),
+            tools,
+            budget,
+        );
+        self.sent_tokens = request
+            .messages
+            .iter()
+            .fold(budget::tools_tokens(&request.tools), |sum, m| {
+                sum.saturating_add(budget::message_tokens(m))
+            });
+        self.note_trim(left_out).await;
         let opened = {
             let _guarded = turn.progress.guard();
             tokio::select! {
@@ -117,6 +149,23 @@ impl TurnRun<'_> {
         {
             PassEnd::Failed(error) => Err(error),
             other => Ok(other),
+        }
+    }
+
+    /// The first time a turn's request leaves history out, the log and the thought log say so.
+    async fn note_trim(&mut self, left_out: usize) {
+        if left_out == 0 || self.trim_noted {
+            return;
+        }
+        self.trim_noted = true;
+        let turn = self.turn;
+        tracing::info!(turn = %turn.id, left_out, "older messages left out to fit the model's context");
+        if let Some(server) = turn.scope.thought_log_server() {
+            let notice = Notice::ContextTrimmed {
+                channel: turn.scope.channel,
+                left_out: u32::try_from(left_out).unwrap_or(u32::MAX),
+            };
+            self.deps.env.ports.thought_log.post(server, notice).await;
         }
     }
 
