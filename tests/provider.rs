@@ -90,12 +90,22 @@ async fn a_turn_runs_end_to_end_through_the_real_client() {
     assert_eq!(r.model(), "model-a");
     assert_eq!(r.body["stream"], true);
     assert_eq!(r.body["parallel_tool_calls"], false);
-    assert!(
-        r.body["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|t| t["function"]["name"] == "plan_image")
+    let offered: Vec<&str> = r.body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    // SPEC C12: only tools that can do something here (no image backend, no stickers, no facts
+    // and no older history in this channel).
+    assert_eq!(
+        offered,
+        [
+            "update_short_term_memory",
+            "remember_fact",
+            "create_reminder",
+            "probe"
+        ]
     );
     let messages = r.body["messages"].as_array().unwrap();
     assert_eq!(messages[0]["role"], "system");
@@ -454,7 +464,7 @@ async fn requests_alternate_roles_after_one_system_message() {
     );
 }
 
-/// Thirty history messages of about 60 tokens each, newest first, numbered 1 (oldest) to 30.
+/// Thirty history messages of about 130 tokens each, newest first, numbered 1 (oldest) to 30.
 fn long_history() -> Vec<persona_bot::domain::ports::HistoryMessage> {
     (1..=30u64)
         .rev()
@@ -462,7 +472,7 @@ fn long_history() -> Vec<persona_bot::domain::ports::HistoryMessage> {
             id: persona_bot::domain::scope::MessageId(n),
             author: "bob".into(),
             from_bot: false,
-            content: format!("message {n:02} {}", "words ".repeat(32)),
+            content: format!("message {n:02} {}", "words ".repeat(64)),
             at_ms: 0,
             attachments: Vec::new(),
         })

@@ -55,6 +55,20 @@ pub struct LoadedContext {
     trigger: ChatMessage,
     /// Shape requests for strict chat templates ([`alternating`]).
     strict_roles: bool,
+    /// What the turn could look up beyond what the prompt shows.
+    pub more: Beyond,
+}
+
+/// Whether there is anything beyond the prompt for the lookup tools to find: they are not
+/// offered when there is not (SPEC C12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Beyond {
+    /// Recent history filled its limit: older messages may exist.
+    pub older_messages: bool,
+    /// Facts exist that the prompt does not show.
+    pub facts_unshown: bool,
+    /// The prompt shows facts (which may be forgotten).
+    pub facts_shown: bool,
 }
 
 /// A history message as the model sees it, with its files as `read` (or only named, for
@@ -102,6 +116,7 @@ pub async fn load(
             tracing::warn!(turn = %turn.id, %error, "memories unavailable for this turn");
             Vec::new()
         });
+    let candidates = facts.len();
     let facts = most_relevant(facts, &trigger.content, FACTS_IN_PROMPT);
     let summary = ports
         .memory
@@ -124,6 +139,11 @@ pub async fn load(
             Vec::new()
         });
     let oldest = recent.last().map(|m| m.id);
+    let more = Beyond {
+        older_messages: recent.len() >= usize::from(settings.history_messages),
+        facts_unshown: candidates > facts.len(),
+        facts_shown: !facts.is_empty(),
+    };
     // The trigger's files first, then history's newest first (as `older` gives them).
     let mut files: Vec<&[Attachment]> = vec![&trigger.attachments];
     files.extend(recent.iter().map(|m| m.attachments.as_slice()));
@@ -158,6 +178,7 @@ pub async fn load(
             images: trigger_files.images,
         },
         strict_roles: settings.strict_roles,
+        more,
     }
 }
 

@@ -94,6 +94,54 @@ fn parallel_call_refused(call: &ToolCallRequest) -> ToolHistoryEntry {
     }
 }
 
+/// The persona's tool session for a turn: the server's sticker names in view, and the tools
+/// that could do nothing here left out (see [`idle_tools`]).
+pub fn persona_session(
+    deps: &TurnDeps,
+    turn: &Arc<Turn>,
+    context: &LoadedContext,
+    stickers: &[crate::domain::ports::Sticker],
+) -> ToolSession {
+    ToolSession::new(
+        Role::Persona,
+        deps.registry.clone(),
+        turn.clone(),
+        deps.env.clone(),
+    )
+    .with_sticker_names(stickers.iter().map(|s| s.name.clone()))
+    .without(idle_tools(
+        &context.more,
+        stickers.is_empty(),
+        &deps.env.config,
+    ))
+}
+
+/// The persona's tools that could do nothing this turn, so are not offered (SPEC C12): the
+/// sticker tool without stickers, `plan_image` without an image backend, the lookups with
+/// nothing beyond what the prompt shows.
+fn idle_tools(
+    more: &crate::engine::context::Beyond,
+    no_stickers: bool,
+    config: &crate::config::Config,
+) -> Vec<&'static str> {
+    use crate::tools::select_sticker_for_response::SelectStickerForResponse;
+    use crate::tools::{Tool, fetch_older_messages, forget_fact, plan_image, recall_facts};
+    let no_images = config.image_worker.backend == crate::config::ImageBackendKind::None;
+    [
+        (no_stickers, SelectStickerForResponse::NAME),
+        (no_images, plan_image::PlanImage::NAME),
+        (
+            !more.older_messages,
+            fetch_older_messages::FetchOlderMessages::NAME,
+        ),
+        (!more.facts_unshown, recall_facts::RecallFacts::NAME),
+        (!more.facts_shown, forget_fact::ForgetFact::NAME),
+    ]
+    .into_iter()
+    .filter_map(|(idle, name)| idle.then_some(name))
+    .collect()
+}
+
 /// Runs one turn to its end.
 pub async fn run_turn(
     deps: &TurnDeps,
@@ -177,13 +225,7 @@ impl<'a> TurnRun<'a> {
             Some(server) => ports.stickers.stickers(server).await.unwrap_or_default(),
             None => Vec::new(),
         };
-        let session = ToolSession::new(
-            Role::Persona,
-            deps.registry.clone(),
-            turn.clone(),
-            deps.env.clone(),
-        )
-        .with_sticker_names(stickers.into_iter().map(|s| s.name));
+        let session = persona_session(deps, turn, &context, &stickers);
         let reply_to = trigger.reply.then_some(trigger.message);
         let pings = Pings::answering(trigger.author, &trigger.content);
         let mut delivery = ReplyDelivery::new(turn, ports, reply_to, pings, delivered_before);

@@ -24,21 +24,21 @@ const LOCAL_FORMAT: &str = "%Y-%m-%d %H:%M";
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// What to remind about.
+    // What to remind about.
     pub text: String,
-    /// When, as local "YYYY-MM-DD HH:MM" in `time_zone`. Give this or `in_minutes`.
+    /// Local "YYYY-MM-DD HH:MM", or give `in_minutes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<String>,
-    /// In how many minutes from now. Give this or `at`.
+    // In how many minutes from now (instead of `at`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_minutes: Option<u32>,
-    /// The person's IANA time zone, such as "Asia/Tokyo"; UTC when unknown.
+    /// IANA, like "Asia/Tokyo".
     #[serde(default = "utc")]
     pub time_zone: String,
-    /// Once, daily or weekly.
+    // Once, daily or weekly.
     #[serde(default)]
     pub repeat: Repeat,
-    /// Remind the whole channel instead of the person asking.
+    /// Remind the channel, not the person.
     #[serde(default)]
     pub for_channel: bool,
 }
@@ -60,9 +60,8 @@ impl Tool for CreateReminder {
     type Args = Args;
     const NAME: &'static str = "create_reminder";
     const ROLES: RoleSet = RoleSet::of(&[Role::Persona]);
-    const DESCRIPTION: &'static str = "Set a reminder for the person you are answering (or the \
-        channel): once, daily or weekly, at a local time in their time zone or in some minutes. \
-        You will deliver it yourself when it is due.";
+    const DESCRIPTION: &'static str = "Remind the person you answer (or the channel) at a local \
+        time or in some minutes, once or repeating. You deliver it when due.";
 
     fn validate(&self, args: &Args) -> Result<(), ArgError> {
         ArgError::check_len("$.text", &args.text, 1, 300)?;

@@ -19,7 +19,7 @@ fn default_count() -> u8 {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// How many older messages to read.
+    // How many older messages to read.
     #[serde(default = "default_count")]
     pub count: u8,
 }
@@ -41,8 +41,8 @@ impl Tool for FetchOlderMessages {
     type Args = Args;
     const NAME: &'static str = "fetch_older_messages";
     const ROLES: RoleSet = RoleSet::of(&[Role::Persona]);
-    const DESCRIPTION: &'static str = "Read older messages of this channel, from before the \
-        oldest one you can see, when the conversation refers to something earlier.";
+    const DESCRIPTION: &'static str = "Read older messages of this channel, when the \
+        conversation refers to something earlier than you can see.";
     const GATED: bool = false;
     const EXTERNAL_EFFECT: bool = false;
     const PROGRESS_KEY: Option<&'static str> = Some("progress-fetch-older-messages");

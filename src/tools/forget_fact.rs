@@ -14,7 +14,7 @@ use crate::domain::role::{Role, RoleSet};
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The fact's number (#12 is 12).
+    // The fact's number (#12 is 12).
     pub id: i64,
 }
 
@@ -26,7 +26,7 @@ impl Tool for ForgetFact {
     const NAME: &'static str = "forget_fact";
     const ROLES: RoleSet = RoleSet::of(&[Role::Persona]);
     const DESCRIPTION: &'static str =
-        "Forget a remembered fact that is wrong or that someone asks you to forget.";
+        "Forget a remembered fact (by its #number) that is wrong or someone asks you to forget.";
 
     fn validate(&self, args: &Args) -> Result<(), ArgError> {
         ArgError::check_range("$.id", args.id, 1, i64::MAX)

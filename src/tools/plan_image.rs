@@ -42,26 +42,26 @@ impl Aspect {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Part {
-    /// A short label shared by every image of the set ("cats").
+    /// A label shared by the set.
     pub set: String,
-    /// This image's position in the set, from 1.
+    /// From 1.
     pub index: u8,
-    /// How many images the set has (at most 8).
+    /// At most 8.
     pub total: u8,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// What the image shows, as a prompt for the image model.
+    /// For the image model.
     pub prompt: String,
-    /// A caption to post with the image.
+    // A caption posted with the image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caption: Option<String>,
-    /// The image's shape.
+    // The image's shape.
     #[serde(default)]
     pub aspect: Aspect,
-    /// Set when you promised several images: which one of the set this is.
+    /// Which image of a promised set this is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub part: Option<Part>,
 }
@@ -90,9 +90,8 @@ impl Tool for PlanImage {
     type Args = Args;
     const NAME: &'static str = "plan_image";
     const ROLES: RoleSet = RoleSet::of(&[Role::Persona, Role::ImagePlanner]);
-    const DESCRIPTION: &'static str = "Plan an image to be drawn and posted in this channel. \
-        This only records the plan: the image is made later and posted by a worker, so never \
-        say it is already done. For several images, plan each one with `part`.";
+    const DESCRIPTION: &'static str = "Plan an image for a worker to draw and post here later \
+        (never say it is done). Plan each image of a set with `part`.";
     const PROGRESS_KEY: Option<&'static str> = Some("progress-plan-image");
 
     fn validate(&self, args: &Args) -> Result<(), ArgError> {

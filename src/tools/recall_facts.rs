@@ -17,7 +17,7 @@ fn default_limit() -> u8 {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// Most facts to return, newest first (1 to 50).
+    /// 1 to 50, newest first.
     #[serde(default = "default_limit")]
     pub limit: u8,
 }
@@ -29,8 +29,8 @@ impl Tool for RecallFacts {
     type Args = Args;
     const NAME: &'static str = "recall_facts";
     const ROLES: RoleSet = RoleSet::of(&[Role::Persona, Role::Reviewer]);
-    const DESCRIPTION: &'static str = "Look up remembered facts about this server and about \
-        the person being answered. Read-only.";
+    const DESCRIPTION: &'static str = "Look up more remembered facts about this server and \
+        the person you answer.";
     const GATED: bool = false;
     const EXTERNAL_EFFECT: bool = false;
 

@@ -129,6 +129,7 @@ pub fn specification<T: Tool>() -> Value {
     if let Some(obj) = schema.as_object_mut() {
         obj.remove("title");
     }
+    lean(&mut schema);
     json!({
         "type": "function",
         "function": {
@@ -137,6 +138,44 @@ pub fn specification<T: Tool>() -> Value {
             "parameters": schema,
         }
     })
+}
+
+/// A schema without what costs tokens and tells the model nothing (SPEC C12): integer formats
+/// and the bounds of their Rust types (`uint8`, 0 to 255), `null` beside the type of a field
+/// that may simply be left out, and one-of-constants spelled out as an `enum`. The bounds that
+/// matter are in the descriptions, and every argument is validated anyway.
+fn lean(schema: &mut Value) {
+    let Some(map) = schema.as_object_mut() else {
+        return;
+    };
+    map.remove("format");
+    if map.get("minimum") == Some(&json!(0)) {
+        map.remove("minimum");
+    }
+    if let Some(max) = map.get("maximum").and_then(Value::as_u64)
+        && [u64::from(u8::MAX), u64::from(u16::MAX), u64::from(u32::MAX)].contains(&max)
+    {
+        map.remove("maximum");
+    }
+    if let Some(Value::Array(types)) = map.get("type") {
+        let kept: Vec<&Value> = types.iter().filter(|t| *t != "null").collect();
+        if let [only] = kept.as_slice() {
+            let only = (*only).clone();
+            map.insert("type".to_owned(), only);
+        }
+    }
+    let constants: Option<Vec<Value>> = map
+        .get("oneOf")
+        .and_then(Value::as_array)
+        .and_then(|options| options.iter().map(|o| o.get("const").cloned()).collect());
+    if let Some(constants) = constants {
+        map.remove("oneOf");
+        map.insert("type".to_owned(), json!("string"));
+        map.insert("enum".to_owned(), Value::Array(constants));
+    }
+    if let Some(Value::Object(properties)) = map.get_mut("properties") {
+        properties.values_mut().for_each(lean);
+    }
 }
 
 impl Registry {
@@ -320,6 +359,29 @@ mod tests {
         }
         let plan = &registry.get("plan_image").expect("plan_image").spec;
         assert!(plan["function"]["parameters"]["properties"]["prompt"].is_object());
+    }
+
+    // SPEC C12 (issue 18, lean prompts): schemas carry no integer formats or type bounds, no
+    // `null` beside a type, no one-of-constants: an enum says it in fewer tokens.
+    #[test]
+    fn schemas_carry_nothing_the_model_does_not_need() {
+        let registry = registry();
+        for tool in registry.iter() {
+            let text = tool.spec.to_string();
+            for waste in [
+                "\"format\"",
+                "\"null\"",
+                "\"oneOf\"",
+                "\"maximum\":255",
+                "\"minimum\":0",
+            ] {
+                assert!(!text.contains(waste), "{}: {waste} in {text}", tool.name);
+            }
+        }
+        let about = &registry.get("remember_fact").expect("remember_fact").spec["function"]["parameters"]
+            ["properties"]["about"];
+        assert_eq!(about["enum"], json!(["server", "requester"]));
+        assert_eq!(about["type"], "string");
     }
 
     // SPEC T5: timeouts come from config, else the default.

@@ -27,9 +27,9 @@ pub enum Subject {
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The fact, in one or two sentences.
+    // The fact, in one or two sentences.
     pub fact: String,
-    /// Whom the fact is about.
+    /// `requester`: the person you answer; else the server (in a DM, the person).
     #[serde(default)]
     pub about: Subject,
 }
@@ -55,8 +55,8 @@ impl Tool for RememberFact {
     type Args = Args;
     const NAME: &'static str = "remember_fact";
     const ROLES: RoleSet = RoleSet::of(&[Role::Persona]);
-    const DESCRIPTION: &'static str = "Remember a lasting fact for future conversations: about \
-        this server, or about the person you are answering.";
+    const DESCRIPTION: &'static str = "Remember a lasting fact about this server or the person \
+        you answer.";
 
     fn validate(&self, args: &Args) -> Result<(), ArgError> {
         ArgError::check_len("$.fact", &args.fact, 1, self.max_chars)

@@ -13,7 +13,8 @@ use crate::domain::role::{Role, RoleSet};
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The sticker's name, as listed in this server (case does not matter).
+    // The sticker's name as listed in the description (case does not matter). Plain comments
+    // here and below keep the schema lean: the tool's description says what the model needs.
     pub name: String,
 }
 
@@ -27,8 +28,8 @@ impl Tool for SelectStickerForResponse {
     type Args = Args;
     const NAME: &'static str = "select_sticker_for_response";
     const ROLES: RoleSet = RoleSet::of(&[Role::Persona]);
-    const DESCRIPTION: &'static str = "Send one of this server's stickers along with your reply. \
-        At most one sticker per reply; it is posted immediately.";
+    const DESCRIPTION: &'static str = "Send one of this server's stickers with your reply (one \
+        per reply).";
     const PUBLIC_OUTPUT: bool = true;
 
     fn validate(&self, args: &Args) -> Result<(), ArgError> {

@@ -89,6 +89,8 @@ pub struct ToolSession {
     env: Arc<ToolEnv>,
     /// The server's sticker names, shown in the sticker tool's description this turn.
     sticker_names: Vec<String>,
+    /// Tools this turn does not offer because they could do nothing here ([`Self::without`]).
+    idle: Vec<&'static str>,
 }
 
 /// Most sticker names listed in the sticker tool's description.
@@ -104,7 +106,16 @@ impl ToolSession {
             turn,
             env,
             sticker_names: Vec::new(),
+            idle: Vec::new(),
         }
+    }
+
+    /// Leaves `names` out of the tools this turn offers: they could do nothing here (no
+    /// stickers, no image backend, no older messages, no facts), and each schema costs prompt
+    /// tokens on every pass (SPEC C12). Only offering changes: a call still runs as usual.
+    pub fn without(mut self, names: impl IntoIterator<Item = &'static str>) -> Self {
+        self.idle.extend(names);
+        self
     }
 
     /// Shows the server's sticker names in the sticker tool's description (at most
@@ -165,7 +176,10 @@ impl ToolSession {
     /// mode gates the persona's tools, SPEC T4) and one-shot rules (SPEC T12).
     fn offers(&self, tool: &RegisteredTool) -> bool {
         let admitted = self.role != Role::Persona || self.turn.admission.admits(tool.name);
-        admitted && !self.used_up(tool.name) && !self.withheld(tool.name)
+        admitted
+            && !self.used_up(tool.name)
+            && !self.withheld(tool.name)
+            && !self.idle.contains(&tool.name)
     }
 
     /// The specifications (OpenAI function format) the model sees this pass.

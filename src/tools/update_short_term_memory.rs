@@ -14,7 +14,7 @@ use crate::domain::role::{Role, RoleSet};
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Args {
-    /// The new working summary of this conversation; it replaces the previous one.
+    // The new working summary of this conversation; it replaces the previous one.
     pub summary: String,
 }
 
@@ -35,8 +35,8 @@ impl Tool for UpdateShortTermMemory {
     type Args = Args;
     const NAME: &'static str = "update_short_term_memory";
     const ROLES: RoleSet = RoleSet::of(&[Role::Persona]);
-    const DESCRIPTION: &'static str = "Replace your working summary of this channel's \
-        conversation (what is going on, open questions). Once per reply.";
+    const DESCRIPTION: &'static str = "Replace your summary of this channel's conversation \
+        (what is going on, open questions). Once per reply.";
     const GATED: bool = false;
 
     fn validate(&self, args: &Args) -> Result<(), ArgError> {
