@@ -693,6 +693,26 @@ impl Config {
                 self.thought_log.argument_max_chars as u64,
                 1000,
             ),
+            (
+                "attachments.max_images",
+                self.attachments.max_images as u64,
+                10,
+            ),
+            (
+                "attachments.image_max_bytes",
+                self.attachments.image_max_bytes,
+                52428800,
+            ),
+            (
+                "attachments.max_text_files",
+                self.attachments.max_text_files as u64,
+                10,
+            ),
+            (
+                "attachments.text_max_bytes",
+                self.attachments.text_max_bytes,
+                1048576,
+            ),
         ]
     }
 
@@ -767,26 +787,6 @@ impl Config {
                 "reminders.max_per_user",
                 self.reminders.max_per_user as u64,
                 1000,
-            ),
-            (
-                "attachments.max_images",
-                self.attachments.max_images as u64,
-                10,
-            ),
-            (
-                "attachments.image_max_bytes",
-                self.attachments.image_max_bytes,
-                52428800,
-            ),
-            (
-                "attachments.max_text_files",
-                self.attachments.max_text_files as u64,
-                10,
-            ),
-            (
-                "attachments.text_max_bytes",
-                self.attachments.text_max_bytes,
-                1048576,
             ),
         ]
     }

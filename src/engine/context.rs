@@ -144,19 +144,7 @@ pub async fn load(
         facts_unshown: candidates > facts.len(),
         facts_shown: !facts.is_empty(),
     };
-    // The trigger's files first, then history's newest first (as `older` gives them).
-    let mut files: Vec<&[Attachment]> = vec![&trigger.attachments];
-    files.extend(recent.iter().map(|m| m.attachments.as_slice()));
-    let mut read = attachments::read(ports.attachments.as_ref(), &settings.files, &files)
-        .await
-        .into_iter();
-    let trigger_files = read.next().unwrap_or_default();
-    let mut recent: Vec<ChatMessage> = recent
-        .iter()
-        .zip(read)
-        .map(|(m, read)| as_message(m, Some(read)))
-        .collect();
-    recent.reverse(); // oldest first
+    let (trigger_files, recent) = with_files(ports, &settings.files, trigger, &recent).await;
     turn.state().oldest_context_message = Some(oldest.unwrap_or(trigger.message));
     let place = Place {
         server_name: scope.server.and_then(|s| ports.stickers.server_name(s)),
@@ -180,6 +168,29 @@ pub async fn load(
         strict_roles: settings.strict_roles,
         more,
     }
+}
+
+/// The trigger's files, and recent history (newest first, as `older` gives it) with its files
+/// as the model sees them, oldest first. The trigger's files get the budget first.
+async fn with_files(
+    ports: &Ports,
+    policy: &AttachmentPolicy,
+    trigger: &Trigger,
+    recent: &[HistoryMessage],
+) -> (ReadFiles, Vec<ChatMessage>) {
+    let mut files: Vec<&[Attachment]> = vec![&trigger.attachments];
+    files.extend(recent.iter().map(|m| m.attachments.as_slice()));
+    let mut read = attachments::read(ports.attachments.as_ref(), policy, &files)
+        .await
+        .into_iter();
+    let trigger_files = read.next().unwrap_or_default();
+    let mut messages: Vec<ChatMessage> = recent
+        .iter()
+        .zip(read)
+        .map(|(m, read)| as_message(m, Some(read)))
+        .collect();
+    messages.reverse();
+    (trigger_files, messages)
 }
 
 /// The persona's prompt, where the conversation is, what it remembers and its summary.

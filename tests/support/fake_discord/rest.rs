@@ -191,6 +191,34 @@ fn query_params(query: Option<&str>) -> HashMap<String, String> {
         .collect()
 }
 
+/// The request as tests see it: its path without `/api/v10` (with the query as sent), body,
+/// authorization and files.
+fn record(
+    method: &Method,
+    uri: &Uri,
+    headers: &HeaderMap,
+    json: &Value,
+    files: &[Upload],
+) -> Recorded {
+    let full_path = uri.path();
+    let path = full_path.strip_prefix("/api/v10").unwrap_or(full_path);
+    Recorded {
+        method: method.to_string(),
+        path: match uri.query() {
+            Some(q) => format!("{path}?{q}"),
+            None => path.to_owned(),
+        },
+        body: json.clone(),
+        authorization: headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        files: files.to_vec(),
+        status: 0,
+        at: std::time::Instant::now(),
+    }
+}
+
 pub(super) async fn rest(
     State(shared): State<Arc<Shared>>,
     method: Method,
@@ -198,25 +226,11 @@ pub(super) async fn rest(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let authorization = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
     let (json, files) = parse_body(&headers, &body);
     let full_path = uri.path();
     let path = full_path.strip_prefix("/api/v10").unwrap_or(full_path);
-    let recorded = Recorded {
-        method: method.to_string(),
-        path: match uri.query() {
-            Some(q) => format!("{path}?{q}"),
-            None => path.to_owned(),
-        },
-        body: json.clone(),
-        authorization: authorization.clone(),
-        files: files.clone(),
-        status: 0,
-        at: std::time::Instant::now(),
-    };
+    let recorded = record(&method, &uri, &headers, &json, &files);
+    let authorization = recorded.authorization.clone();
     let index = {
         let mut inner = shared.lock();
         inner.requests.push(recorded.clone());
