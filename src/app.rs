@@ -221,6 +221,7 @@ pub async fn start(
         rate: RateLimit::new(config.turn.user_messages_per_minute),
         random: Default::default(),
         reminders: storage.reminders.clone(),
+        memory: storage.memory.clone(),
         cache: cache.clone(),
         bot: bot.clone(),
         recent,

@@ -1609,3 +1609,91 @@ async fn mentions_read_the_same_in_history_and_the_trigger() {
     assert!(!messages.contains(&format!("<@{ALICE}>")), "{messages}");
     e.stop().await;
 }
+
+/// A fact stored as the persona would: about `about` (or the server) in `server`.
+async fn stored_fact(e: &E2e, server: Option<u64>, about: Option<u64>, text: &str) -> i64 {
+    use persona_bot::domain::ports::{FactAdded, MemoryStore, NewFact};
+    let fact = NewFact {
+        server: server.map(ServerId),
+        persona: PersonaId("aria".into()),
+        about: about.map(UserId),
+        text: text.into(),
+        at_ms: now_ms(),
+        private_to: None,
+    };
+    match e
+        .running()
+        .storage
+        .memory
+        .add_fact(fact, 100)
+        .await
+        .unwrap()
+    {
+        FactAdded::Stored { id } => id,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn forget(target: &str) -> Value {
+    json!([{ "name": "forget", "type": 1,
+        "options": [{ "name": "target", "type": 3, "value": target }] }])
+}
+
+// Issue 15 (memory): /memory show lists what the persona remembers about the caller, /memory
+// server the server's for a moderator only, /memory forget deletes the caller's own facts (a
+// moderator's: any of the server's), and /forget-me every fact about the caller everywhere; a
+// forgotten fact is gone from the next prompt.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_commands_show_and_forget() {
+    let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["Hello Bob."])]).await;
+    let alices = stored_fact(&e, Some(GUILD), Some(ALICE), "Alice likes tea").await;
+    let bobs = stored_fact(&e, Some(GUILD), Some(BOB), "Bob's dog is Rex").await;
+    stored_fact(&e, Some(7), Some(BOB), "Bob elsewhere").await;
+    stored_fact(&e, None, Some(BOB), "Bob in a DM").await;
+    let server_wide = stored_fact(&e, Some(GUILD), None, "Raids are on Friday").await;
+    let show = json!([{ "name": "show", "type": 1, "options": [] }]);
+    let mine = content_of(&e.slash(ALICE, "memory", 0, show.clone()).await);
+    assert!(
+        mine.contains(&format!("#{alices} Alice likes tea")),
+        "{mine}"
+    );
+    assert!(!mine.contains("Rex"), "{mine}");
+    let server = json!([{ "name": "server", "type": 1, "options": [] }]);
+    let refused = content_of(&e.slash(ALICE, "memory", 0, server.clone()).await);
+    assert_eq!(refused, "You need the Manage Server permission for this.");
+    let listed = content_of(&e.slash(MODERATOR, "memory", MANAGE_GUILD, server).await);
+    assert!(
+        listed.contains("Raids are on Friday") && !listed.contains("tea"),
+        "{listed}"
+    );
+    let theirs = content_of(&e.slash(ALICE, "memory", 0, forget(&bobs.to_string())).await);
+    assert!(theirs.starts_with("Nothing to forget"), "{theirs}");
+    let own = content_of(
+        &e.slash(ALICE, "memory", 0, forget(&format!("#{alices}")))
+            .await,
+    );
+    assert_eq!(own, "Forgotten: 1 fact(s).");
+    let by_moderator = e
+        .slash(
+            MODERATOR,
+            "memory",
+            MANAGE_GUILD,
+            forget(&server_wide.to_string()),
+        )
+        .await;
+    assert_eq!(content_of(&by_moderator), "Forgotten: 1 fact(s).");
+    let me = content_of(&e.slash(BOB, "forget-me", 0, json!([])).await);
+    assert_eq!(
+        me,
+        "Done: I forgot 3 fact(s) about you, in every server and DM."
+    );
+    e.mention(BOB, "bob", "what is my dog called?").await;
+    e.until("bob is answered", |e| e.texts(GENERAL).len() == 1)
+        .await;
+    let system = e.openai.requests()[0].body["messages"][0]["content"].to_string();
+    assert!(
+        !system.contains("Rex") && !system.contains("Friday"),
+        "{system}"
+    );
+    e.stop().await;
+}

@@ -54,6 +54,7 @@ on_both_databases!(
     an_outage_uses_the_last_known_settings,
     a_queued_message_keeps_its_files,
     a_fact_is_forgotten_only_where_it_could_be_seen,
+    memory_commands_list_delete_and_forget_a_user,
 );
 
 const SERVER: ServerId = ServerId(111);
@@ -1441,6 +1442,74 @@ async fn a_fact_is_forgotten_only_where_it_could_be_seen(db: TestDb) {
     assert_eq!(
         left.iter().map(|f| f.id).collect::<Vec<_>>(),
         vec![private, theirs]
+    );
+    s.close().await;
+}
+
+// Issue 15 (memory): /memory's listing and deletions, and /forget-me's, on both databases.
+async fn memory_commands_list_delete_and_forget_a_user(db: TestDb) {
+    let s = db.open().await;
+    let other = UserId(444);
+    let add = |server: Option<ServerId>, about: Option<UserId>, text: &'static str| {
+        let memory = s.memory.clone();
+        async move {
+            let fact = NewFact {
+                server,
+                persona: persona(),
+                about,
+                text: text.into(),
+                at_ms: 1,
+                private_to: None,
+            };
+            match memory.add_fact(fact, 100).await.unwrap() {
+                FactAdded::Stored { id } => id,
+                other => panic!("{other:?}"),
+            }
+        }
+    };
+    let mine = add(Some(SERVER), Some(USER), "mine").await;
+    let theirs = add(Some(SERVER), Some(other), "theirs").await;
+    add(Some(SERVER), None, "server-wide").await;
+    add(None, Some(USER), "in a DM").await;
+    add(Some(ServerId(5)), Some(USER), "elsewhere").await;
+    let texts = |facts: Vec<persona_bot::domain::ports::Fact>| -> Vec<String> {
+        facts.into_iter().map(|f| f.text).collect()
+    };
+    let m = &s.memory;
+    assert_eq!(
+        texts(m.list_facts(Some(SERVER), Some(USER), 10).await.unwrap()),
+        ["mine"]
+    );
+    assert_eq!(
+        texts(m.list_facts(Some(SERVER), None, 10).await.unwrap()),
+        ["server-wide"]
+    );
+    assert_eq!(
+        m.delete_facts(Some(SERVER), Some(theirs), Some(USER))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        m.delete_facts(Some(SERVER), Some(mine), Some(USER))
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        m.delete_facts(Some(SERVER), Some(theirs), None)
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        m.forget_user(USER).await.unwrap(),
+        2,
+        "the DM's and the other server's"
+    );
+    assert_eq!(
+        texts(m.list_facts(Some(SERVER), None, 10).await.unwrap()),
+        ["server-wide"]
     );
     s.close().await;
 }

@@ -45,6 +45,8 @@ pub struct BotData {
     pub rate: RateLimit,
     pub random: crate::domain::admission::RandomBudget,
     pub reminders: Arc<dyn crate::domain::ports::ReminderStore>,
+    /// What the persona remembers (`/memory`, `/forget-me`).
+    pub memory: Arc<dyn crate::domain::ports::MemoryStore>,
     pub cache: guild::CacheCell,
     pub bot: sink::BotId,
     /// Recent messages as the gateway delivers them (history without a REST call).

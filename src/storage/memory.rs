@@ -155,4 +155,60 @@ impl MemoryStore for MemoryRepo {
         .map_err(port_error)?;
         Ok(deleted.rows_affected() > 0)
     }
+
+    async fn list_facts(
+        &self,
+        server: Option<ServerId>,
+        about: Option<UserId>,
+        limit: u32,
+    ) -> Result<Vec<Fact>, PortError> {
+        let rows: Vec<(i64, i64, String, i64)> = sqlx::query_as(
+            "SELECT id, about_user, fact, created_at FROM memory_facts WHERE server_id = $1 \
+             AND about_user = $2 ORDER BY id DESC LIMIT $3",
+        )
+        .bind(sql_id(server.map_or(0, |s| s.0)))
+        .bind(sql_id(about.map_or(0, |u| u.0)))
+        .bind(i64::from(limit))
+        .fetch_all(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, about, text, at_ms)| Fact {
+                id,
+                about: (about != 0).then(|| UserId(from_sql_id(about))),
+                text,
+                at_ms,
+            })
+            .collect())
+    }
+
+    async fn delete_facts(
+        &self,
+        server: Option<ServerId>,
+        id: Option<i64>,
+        about: Option<UserId>,
+    ) -> Result<u64, PortError> {
+        // $2 = 0: any fact's id; $3 = 0: about anyone (or the server).
+        let deleted = sqlx::query(
+            "DELETE FROM memory_facts WHERE server_id = $1 AND ($2 = 0 OR id = $2) \
+             AND ($3 = 0 OR about_user = $3)",
+        )
+        .bind(sql_id(server.map_or(0, |s| s.0)))
+        .bind(id.unwrap_or(0))
+        .bind(sql_id(about.map_or(0, |u| u.0)))
+        .execute(self.db.pool())
+        .await
+        .map_err(port_error)?;
+        Ok(deleted.rows_affected())
+    }
+
+    async fn forget_user(&self, user: UserId) -> Result<u64, PortError> {
+        let deleted = sqlx::query("DELETE FROM memory_facts WHERE about_user = $1")
+            .bind(sql_id(user.0))
+            .execute(self.db.pool())
+            .await
+            .map_err(port_error)?;
+        Ok(deleted.rows_affected())
+    }
 }

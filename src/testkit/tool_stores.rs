@@ -135,6 +135,53 @@ impl MemoryStore for InMemoryMemory {
         });
         Ok(facts.len() < before)
     }
+
+    async fn list_facts(
+        &self,
+        server: Option<ServerId>,
+        about: Option<UserId>,
+        limit: u32,
+    ) -> Result<Vec<Fact>, PortError> {
+        self.check()?;
+        Ok(lock(&self.facts)
+            .iter()
+            .rev()
+            .filter(|(_, f)| f.server == server && f.about == about)
+            .take(limit as usize)
+            .map(|(id, f)| Fact {
+                id: *id,
+                about: f.about,
+                text: f.text.clone(),
+                at_ms: f.at_ms,
+            })
+            .collect())
+    }
+
+    async fn delete_facts(
+        &self,
+        server: Option<ServerId>,
+        id: Option<i64>,
+        about: Option<UserId>,
+    ) -> Result<u64, PortError> {
+        self.check()?;
+        let mut facts = lock(&self.facts);
+        let before = facts.len();
+        facts.retain(|(fact_id, f)| {
+            let hit = f.server == server
+                && id.is_none_or(|id| id == *fact_id)
+                && about.is_none_or(|u| f.about == Some(u));
+            !hit
+        });
+        Ok((before - facts.len()) as u64)
+    }
+
+    async fn forget_user(&self, user: UserId) -> Result<u64, PortError> {
+        self.check()?;
+        let mut facts = lock(&self.facts);
+        let before = facts.len();
+        facts.retain(|(_, f)| f.about != Some(user));
+        Ok((before - facts.len()) as u64)
+    }
 }
 
 /// A fixed sticker list for every server.

@@ -99,6 +99,25 @@ impl MemoryStore for Unexpected {
     ) -> Result<bool, PortError> {
         unexpected("MemoryStore::forget_fact")
     }
+    async fn list_facts(
+        &self,
+        _: Option<ServerId>,
+        _: Option<UserId>,
+        _: u32,
+    ) -> Result<Vec<Fact>, PortError> {
+        unexpected("MemoryStore::list_facts")
+    }
+    async fn delete_facts(
+        &self,
+        _: Option<ServerId>,
+        _: Option<i64>,
+        _: Option<UserId>,
+    ) -> Result<u64, PortError> {
+        unexpected("MemoryStore::delete_facts")
+    }
+    async fn forget_user(&self, _: UserId) -> Result<u64, PortError> {
+        unexpected("MemoryStore::forget_user")
+    }
 }
 
 #[async_trait]

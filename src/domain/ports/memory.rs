@@ -81,4 +81,23 @@ pub trait MemoryStore: Send + Sync {
         channel: ChannelId,
         id: i64,
     ) -> Result<bool, PortError>;
+    /// For `/memory`: a server's facts (every persona, every channel), newest first: those
+    /// about `about`, or the server-wide ones when `None`.
+    async fn list_facts(
+        &self,
+        server: Option<ServerId>,
+        about: Option<UserId>,
+        limit: u32,
+    ) -> Result<Vec<Fact>, PortError>;
+    /// For `/memory forget`: deletes fact `id` of `server` (`None`: a DM's), or every fact of
+    /// the server about `about` when `id` is `None`; a fact about someone else than `about` is
+    /// deleted only when `about` is `None` (a moderator). How many were deleted.
+    async fn delete_facts(
+        &self,
+        server: Option<ServerId>,
+        id: Option<i64>,
+        about: Option<UserId>,
+    ) -> Result<u64, PortError>;
+    /// For `/forget-me`: deletes every fact about `user`, in every server and DM. How many.
+    async fn forget_user(&self, user: UserId) -> Result<u64, PortError>;
 }
