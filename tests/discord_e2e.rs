@@ -1697,3 +1697,102 @@ async fn memory_commands_show_and_forget() {
     );
     e.stop().await;
 }
+
+/// `/channels` or `/roles` options: the rule (a choice, sent as its index, as Discord does)
+/// and the channel (7) or role (8).
+fn rule(option: &str, rule: &str, kind: u8, id: u64) -> Value {
+    let choices: &[&str] = if kind == 7 {
+        &["allow", "block", "always", "clear"]
+    } else {
+        &["allow", "block", "clear"]
+    };
+    let index = choices.iter().position(|c| *c == rule).expect("a rule");
+    json!([
+        { "name": "rule", "type": 4, "value": index },
+        { "name": option, "type": kind, "value": id.to_string() },
+    ])
+}
+
+// Issue 15 (access): /channels and /roles change who is answered where, for members with
+// Manage Server only (checked when the command runs); each change reaches the thought log, and
+// /access shows the rules; a blocked channel or role gets no turn, a cleared one is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_commands_change_who_is_answered() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![Reply::text(&["Answered after the clear."])],
+    )
+    .await;
+    e.set_thought_log().await;
+    let refused = e
+        .slash(ALICE, "channels", 0, rule("channel", "block", 7, GENERAL))
+        .await;
+    assert_eq!(
+        content_of(&refused),
+        "You need the Manage Server permission for this."
+    );
+    let blocked = e
+        .slash(
+            MODERATOR,
+            "channels",
+            MANAGE_GUILD,
+            rule("channel", "block", 7, GENERAL),
+        )
+        .await;
+    assert_eq!(
+        content_of(&blocked),
+        format!("Done: block for <#{GENERAL}>.")
+    );
+    let role = e.discord.world().moderator_role(GUILD);
+    let role_blocked = e
+        .slash(
+            MODERATOR,
+            "roles",
+            MANAGE_GUILD,
+            rule("role", "block", 8, role),
+        )
+        .await;
+    assert_eq!(
+        content_of(&role_blocked),
+        format!("Done: block for <@&{role}>.")
+    );
+    let shown = content_of(&e.slash(MODERATOR, "access", MANAGE_GUILD, json!([])).await);
+    assert!(
+        shown.contains(&format!("Blocked channels: <#{GENERAL}>")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("Blocked roles: <@&{role}>")),
+        "{shown}"
+    );
+    e.until("two settings notices", |e| {
+        e.posted(THOUGHTS)
+            .iter()
+            .filter(|m| m.to_string().contains("A setting was changed"))
+            .count()
+            == 2
+    })
+    .await;
+    e.mention(ALICE, "alice", "hello?").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        e.openai.requests().is_empty(),
+        "a blocked channel gets no turn"
+    );
+    e.slash(
+        MODERATOR,
+        "channels",
+        MANAGE_GUILD,
+        rule("channel", "clear", 7, GENERAL),
+    )
+    .await;
+    e.mention(MODERATOR, "moderator", "a blocked role speaks")
+        .await;
+    e.mention(ALICE, "alice", "and now?").await;
+    e.until("alice is answered", |e| e.texts(GENERAL).len() == 1)
+        .await;
+    let requests = e.openai.requests();
+    assert_eq!(requests.len(), 1, "the blocked role got no turn");
+    assert!(requests[0].body.to_string().contains("and now?"));
+    e.stop().await;
+}

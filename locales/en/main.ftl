@@ -170,3 +170,28 @@ memory-forget-what = Give a fact's number from /memory show, or "all".
 memory-forgotten = Forgotten: { $count } fact(s).
 memory-forgot-nothing = Nothing to forget: no such fact of yours here.
 forget-me-done = Done: I forgot { $count } fact(s) about you, in every server and DM.
+cmd-channels-name = channels
+cmd-channels-description = Where I answer: allow, block or always answer a channel, or clear its rule
+cmd-channels-rule-name = rule
+cmd-channels-rule-description = allow (then only allowed channels), block, always (every message), or clear
+cmd-channels-channel-name = channel
+cmd-channels-channel-description = The channel
+cmd-roles-name = roles
+cmd-roles-description = Whom I answer: allow or block a role, or clear its rule
+cmd-roles-rule-name = rule
+cmd-roles-rule-description = allow (then only members with an allowed role), block, or clear
+cmd-roles-role-name = role
+cmd-roles-role-description = The role
+cmd-access-name = access
+cmd-access-description = This server's access rules (block beats allow)
+access-set = Done: { $rule } for { $target }.
+access-full = That list is full (200 entries); clear some first. Nothing changed for { $target }.
+access-show = Access rules (a block beats an allow):
+    - Allowed channels: { $allowed_channels }
+    - Blocked channels: { $blocked_channels }
+    - Always answered: { $always_channels }
+    - Allowed roles: { $allowed_roles }
+    - Blocked roles: { $blocked_roles }
+notice-settings-title = A setting was changed
+notice-field-by = By
+notice-field-change = Change

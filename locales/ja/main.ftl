@@ -169,3 +169,28 @@ memory-forget-what = /memory show の番号か "all" を指定してください
 memory-forgotten = { $count } 件の記憶を忘れました。
 memory-forgot-nothing = 忘れるものはありません：ここにはその記憶がありません。
 forget-me-done = 完了：すべてのサーバーと DM で、あなたについての記憶を { $count } 件忘れました。
+cmd-channels-name = チャンネル
+cmd-channels-description = 応答する場所：チャンネルを許可・ブロック・常に応答、または設定を解除
+cmd-channels-rule-name = 規則
+cmd-channels-rule-description = allow（許可したチャンネルだけ）、block、always（すべてのメッセージ）、clear
+cmd-channels-channel-name = チャンネル
+cmd-channels-channel-description = 対象のチャンネル
+cmd-roles-name = ロール
+cmd-roles-description = 応答する相手：ロールを許可・ブロック、または設定を解除
+cmd-roles-rule-name = 規則
+cmd-roles-rule-description = allow（許可したロールを持つメンバーだけ）、block、clear
+cmd-roles-role-name = ロール
+cmd-roles-role-description = 対象のロール
+cmd-access-name = アクセス
+cmd-access-description = このサーバーのアクセス設定（ブロックが許可より優先）
+access-set = 完了：{ $target } を { $rule } にしました。
+access-full = その一覧は満杯です（200 件）。先にいくつか解除してください。{ $target } は変わっていません。
+access-show = アクセス設定（ブロックが許可より優先）：
+    - 許可チャンネル：{ $allowed_channels }
+    - ブロックチャンネル：{ $blocked_channels }
+    - 常に応答：{ $always_channels }
+    - 許可ロール：{ $allowed_roles }
+    - ブロックロール：{ $blocked_roles }
+notice-settings-title = 設定が変更されました
+notice-field-by = 変更者
+notice-field-change = 変更内容

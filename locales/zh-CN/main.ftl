@@ -169,3 +169,28 @@ memory-forget-what = 请给出 /memory show 中的编号，或 "all"。
 memory-forgotten = 已忘记 { $count } 条。
 memory-forgot-nothing = 没有可忘记的：这里没有你的这条记忆。
 forget-me-done = 完成：已在所有服务器和私信中忘记关于你的 { $count } 条记忆。
+cmd-channels-name = 频道
+cmd-channels-description = 我在哪里回答：允许、屏蔽或总是回答某频道，或清除其规则
+cmd-channels-rule-name = 规则
+cmd-channels-rule-description = allow（只回答允许的频道）、block、always（每条消息）或 clear
+cmd-channels-channel-name = 频道
+cmd-channels-channel-description = 目标频道
+cmd-roles-name = 身份组
+cmd-roles-description = 我回答谁：允许或屏蔽某身份组，或清除其规则
+cmd-roles-rule-name = 规则
+cmd-roles-rule-description = allow（只回答有允许身份组的成员）、block 或 clear
+cmd-roles-role-name = 身份组
+cmd-roles-role-description = 目标身份组
+cmd-access-name = 访问
+cmd-access-description = 本服务器的访问规则（屏蔽优先于允许）
+access-set = 完成：已将 { $target } 设为 { $rule }。
+access-full = 该列表已满（200 项），请先清除一些。{ $target } 未改变。
+access-show = 访问规则（屏蔽优先于允许）：
+    - 允许的频道：{ $allowed_channels }
+    - 屏蔽的频道：{ $blocked_channels }
+    - 总是回答：{ $always_channels }
+    - 允许的身份组：{ $allowed_roles }
+    - 屏蔽的身份组：{ $blocked_roles }
+notice-settings-title = 设置已更改
+notice-field-by = 操作者
+notice-field-change = 更改

@@ -169,3 +169,28 @@ memory-forget-what = 請給出 /memory show 中的編號，或 "all"。
 memory-forgotten = 已忘記 { $count } 則。
 memory-forgot-nothing = 沒有可忘記的：這裡沒有你的這則記憶。
 forget-me-done = 完成：已在所有伺服器和私訊中忘記關於你的 { $count } 則記憶。
+cmd-channels-name = 頻道
+cmd-channels-description = 我在哪裡回答：允許、封鎖或總是回答某頻道，或清除其規則
+cmd-channels-rule-name = 規則
+cmd-channels-rule-description = allow（只回答允許的頻道）、block、always（每則訊息）或 clear
+cmd-channels-channel-name = 頻道
+cmd-channels-channel-description = 目標頻道
+cmd-roles-name = 身分組
+cmd-roles-description = 我回答誰：允許或封鎖某身分組，或清除其規則
+cmd-roles-rule-name = 規則
+cmd-roles-rule-description = allow（只回答有允許身分組的成員）、block 或 clear
+cmd-roles-role-name = 身分組
+cmd-roles-role-description = 目標身分組
+cmd-access-name = 存取
+cmd-access-description = 本伺服器的存取規則（封鎖優先於允許）
+access-set = 完成：已將 { $target } 設為 { $rule }。
+access-full = 該清單已滿（200 項），請先清除一些。{ $target } 未改變。
+access-show = 存取規則（封鎖優先於允許）：
+    - 允許的頻道：{ $allowed_channels }
+    - 封鎖的頻道：{ $blocked_channels }
+    - 總是回答：{ $always_channels }
+    - 允許的身分組：{ $allowed_roles }
+    - 封鎖的身分組：{ $blocked_roles }
+notice-settings-title = 設定已變更
+notice-field-by = 變更者
+notice-field-change = 變更

@@ -4,7 +4,7 @@
 //! The core decides *whether* a notice is posted (never from a DM or a private channel, SPEC
 //! T11); the Discord adapter turns a rendered [`Card`] into an embed.
 
-use crate::domain::scope::ChannelId;
+use crate::domain::scope::{ChannelId, UserId};
 use crate::locale::{self, Locale};
 pub use crate::redact::cut;
 use crate::redact::redact_text;
@@ -90,6 +90,8 @@ pub enum Notice {
     /// A turn the bot would start itself (a due reminder) in a channel the server's rules close
     /// to it: not run (SPEC C2).
     QuietTurnSkipped { channel: ChannelId },
+    /// A moderator changed a setting from Discord (a slash command).
+    SettingsChanged { by: UserId, change: String },
     /// A reply stopped at the model's token limit (`finish_reason: length`); the reply says so.
     ReplyCut { channel: ChannelId },
     /// Older messages were left out of a request to fit the model's context window.
@@ -166,6 +168,14 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
             fields: vec![
                 (t("notice-field-channel"), format!("<#{channel}>")),
                 (t("notice-field-reason"), t("notice-quiet-skipped-reason")),
+            ],
+            colour: GREY,
+        },
+        Notice::SettingsChanged { by, change } => Card {
+            title: t("notice-settings-title"),
+            fields: vec![
+                (t("notice-field-by"), format!("<@{by}>")),
+                (t("notice-field-change"), cut(change, 200)),
             ],
             colour: GREY,
         },

@@ -62,6 +62,46 @@ pub enum SettingsChange {
         percent: Option<u8>,
         per_hour: Option<u32>,
     },
+    /// A channel's rule: allowed, blocked, always answered, or none of these (SPEC C1, C2).
+    Channel {
+        channel: ChannelId,
+        rule: ChannelRule,
+    },
+    /// A role's rule: allowed, blocked, or neither (SPEC C2).
+    Role {
+        role: u64,
+        rule: RoleRule,
+    },
+}
+
+/// What `/channels` sets for a channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelRule {
+    Allow,
+    Block,
+    Always,
+    Clear,
+}
+
+/// What `/roles` sets for a role.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoleRule {
+    Allow,
+    Block,
+    Clear,
+}
+
+/// Most entries in one access list: past it a new entry is refused (the command says so).
+pub const ACCESS_LIST_MAX: usize = 200;
+
+/// `list` with `item` in it (`keep`) or out of it; a full list takes nothing new.
+fn set_in<T: PartialEq>(list: &mut Vec<T>, item: T, keep: bool) {
+    let present = list.contains(&item);
+    if keep && !present && list.len() < ACCESS_LIST_MAX {
+        list.push(item);
+    } else if !keep {
+        list.retain(|x| *x != item);
+    }
 }
 
 impl SettingsChange {
@@ -82,6 +122,25 @@ impl SettingsChange {
                 if let Some(per_hour) = per_hour {
                     random.per_hour = per_hour.clamp(1, 60);
                 }
+            }
+            Self::Channel { channel, rule } => {
+                let a = &mut settings.access;
+                // Block beats allow when both are set (SPEC C2); a rule replaces the others,
+                // except that an always-answered channel is also allowed.
+                let (allow, block, always) = match rule {
+                    ChannelRule::Allow => (true, false, false),
+                    ChannelRule::Block => (false, true, false),
+                    ChannelRule::Always => (!a.allowed_channels.is_empty(), false, true),
+                    ChannelRule::Clear => (false, false, false),
+                };
+                set_in(&mut a.allowed_channels, channel, allow);
+                set_in(&mut a.blocked_channels, channel, block);
+                set_in(&mut a.always_reply_channels, channel, always);
+            }
+            Self::Role { role, rule } => {
+                let a = &mut settings.access;
+                set_in(&mut a.allowed_roles, role, rule == RoleRule::Allow);
+                set_in(&mut a.blocked_roles, role, rule == RoleRule::Block);
             }
         }
     }
@@ -142,5 +201,73 @@ pub trait SettingsStore: Send + Sync {
         change.apply(&mut settings);
         self.save_settings(server, &settings).await?;
         Ok(settings)
+    }
+}
+
+#[cfg(test)]
+mod access_tests {
+    use super::*;
+
+    // Issue 15 (access): a channel has one rule at a time (an always-answered channel stays
+    // allowed where an allow list exists); clear removes every rule; a full list takes nothing.
+    #[test]
+    fn channel_and_role_rules_replace_each_other() {
+        let mut s = ServerSettings::default();
+        let (a, b) = (ChannelId(1), ChannelId(2));
+        SettingsChange::Channel {
+            channel: a,
+            rule: ChannelRule::Allow,
+        }
+        .apply(&mut s);
+        SettingsChange::Channel {
+            channel: a,
+            rule: ChannelRule::Block,
+        }
+        .apply(&mut s);
+        assert_eq!(
+            (s.access.allowed_channels.len(), s.access.blocked_channels.clone()),
+            (0, vec![a])
+        );
+        SettingsChange::Channel {
+            channel: b,
+            rule: ChannelRule::Allow,
+        }
+        .apply(&mut s);
+        SettingsChange::Channel {
+            channel: a,
+            rule: ChannelRule::Always,
+        }
+        .apply(&mut s);
+        assert!(s.access.allowed_channels.contains(&a) && s.access.blocked_channels.is_empty());
+        assert_eq!(s.access.always_reply_channels, vec![a]);
+        SettingsChange::Channel {
+            channel: a,
+            rule: ChannelRule::Clear,
+        }
+        .apply(&mut s);
+        assert_eq!(s.access.allowed_channels, vec![b]);
+        assert!(s.access.always_reply_channels.is_empty());
+        SettingsChange::Role {
+            role: 9,
+            rule: RoleRule::Block,
+        }
+        .apply(&mut s);
+        SettingsChange::Role {
+            role: 9,
+            rule: RoleRule::Allow,
+        }
+        .apply(&mut s);
+        assert_eq!(
+            (s.access.allowed_roles.clone(), s.access.blocked_roles.len()),
+            (vec![9], 0)
+        );
+        for role in 100..400 {
+            SettingsChange::Role {
+                role,
+                rule: RoleRule::Block,
+            }
+            .apply(&mut s);
+        }
+        assert_eq!(s.access.blocked_roles.len(), ACCESS_LIST_MAX);
     }
 }
