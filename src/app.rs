@@ -222,6 +222,7 @@ pub async fn start(
         random: Default::default(),
         reminders: storage.reminders.clone(),
         memory: storage.memory.clone(),
+        model_name: config.provider.models.first().cloned().unwrap_or_default(),
         cache: cache.clone(),
         bot: bot.clone(),
         recent,

@@ -1796,3 +1796,52 @@ async fn access_commands_change_who_is_answered() {
     assert!(requests[0].body.to_string().contains("and now?"));
     e.stop().await;
 }
+
+// Issue 15 (status and help): /status says how the bot is set up in this channel, /help what
+// it does and the commands the caller may use (the moderators' only to moderators).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_and_help_describe_the_bot_here() {
+    let e = E2e::start(Behaviour::succeed(), vec![]).await;
+    drafting_on(&e).await;
+    let status = content_of(&e.slash(ALICE, "status", 0, json!([])).await);
+    for line in [
+        "Persona: Aria".to_owned(),
+        "Model: test-model".to_owned(),
+        "Response Drafting: yes".to_owned(),
+        format!("Thought log: <#{THOUGHTS}>"),
+        "Answering now here: no; waiting here: 0".to_owned(),
+        "I may post here: yes".to_owned(),
+        "Your reminders: 0".to_owned(),
+    ] {
+        assert!(status.contains(&line), "{line} in {status}");
+    }
+    let help = content_of(&e.slash(ALICE, "help", 0, json!([])).await);
+    assert!(
+        help.starts_with("I am Aria.") && help.contains("/forget-me"),
+        "{help}"
+    );
+    assert!(!help.contains("With Manage Server"), "{help}");
+    let for_moderator = content_of(&e.slash(MODERATOR, "help", MANAGE_GUILD, json!([])).await);
+    assert!(
+        for_moderator.contains("With Manage Server: /channels"),
+        "{for_moderator}"
+    );
+    // A slow answer runs, and a second person's message waits.
+    e.openai.push(Reply::Stream(vec![
+        Sse::Delay(Duration::from_secs(2)),
+        Sse::text("Slow."),
+        Sse::finish("stop"),
+        Sse::Done,
+    ]));
+    e.mention(ALICE, "alice", "take your time").await;
+    e.until("alice's turn runs", |e| e.openai.requests().len() == 1)
+        .await;
+    e.mention(BOB, "bob", "me next").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let busy = content_of(&e.slash(ALICE, "status", 0, json!([])).await);
+    assert!(
+        busy.contains("Answering now here: yes; waiting here: 1"),
+        "{busy}"
+    );
+    e.stop().await;
+}

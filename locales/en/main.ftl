@@ -195,3 +195,23 @@ access-show = Access rules (a block beats an allow):
 notice-settings-title = A setting was changed
 notice-field-by = By
 notice-field-change = Change
+cmd-status-name = status
+cmd-status-description = How I am set up here: persona, model, drafting, queue, reminders
+cmd-help-name = help
+cmd-help-description = What I do, how to talk to me, and the commands you may use
+status-yes = yes
+status-no = no
+status-text = **Status**
+    - Persona: { $persona }
+    - Model: { $model }
+    - Response Drafting: { $drafting }
+    - Thought log: { $thought_log }
+    - Answering now here: { $running }; waiting here: { $waiting }
+    - I may post here: { $can_post }
+    - Your reminders: { $reminders }
+help-text = I am { $persona }. Mention me, reply to one of my messages, or write to me in a DM, and I answer; while I answer you, anything more you write here is part of the same conversation. I can remember things, set reminders and plan images.
+    - /kill stops what I am doing here.
+    - /reminders list|cancel: your reminders.
+    - /memory show|forget: what I remember about you; /forget-me forgets all of it, everywhere.
+    - /status: how I am set up here.
+help-managers = With Manage Server: /channels, /roles and /access (where and whom I answer), /drafting, /thoughtlog, /random, /memory server.

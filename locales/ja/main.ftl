@@ -194,3 +194,23 @@ access-show = アクセス設定（ブロックが許可より優先）：
 notice-settings-title = 設定が変更されました
 notice-field-by = 変更者
 notice-field-change = 変更内容
+cmd-status-name = 状態
+cmd-status-description = ここでの設定：ペルソナ、モデル、下書き確認、待ち行列、リマインダー
+cmd-help-name = ヘルプ
+cmd-help-description = できること、話しかけ方、使えるコマンド
+status-yes = はい
+status-no = いいえ
+status-text = **状態**
+    - ペルソナ：{ $persona }
+    - モデル：{ $model }
+    - 返信の下書き確認：{ $drafting }
+    - 思考ログ：{ $thought_log }
+    - ここで応答中：{ $running }、待ち：{ $waiting }
+    - ここに投稿できる：{ $can_post }
+    - あなたのリマインダー：{ $reminders }
+help-text = 私は { $persona } です。メンションするか、私のメッセージに返信するか、DM で話しかけてください。応答中にここで書いたことは同じ会話の続きになります。覚えておくこと、リマインダー、画像の計画ができます。
+    - /kill：ここでしていることを止めます。
+    - /reminders list|cancel：あなたのリマインダー。
+    - /memory show|forget：あなたについて覚えていること。/forget-me ですべて忘れます。
+    - /status：ここでの設定。
+help-managers = サーバー管理権限があれば：/channels、/roles、/access（応答する場所と相手）、/drafting、/thoughtlog、/random、/memory server。

@@ -194,3 +194,23 @@ access-show = 访问规则（屏蔽优先于允许）：
 notice-settings-title = 设置已更改
 notice-field-by = 操作者
 notice-field-change = 更改
+cmd-status-name = 状态
+cmd-status-description = 我在这里的设置：角色、模型、回复审核、队列、提醒
+cmd-help-name = 帮助
+cmd-help-description = 我能做什么、如何与我交谈、你可用的命令
+status-yes = 是
+status-no = 否
+status-text = **状态**
+    - 角色：{ $persona }
+    - 模型：{ $model }
+    - 回复审核：{ $drafting }
+    - 思考日志：{ $thought_log }
+    - 此处正在回答：{ $running }；等待中：{ $waiting }
+    - 我能在此发言：{ $can_post }
+    - 你的提醒：{ $reminders }
+help-text = 我是 { $persona }。提及我、回复我的消息或私信我，我就会回答；我回答你时你在这里写的内容都属于同一段对话。我可以记住事情、设置提醒和规划图片。
+    - /kill：停止我在这里做的事。
+    - /reminders list|cancel：你的提醒。
+    - /memory show|forget：我记得的关于你的事；/forget-me 在所有地方全部忘记。
+    - /status：我在这里的设置。
+help-managers = 有“管理服务器”权限时：/channels、/roles 和 /access（我在哪里、对谁回答）、/drafting、/thoughtlog、/random、/memory server。

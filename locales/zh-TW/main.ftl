@@ -194,3 +194,23 @@ access-show = 存取規則（封鎖優先於允許）：
 notice-settings-title = 設定已變更
 notice-field-by = 變更者
 notice-field-change = 變更
+cmd-status-name = 狀態
+cmd-status-description = 我在這裡的設定：角色、模型、回覆審核、佇列、提醒
+cmd-help-name = 說明
+cmd-help-description = 我能做什麼、如何與我交談、你可用的指令
+status-yes = 是
+status-no = 否
+status-text = **狀態**
+    - 角色：{ $persona }
+    - 模型：{ $model }
+    - 回覆審核：{ $drafting }
+    - 思考日誌：{ $thought_log }
+    - 此處正在回答：{ $running }；等待中：{ $waiting }
+    - 我能在此發言：{ $can_post }
+    - 你的提醒：{ $reminders }
+help-text = 我是 { $persona }。提及我、回覆我的訊息或私訊我，我就會回答；我回答你時你在這裡寫的內容都屬於同一段對話。我可以記住事情、設定提醒和規劃圖片。
+    - /kill：停止我在這裡做的事。
+    - /reminders list|cancel：你的提醒。
+    - /memory show|forget：我記得的關於你的事；/forget-me 在所有地方全部忘記。
+    - /status：我在這裡的設定。
+help-managers = 有「管理伺服器」權限時：/channels、/roles 和 /access（我在哪裡、對誰回答）、/drafting、/thoughtlog、/random、/memory server。

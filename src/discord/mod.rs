@@ -45,6 +45,8 @@ pub struct BotData {
     pub rate: RateLimit,
     pub random: crate::domain::admission::RandomBudget,
     pub reminders: Arc<dyn crate::domain::ports::ReminderStore>,
+    /// The first model the persona asks (`/status`).
+    pub model_name: String,
     /// What the persona remembers (`/memory`, `/forget-me`).
     pub memory: Arc<dyn crate::domain::ports::MemoryStore>,
     pub cache: guild::CacheCell,

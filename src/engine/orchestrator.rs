@@ -101,6 +101,10 @@ enum Command {
         user: UserId,
         reply: oneshot::Sender<bool>,
     },
+    /// Whether a turn runs, and how many messages wait (for `/status`).
+    Load {
+        reply: oneshot::Sender<(bool, usize)>,
+    },
     Kill {
         requester: UserId,
         can_manage: bool,
@@ -299,6 +303,19 @@ impl Orchestrator {
             .get(&channel)
             .is_some_and(|slot| slot.tx.send(Command::Involves { user, reply }).is_ok());
         sent && answer.await.unwrap_or(false)
+    }
+
+    /// Whether a turn runs in `channel` and how many messages wait there; `(false, 0)` for a
+    /// channel without a worker (none is started to ask).
+    pub async fn load_of(&self, channel: ChannelId) -> (bool, usize) {
+        let (reply, answer) = oneshot::channel();
+        let sent = lock(&self.inner.channels)
+            .get(&channel)
+            .is_some_and(|slot| slot.tx.send(Command::Load { reply }).is_ok());
+        if !sent {
+            return (false, 0);
+        }
+        answer.await.unwrap_or((false, 0))
     }
 
     /// A message in `channel` was edited: a waiting one takes the new text, the running turn's
@@ -576,6 +593,9 @@ impl Worker {
                     .is_some_and(|r| r.turn.scope.user == user);
                 let waiting = self.queue.iter().any(|p| p.message.author == user);
                 let _ = reply.send(running || waiting);
+            }
+            Command::Load { reply } => {
+                let _ = reply.send((self.running.is_some(), self.queue.len()));
             }
             Command::Kill {
                 requester,

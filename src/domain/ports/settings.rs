@@ -225,7 +225,10 @@ mod access_tests {
         }
         .apply(&mut s);
         assert_eq!(
-            (s.access.allowed_channels.len(), s.access.blocked_channels.clone()),
+            (
+                s.access.allowed_channels.len(),
+                s.access.blocked_channels.clone()
+            ),
             (0, vec![a])
         );
         SettingsChange::Channel {
