@@ -535,7 +535,7 @@ pub async fn help(ctx: Context<'_>) -> Result<(), Error> {
         &[("persona", ctx.data().persona.display_name.clone())],
     );
     if manager {
-        text.push_str("\n");
+        text.push('\n');
         text.push_str(&locale::text(locale, "help-managers"));
     }
     reply(ctx, text).await
