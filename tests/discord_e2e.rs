@@ -1845,3 +1845,50 @@ async fn status_and_help_describe_the_bot_here() {
     );
     e.stop().await;
 }
+
+/// The tool names a model request offered.
+fn offered(request: &support::fake_openai::Recorded) -> Vec<String> {
+    request.body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+// Issue 15 (tools): /tools deliberate on gates the persona's tools behind trigger phrases, a
+// phrase a moderator adds with /tools phrases offers its tool, /tools show lists it; members
+// without Manage Server are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_commands_gate_tools_behind_phrases() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![Reply::text(&["Noted."]), Reply::text(&["Noted again."])],
+    )
+    .await;
+    let deliberate = json!([{ "name": "deliberate", "type": 1,
+        "options": [{ "name": "state", "type": 4, "value": 0 }] }]);
+    let refused = content_of(&e.slash(ALICE, "tools", 0, deliberate.clone()).await);
+    assert_eq!(refused, "You need the Manage Server permission for this.");
+    let on = content_of(&e.slash(MODERATOR, "tools", MANAGE_GUILD, deliberate).await);
+    assert!(on.starts_with("Deliberate tool mode is on"), "{on}");
+    e.mention(ALICE, "alice", "note the meeting at noon").await;
+    e.until("first answer", |e| e.texts(GENERAL).len() == 1)
+        .await;
+    assert!(!offered(&e.openai.requests()[0]).contains(&"create_reminder".to_owned()));
+    let add = json!([{ "name": "phrases", "type": 1, "options": [
+        { "name": "action", "type": 4, "value": 0 },
+        { "name": "tool", "type": 4, "value": 4 },
+        { "name": "phrase", "type": 3, "value": "Note" },
+    ] }]);
+    let added = content_of(&e.slash(MODERATOR, "tools", MANAGE_GUILD, add).await);
+    assert_eq!(added, "Added: \"Note\" offers create_reminder.");
+    e.mention(ALICE, "alice", "note the meeting at one").await;
+    e.until("second answer", |e| e.texts(GENERAL).len() == 2)
+        .await;
+    assert!(offered(&e.openai.requests()[1]).contains(&"create_reminder".to_owned()));
+    let show = json!([{ "name": "show", "type": 1, "options": [] }]);
+    let shown = content_of(&e.slash(MODERATOR, "tools", MANAGE_GUILD, show).await);
+    assert!(shown.contains("- create_reminder: note"), "{shown}");
+    e.stop().await;
+}

@@ -215,3 +215,25 @@ help-text = I am { $persona }. Mention me, reply to one of my messages, or write
     - /memory show|forget: what I remember about you; /forget-me forgets all of it, everywhere.
     - /status: how I am set up here.
 help-managers = With Manage Server: /channels, /roles and /access (where and whom I answer), /drafting, /thoughtlog, /random, /memory server.
+cmd-tools-name = tools
+cmd-tools-description = Deliberate tool mode: tools offered only when a message asks for them
+cmd-tools-deliberate-name = deliberate
+cmd-tools-deliberate-description = Turn deliberate tool mode on or off for this server
+cmd-tools-deliberate-state-name = state
+cmd-tools-deliberate-state-description = on or off
+cmd-tools-phrases-name = phrases
+cmd-tools-phrases-description = Add or remove a phrase that offers a tool in deliberate mode
+cmd-tools-phrases-action-name = action
+cmd-tools-phrases-action-description = add or remove
+cmd-tools-phrases-tool-name = tool
+cmd-tools-phrases-tool-description = The tool the phrase offers
+cmd-tools-phrases-phrase-name = phrase
+cmd-tools-phrases-phrase-description = Words that, in a message, offer the tool (case does not matter)
+cmd-tools-show-name = show
+cmd-tools-show-description = Deliberate tool mode and this server's own phrases
+tools-deliberate-on = Deliberate tool mode is on: a tool is offered only when a message asks for it.
+tools-deliberate-off = Deliberate tool mode is off: every tool is offered.
+tools-phrase-added = Added: "{ $phrase }" offers { $tool }.
+tools-phrase-refused = Not added: { $tool } has 20 phrases already, or the phrase is empty.
+tools-phrase-removed = Removed: "{ $phrase }" no longer offers { $tool }.
+tools-show = Deliberate tool mode on: { $state }. This server's own phrases (the built-in ones apply too):

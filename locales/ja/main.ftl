@@ -214,3 +214,25 @@ help-text = 私は { $persona } です。メンションするか、私のメッ
     - /memory show|forget：あなたについて覚えていること。/forget-me ですべて忘れます。
     - /status：ここでの設定。
 help-managers = サーバー管理権限があれば：/channels、/roles、/access（応答する場所と相手）、/drafting、/thoughtlog、/random、/memory server。
+cmd-tools-name = ツール
+cmd-tools-description = 慎重ツールモード：メッセージが求めたときだけツールを提示
+cmd-tools-deliberate-name = 慎重
+cmd-tools-deliberate-description = このサーバーの慎重ツールモードのオン・オフ
+cmd-tools-deliberate-state-name = 状態
+cmd-tools-deliberate-state-description = on または off
+cmd-tools-phrases-name = フレーズ
+cmd-tools-phrases-description = 慎重モードでツールを提示するフレーズの追加・削除
+cmd-tools-phrases-action-name = 操作
+cmd-tools-phrases-action-description = add または remove
+cmd-tools-phrases-tool-name = ツール
+cmd-tools-phrases-tool-description = フレーズが提示するツール
+cmd-tools-phrases-phrase-name = フレーズ
+cmd-tools-phrases-phrase-description = メッセージに含まれるとツールを提示する言葉（大文字小文字は区別しません）
+cmd-tools-show-name = 表示
+cmd-tools-show-description = 慎重ツールモードとこのサーバー独自のフレーズ
+tools-deliberate-on = 慎重ツールモードはオンです：メッセージが求めたときだけツールを提示します。
+tools-deliberate-off = 慎重ツールモードはオフです：すべてのツールを提示します。
+tools-phrase-added = 追加しました：「{ $phrase }」で { $tool } を提示します。
+tools-phrase-refused = 追加できません：{ $tool } のフレーズは既に 20 個あるか、フレーズが空です。
+tools-phrase-removed = 削除しました：「{ $phrase }」では { $tool } を提示しません。
+tools-show = 慎重ツールモード：{ $state }。このサーバー独自のフレーズ（組み込みのフレーズも有効）：

@@ -214,3 +214,25 @@ help-text = 我是 { $persona }。提及我、回复我的消息或私信我，�
     - /memory show|forget：我记得的关于你的事；/forget-me 在所有地方全部忘记。
     - /status：我在这里的设置。
 help-managers = 有“管理服务器”权限时：/channels、/roles 和 /access（我在哪里、对谁回答）、/drafting、/thoughtlog、/random、/memory server。
+cmd-tools-name = 工具
+cmd-tools-description = 审慎工具模式：只在消息需要时提供工具
+cmd-tools-deliberate-name = 审慎
+cmd-tools-deliberate-description = 为本服务器开启或关闭审慎工具模式
+cmd-tools-deliberate-state-name = 状态
+cmd-tools-deliberate-state-description = on 或 off
+cmd-tools-phrases-name = 短语
+cmd-tools-phrases-description = 添加或删除在审慎模式下提供某工具的短语
+cmd-tools-phrases-action-name = 操作
+cmd-tools-phrases-action-description = add 或 remove
+cmd-tools-phrases-tool-name = 工具
+cmd-tools-phrases-tool-description = 该短语提供的工具
+cmd-tools-phrases-phrase-name = 短语
+cmd-tools-phrases-phrase-description = 消息中出现即提供该工具的词语（不区分大小写）
+cmd-tools-show-name = 查看
+cmd-tools-show-description = 审慎工具模式和本服务器自己的短语
+tools-deliberate-on = 审慎工具模式已开启：只在消息需要时提供工具。
+tools-deliberate-off = 审慎工具模式已关闭：提供所有工具。
+tools-phrase-added = 已添加：“{ $phrase }”会提供 { $tool }。
+tools-phrase-refused = 未添加：{ $tool } 已有 20 个短语，或短语为空。
+tools-phrase-removed = 已删除：“{ $phrase }”不再提供 { $tool }。
+tools-show = 审慎工具模式：{ $state }。本服务器自己的短语（内置短语同样有效）：

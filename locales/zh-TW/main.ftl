@@ -214,3 +214,25 @@ help-text = 我是 { $persona }。提及我、回覆我的訊息或私訊我，�
     - /memory show|forget：我記得的關於你的事；/forget-me 在所有地方全部忘記。
     - /status：我在這裡的設定。
 help-managers = 有「管理伺服器」權限時：/channels、/roles 和 /access（我在哪裡、對誰回答）、/drafting、/thoughtlog、/random、/memory server。
+cmd-tools-name = 工具
+cmd-tools-description = 審慎工具模式：只在訊息需要時提供工具
+cmd-tools-deliberate-name = 審慎
+cmd-tools-deliberate-description = 為本伺服器開啟或關閉審慎工具模式
+cmd-tools-deliberate-state-name = 狀態
+cmd-tools-deliberate-state-description = on 或 off
+cmd-tools-phrases-name = 短語
+cmd-tools-phrases-description = 新增或刪除在審慎模式下提供某工具的短語
+cmd-tools-phrases-action-name = 操作
+cmd-tools-phrases-action-description = add 或 remove
+cmd-tools-phrases-tool-name = 工具
+cmd-tools-phrases-tool-description = 該短語提供的工具
+cmd-tools-phrases-phrase-name = 短語
+cmd-tools-phrases-phrase-description = 訊息中出現即提供該工具的詞語（不分大小寫）
+cmd-tools-show-name = 查看
+cmd-tools-show-description = 審慎工具模式和本伺服器自己的短語
+tools-deliberate-on = 審慎工具模式已開啟：只在訊息需要時提供工具。
+tools-deliberate-off = 審慎工具模式已關閉：提供所有工具。
+tools-phrase-added = 已新增：「{ $phrase }」會提供 { $tool }。
+tools-phrase-refused = 未新增：{ $tool } 已有 20 個短語，或短語為空。
+tools-phrase-removed = 已刪除：「{ $phrase }」不再提供 { $tool }。
+tools-show = 審慎工具模式：{ $state }。本伺服器自己的短語（內建短語同樣有效）：

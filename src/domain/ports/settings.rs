@@ -52,7 +52,7 @@ pub struct ServerSettings {
 }
 
 /// One change a moderator makes to a server's settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SettingsChange {
     Drafting(bool),
     ThoughtLog(Option<ChannelId>),
@@ -72,7 +72,20 @@ pub enum SettingsChange {
         role: u64,
         rule: RoleRule,
     },
+    /// Deliberate tool mode on or off (SPEC T4).
+    Deliberate(bool),
+    /// A server's own trigger phrase for a tool, added or removed (SPEC T4).
+    Phrase {
+        tool: String,
+        phrase: String,
+        add: bool,
+    },
 }
+
+/// Most phrases a server adds for one tool.
+pub const PHRASES_PER_TOOL: usize = 20;
+/// Longest phrase, in characters.
+pub const PHRASE_MAX_CHARS: usize = 50;
 
 /// What `/channels` sets for a channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,6 +154,29 @@ impl SettingsChange {
                 let a = &mut settings.access;
                 set_in(&mut a.allowed_roles, role, rule == RoleRule::Allow);
                 set_in(&mut a.blocked_roles, role, rule == RoleRule::Block);
+            }
+            Self::Deliberate(on) => settings.deliberate.enabled = on,
+            Self::Phrase { tool, phrase, add } => {
+                let phrase: String = phrase
+                    .trim()
+                    .to_lowercase()
+                    .chars()
+                    .take(PHRASE_MAX_CHARS)
+                    .collect();
+                let phrases = settings
+                    .deliberate
+                    .custom_phrases
+                    .entry(tool.clone())
+                    .or_default();
+                let room = phrases.len() < PHRASES_PER_TOOL;
+                if add && !phrase.is_empty() && !phrases.contains(&phrase) && room {
+                    phrases.push(phrase);
+                } else if !add {
+                    phrases.retain(|p| *p != phrase);
+                }
+                if phrases.is_empty() {
+                    settings.deliberate.custom_phrases.remove(&tool);
+                }
             }
         }
     }
