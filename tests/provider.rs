@@ -50,6 +50,14 @@ fn provider_with(
     OpenAiProvider::new(config, &keys).expect("provider")
 }
 
+/// The model of each request the fake got, in order.
+fn models_asked(fake: &FakeOpenAi) -> Vec<String> {
+    fake.requests()
+        .iter()
+        .map(|r| r.model().to_owned())
+        .collect()
+}
+
 fn bot(fake: &FakeOpenAi, models: &[&str], keys: &[&str]) -> Bot<OpenAiProvider> {
     Bot::new(provider(fake, models, keys))
 }
@@ -331,11 +339,7 @@ async fn unknown_model_falls_back_to_the_next_one() {
     let mut bot = bot(&fake, &["gone-model", "backup-model"], &["k"]);
     bot.say(message(1, ALICE, "hi")).await;
     bot.next().await;
-    let models: Vec<String> = fake
-        .requests()
-        .iter()
-        .map(|r| r.model().to_owned())
-        .collect();
+    let models = models_asked(&fake);
     assert_eq!(models, vec!["gone-model", "backup-model"]);
     assert_eq!(bot.transcript(), "From the fallback.");
 }
@@ -355,11 +359,7 @@ async fn llama_cpp_unknown_model_falls_back_to_the_next_one() {
     let mut bot = bot(&fake, &["no-such-model", "smollm2"], &["k"]);
     bot.say(message(1, ALICE, "hi")).await;
     assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
-    let models: Vec<String> = fake
-        .requests()
-        .iter()
-        .map(|r| r.model().to_owned())
-        .collect();
+    let models = models_asked(&fake);
     assert_eq!(models, vec!["no-such-model", "smollm2"]);
     assert_eq!(bot.transcript(), "From the model that is there.");
 }
@@ -574,11 +574,7 @@ async fn a_context_still_full_goes_to_the_next_model() {
     let mut bot = Bot::with_queue(h, provider, Default::default());
     bot.say(message(99, ALICE, "and now?")).await;
     assert_eq!(bot.next().await.report.status, TurnStatus::Completed);
-    let models: Vec<String> = fake
-        .requests()
-        .iter()
-        .map(|r| r.model().to_owned())
-        .collect();
+    let models = models_asked(&fake);
     assert_eq!(models, ["small", "small", "big"]);
     assert!(
         fake.requests()[2].body["messages"]

@@ -122,15 +122,7 @@ impl MemoryStore for MemoryRepo {
         .fetch_all(self.db.pool())
         .await
         .map_err(port_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, about, text, at_ms)| Fact {
-                id,
-                about: (about != 0).then(|| UserId(from_sql_id(about))),
-                text,
-                at_ms,
-            })
-            .collect())
+        Ok(rows.into_iter().map(fact_of).collect())
     }
 
     async fn forget_fact(
@@ -172,15 +164,7 @@ impl MemoryStore for MemoryRepo {
         .fetch_all(self.db.pool())
         .await
         .map_err(port_error)?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, about, text, at_ms)| Fact {
-                id,
-                about: (about != 0).then(|| UserId(from_sql_id(about))),
-                text,
-                at_ms,
-            })
-            .collect())
+        Ok(rows.into_iter().map(fact_of).collect())
     }
 
     async fn delete_facts(
@@ -210,5 +194,16 @@ impl MemoryStore for MemoryRepo {
             .await
             .map_err(port_error)?;
         Ok(deleted.rows_affected())
+    }
+}
+
+/// A `memory_facts` row (id, about_user, fact, created_at) as a fact; `about_user` 0 is the
+/// server.
+fn fact_of((id, about, text, at_ms): (i64, i64, String, i64)) -> Fact {
+    Fact {
+        id,
+        about: (about != 0).then(|| UserId(from_sql_id(about))),
+        text,
+        at_ms,
     }
 }

@@ -106,12 +106,7 @@ impl MemoryStore for InMemoryMemory {
             .filter(|(_, f)| f.about.is_none() || f.about == about)
             .filter(|(_, f)| f.private_to.is_none_or(|c| c == channel))
             .take(limit as usize)
-            .map(|(id, f)| Fact {
-                id: *id,
-                about: f.about,
-                text: f.text.clone(),
-                at_ms: f.at_ms,
-            })
+            .map(stored_fact)
             .collect())
     }
 
@@ -148,12 +143,7 @@ impl MemoryStore for InMemoryMemory {
             .rev()
             .filter(|(_, f)| f.server == server && f.about == about)
             .take(limit as usize)
-            .map(|(id, f)| Fact {
-                id: *id,
-                about: f.about,
-                text: f.text.clone(),
-                at_ms: f.at_ms,
-            })
+            .map(stored_fact)
             .collect())
     }
 
@@ -181,6 +171,16 @@ impl MemoryStore for InMemoryMemory {
         let before = facts.len();
         facts.retain(|(_, f)| f.about != Some(user));
         Ok((before - facts.len()) as u64)
+    }
+}
+
+/// A stored fact as the port returns it.
+fn stored_fact((id, f): &(i64, NewFact)) -> Fact {
+    Fact {
+        id: *id,
+        about: f.about,
+        text: f.text.clone(),
+        at_ms: f.at_ms,
     }
 }
 
