@@ -261,3 +261,42 @@ async fn a_file_anywhere_but_the_cdn_is_never_fetched() {
     );
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
+
+// Issue 14 (attachments): a file sent in a second message that joins its author's waiting one
+// reaches the model with the joined text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_joined_message_keeps_its_files() {
+    use std::time::Duration;
+    use support::fake_openai::Sse;
+    let slow = Reply::Stream(vec![
+        Sse::Delay(Duration::from_secs(2)),
+        Sse::text("Bob's answer."),
+        Sse::finish("stop"),
+        Sse::Done,
+    ]);
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![slow, Reply::text(&["The log says the disk is full."])],
+    )
+    .await;
+    e.mention(BOB, "bob", "hello").await;
+    e.until("bob's turn runs", |e| e.openai.requests().len() == 1)
+        .await;
+    ask_with(&e, "why did the build fail?", Vec::new()).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut more = Incoming::new(GENERAL, Some(GUILD), ALICE, "alice", "here is the log");
+    more.attachments = vec![FakeFile::new(
+        "build.log",
+        Some("text/plain"),
+        b"disk full".to_vec(),
+    )];
+    e.discord.send_message(more).await;
+    e.until("alice is answered", |e| e.openai.requests().len() == 2)
+        .await;
+    let content = last_user_content(&e);
+    let text = content.as_str().unwrap();
+    assert!(
+        text.ends_with("why did the build fail?\nhere is the log\n[file: build.log]\ndisk full\n[end of build.log]"),
+        "{text}"
+    );
+}

@@ -30,8 +30,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::config::{Config, KillPermission};
 use crate::domain::ports::{
-    Delivery, NewQueuedMessage, Persona, PersonaStore, Pings, PortError, Pushed, QueueStore,
-    ServerSettings, SettingsStore, remember_delivery,
+    ATTACHMENTS_PER_MESSAGE, Delivery, NewQueuedMessage, Persona, PersonaStore, Pings, PortError,
+    Pushed, QueueStore, ServerSettings, SettingsStore, remember_delivery,
 };
 use crate::domain::role::Role;
 use crate::domain::scope::{ChannelId, MessageId, Scope, UserId};
@@ -732,6 +732,11 @@ impl Worker {
         }
         waiting.message.content.push('\n');
         waiting.message.content.push_str(&pending.message.content);
+        // Its files come along, within a message's worth (the stored entry keeps the first
+        // message's: after a restart the joined one's files are named no more).
+        let room = ATTACHMENTS_PER_MESSAGE.saturating_sub(waiting.message.attachments.len());
+        let files = pending.message.attachments.iter().take(room).cloned();
+        waiting.message.attachments.extend(files);
         waiting.folded += 1;
         if let Some(id) = waiting.store_id
             && let Err(error) = self
