@@ -1488,7 +1488,7 @@ async fn a_due_reminder_in_a_blocked_channel_is_skipped_and_reported() {
     e.stop().await;
 }
 
-// Issue 14 (memory with privacy): a fact the persona learned in a private channel reaches its
+// SPEC A3 (issue 14, memory with privacy): a fact the persona learned in a private channel reaches its
 // prompts there, and never the prompts of the server's public channels.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fact_learned_in_a_private_channel_stays_there() {
@@ -1639,7 +1639,7 @@ fn forget(target: &str) -> Value {
         "options": [{ "name": "target", "type": 3, "value": target }] }])
 }
 
-// Issue 15 (memory): /memory show lists what the persona remembers about the caller, /memory
+// SPEC A3 (issue 15, memory): /memory show lists what the persona remembers about the caller, /memory
 // server the server's for a moderator only, /memory forget deletes the caller's own facts (a
 // moderator's: any of the server's), and /forget-me every fact about the caller everywhere; a
 // forgotten fact is gone from the next prompt.
@@ -1713,7 +1713,7 @@ fn rule(option: &str, rule: &str, kind: u8, id: u64) -> Value {
     ])
 }
 
-// Issue 15 (access): /channels and /roles change who is answered where, for members with
+// SPEC A2 (issue 15, access): /channels and /roles change who is answered where, for members with
 // Manage Server only (checked when the command runs); each change reaches the thought log, and
 // /access shows the rules; a blocked channel or role gets no turn, a cleared one is answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1797,7 +1797,7 @@ async fn access_commands_change_who_is_answered() {
     e.stop().await;
 }
 
-// Issue 15 (status and help): /status says how the bot is set up in this channel, /help what
+// SPEC A4 (issue 15, status and help): /status says how the bot is set up in this channel, /help what
 // it does and the commands the caller may use (the moderators' only to moderators).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_help_describe_the_bot_here() {
@@ -1856,7 +1856,7 @@ fn offered(request: &support::fake_openai::Recorded) -> Vec<String> {
         .collect()
 }
 
-// Issue 15 (tools): /tools deliberate on gates the persona's tools behind trigger phrases, a
+// SPEC A2 (issue 15, tools): /tools deliberate on gates the persona's tools behind trigger phrases, a
 // phrase a moderator adds with /tools phrases offers its tool, /tools show lists it; members
 // without Manage Server are refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
