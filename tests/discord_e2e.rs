@@ -1892,3 +1892,46 @@ async fn tools_commands_gate_tools_behind_phrases() {
     assert!(shown.contains("- create_reminder: note"), "{shown}");
     e.stop().await;
 }
+
+// SPEC A2 (issue 15, review): /drafting sets what Response Drafting checks and this server's
+// reviewer model in the same update; the next review asks that model first; a member without
+// Manage Server is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drafting_sets_what_is_checked_and_the_reviewer_model() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![Reply::text(&["Reviewed hello."])],
+    )
+    .await;
+    e.set_thought_log().await;
+    let options = json!([
+        { "name": "state", "type": 4, "value": 0 },
+        { "name": "check", "type": 4, "value": 1 },
+        { "name": "model", "type": 3, "value": "small-reviewer" },
+    ]);
+    let refused = content_of(&e.slash(ALICE, "drafting", 0, options.clone()).await);
+    assert_eq!(refused, "You need the Manage Server permission for this.");
+    let set = content_of(&e.slash(MODERATOR, "drafting", MANAGE_GUILD, options).await);
+    assert!(
+        set.ends_with("Reviewed: replies; this server's reviewer model: small-reviewer."),
+        "{set}"
+    );
+    e.openai.push_for("small-reviewer", verdict("pass", &[]));
+    e.mention(ALICE, "alice", "hello").await;
+    e.until("the reviewed reply", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    let models: Vec<String> = e
+        .openai
+        .requests()
+        .iter()
+        .map(|r| r.model().to_owned())
+        .collect();
+    assert_eq!(models, ["test-model", "small-reviewer"]);
+    e.until("the change on the thought log", |e| {
+        e.posted(THOUGHTS)
+            .iter()
+            .any(|m| m.to_string().contains("model:small-reviewer"))
+    })
+    .await;
+    e.stop().await;
+}

@@ -172,23 +172,59 @@ async fn managed_server(ctx: Context<'_>) -> Result<Option<ServerId>, Error> {
     Ok(Some(ServerId(guild.get())))
 }
 
-/// Turn Response Drafting on or off for this server.
+/// What Response Drafting reviews.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, poise::ChoiceParameter)]
+pub enum Checks {
+    #[name = "tools"]
+    Tools,
+    #[name = "replies"]
+    Replies,
+    #[name = "both"]
+    Both,
+}
+
+/// Turn Response Drafting on or off for this server; optionally what it checks and the model.
 #[poise::command(slash_command, default_member_permissions = "MANAGE_GUILD")]
-pub async fn drafting(ctx: Context<'_>, state: State) -> Result<(), Error> {
+pub async fn drafting(
+    ctx: Context<'_>,
+    state: State,
+    check: Option<Checks>,
+    model: Option<String>,
+) -> Result<(), Error> {
     let Some(server) = managed_server(ctx).await? else {
         return Ok(());
     };
-    let settings = ctx
-        .data()
-        .settings
-        .update(server, SettingsChange::Drafting(state == State::On))
-        .await?;
+    let checks = check.map(|c| (c != Checks::Replies, c != Checks::Tools));
+    // "default" (or nothing but spaces) gives the configured reviewer models back.
+    let model = model.map(|m| Some(m).filter(|m| !m.trim().is_empty() && m.trim() != "default"));
+    let change = SettingsChange::Review {
+        drafting: state == State::On,
+        checks,
+        model,
+    };
+    let settings = ctx.data().settings.update(server, change).await?;
+    let locale = locale_of(ctx);
     let key = if settings.drafting {
         "drafting-on"
     } else {
         "drafting-off"
     };
-    reply(ctx, locale::text(locale_of(ctx), key)).await
+    let review = &settings.review;
+    let checked = match (review.tool_calls, review.replies) {
+        (true, false) => "tools",
+        (false, true) => "replies",
+        _ => "both",
+    };
+    let model = review.model.clone().unwrap_or_else(|| "-".to_owned());
+    let change = format!("/drafting {key} check:{checked} model:{model}");
+    log_change(ctx, server, change.replace("drafting-", "")).await;
+    let details = [("check", checked.to_owned()), ("model", model)];
+    let text = format!(
+        "{}\n{}",
+        locale::text(locale, key),
+        locale::text_with(locale, "drafting-details", &details)
+    );
+    reply(ctx, text).await
 }
 
 /// Turn random quiet turns on or off for this server: a chance per message, bounded per hour.

@@ -74,6 +74,13 @@ pub enum SettingsChange {
     },
     /// Deliberate tool mode on or off (SPEC T4).
     Deliberate(bool),
+    /// What Response Drafting reviews (tool calls, replies) and with which model (`Some(None)`:
+    /// the configured ones again); `None` leaves a part as it is (SPEC C8).
+    Review {
+        drafting: bool,
+        checks: Option<(bool, bool)>,
+        model: Option<Option<String>>,
+    },
     /// A server's own trigger phrase for a tool, added or removed (SPEC T4).
     Phrase {
         tool: String,
@@ -156,6 +163,20 @@ impl SettingsChange {
                 set_in(&mut a.blocked_roles, role, rule == RoleRule::Block);
             }
             Self::Deliberate(on) => settings.deliberate.enabled = on,
+            Self::Review {
+                drafting,
+                checks,
+                model,
+            } => {
+                settings.drafting = drafting;
+                if let Some((tool_calls, replies)) = checks {
+                    settings.review.tool_calls = tool_calls;
+                    settings.review.replies = replies;
+                }
+                if let Some(model) = model {
+                    settings.review.model = model.map(|m| m.trim().chars().take(100).collect());
+                }
+            }
             Self::Phrase { tool, phrase, add } => {
                 let phrase: String = phrase
                     .trim()
