@@ -1104,6 +1104,10 @@ async fn random_turns_are_off_by_default_and_bounded_per_hour() {
     let denied = content_of(&e.slash(ALICE, "random", 0, on.clone()).await);
     assert!(denied.contains("Manage Server"), "{denied}");
     chatter(&e, ALICE, "alice", "anyone want cake?").await;
+    // Events are handled concurrently: give this one time to be handled (and not answered)
+    // before random turns are turned on, or it could roll after the switch.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(e.openai.requests().is_empty(), "off by default");
     let on = content_of(&e.slash(MODERATOR, "random", MANAGE_GUILD, on).await);
     assert!(on.contains("100%") && on.contains("at most 1"), "{on}");
     let settings = e
@@ -1126,6 +1130,7 @@ async fn random_turns_are_off_by_default_and_bounded_per_hour() {
     assert!(trigger.contains("cake is ready"), "{trigger}");
     // The hour's one random turn is spent: this message is not answered, the mention after it is.
     chatter(&e, BOB, "bob", "more cake please").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
     e.mention(BOB, "bob", "hi").await;
     e.until("the mention's reply", |e| {
         e.texts(GENERAL).contains(&"Hello Bob.".to_owned())
@@ -1345,7 +1350,7 @@ async fn an_edited_waiting_message_is_answered_as_edited_and_a_deleted_one_not_a
         .await;
     let bob = e.mention(BOB, "bob", "what is 2+2?").await;
     let moderator = e.mention(MODERATOR, "mod", "never mind this").await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(e.until_waiting(2).await.contains("waiting here: 2"));
     e.discord
         .user_edits(GENERAL, bob, &format!("<@{BOT}> what is 3+3?"));
     e.discord.user_deletes(GENERAL, moderator);
@@ -1418,7 +1423,7 @@ async fn a_second_message_joins_the_same_authors_waiting_one() {
     e.until("alice's turn runs", |e| e.openai.requests().len() == 1)
         .await;
     e.mention(BOB, "bob", "what is 2+2?").await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(e.until_waiting(1).await.contains("waiting here: 1"));
     chatter(&e, BOB, "bob", "and what is 3+3?").await;
     e.until("bob is answered", |e| e.openai.requests().len() == 2)
         .await;
@@ -1837,8 +1842,7 @@ async fn status_and_help_describe_the_bot_here() {
     e.until("alice's turn runs", |e| e.openai.requests().len() == 1)
         .await;
     e.mention(BOB, "bob", "me next").await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let busy = content_of(&e.slash(ALICE, "status", 0, json!([])).await);
+    let busy = e.until_waiting(1).await;
     assert!(
         busy.contains("Answering now here: yes; waiting here: 1"),
         "{busy}"

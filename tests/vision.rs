@@ -283,7 +283,7 @@ async fn a_joined_message_keeps_its_files() {
     e.until("bob's turn runs", |e| e.openai.requests().len() == 1)
         .await;
     ask_with(&e, "why did the build fail?", Vec::new()).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(e.until_waiting(1).await.contains("waiting here: 1"));
     let mut more = Incoming::new(GENERAL, Some(GUILD), ALICE, "alice", "here is the log");
     more.attachments = vec![FakeFile::new(
         "build.log",

@@ -121,6 +121,22 @@ impl E2e {
         }
     }
 
+    /// Asks `/status` in #general until it says `waiting` messages wait there (5 s at most), and
+    /// returns its last answer: messages are handled concurrently with each other and with
+    /// commands, so a test that needs one queued first waits for it.
+    pub async fn until_waiting(&self, waiting: usize) -> String {
+        let expected = format!("waiting here: {waiting}");
+        let mut status = String::new();
+        for _ in 0..50 {
+            status = content_of(&self.slash(ALICE, "status", 0, json!([])).await);
+            if status.contains(&expected) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        status
+    }
+
     pub async fn mention(&self, author: u64, name: &str, text: &str) -> u64 {
         self.mention_in(GENERAL, author, name, text).await
     }
