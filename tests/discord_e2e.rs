@@ -1920,6 +1920,15 @@ async fn drafting_sets_what_is_checked_and_the_reviewer_model() {
         set.ends_with("Reviewed: replies; this server's reviewer model: small-reviewer."),
         "{set}"
     );
+    let stored = e
+        .running()
+        .storage
+        .settings
+        .settings(ServerId(GUILD))
+        .await
+        .unwrap();
+    assert!(stored.drafting && stored.review.replies && !stored.review.tool_calls);
+    assert_eq!(stored.review.model.as_deref(), Some("small-reviewer"));
     e.openai.push_for("small-reviewer", verdict("pass", &[]));
     e.mention(ALICE, "alice", "hello").await;
     e.until("the reviewed reply", |e| !e.texts(GENERAL).is_empty())

@@ -423,6 +423,8 @@ pub async fn channels(
     let Some(server) = managed_server(ctx).await? else {
         return Ok(());
     };
+    // The rule as the moderator chose it (`allow`), for the reply and the thought log.
+    let rule_name = poise::ChoiceParameter::name(&rule).to_owned();
     let rule = match rule {
         ChannelChoice::Allow => ChannelRule::Allow,
         ChannelChoice::Block => ChannelRule::Block,
@@ -439,7 +441,7 @@ pub async fn channels(
         &a.always_reply_channels,
     ];
     let took = rule == ChannelRule::Clear || lists.iter().any(|l| l.contains(&channel));
-    let (key, rule_name) = access_reply(took, format!("{rule:?}"));
+    let key = access_reply(took);
     let mention = format!("<#{}>", channel.0);
     log_change(ctx, server, format!("/channels {rule_name} {mention}")).await;
     let args = [("target", mention), ("rule", rule_name)];
@@ -456,6 +458,7 @@ pub async fn roles(
     let Some(server) = managed_server(ctx).await? else {
         return Ok(());
     };
+    let rule_name = poise::ChoiceParameter::name(&rule).to_owned();
     let rule = match rule {
         RoleChoice::Allow => RoleRule::Allow,
         RoleChoice::Block => RoleRule::Block,
@@ -471,17 +474,16 @@ pub async fn roles(
     let took = rule == RoleRule::Clear
         || a.allowed_roles.contains(&role)
         || a.blocked_roles.contains(&role);
-    let (key, rule_name) = access_reply(took, format!("{rule:?}"));
+    let key = access_reply(took);
     let mention = format!("<@&{role}>");
     log_change(ctx, server, format!("/roles {rule_name} {mention}")).await;
     let args = [("target", mention), ("rule", rule_name)];
     reply(ctx, locale::text_with(locale_of(ctx), key, &args)).await
 }
 
-/// The reply key for an access change, and the rule's name as typed (`allow`).
-fn access_reply(took: bool, rule: String) -> (&'static str, String) {
-    let key = if took { "access-set" } else { "access-full" };
-    (key, rule.to_lowercase())
+/// The reply key for an access change: done, or refused because its list is full.
+fn access_reply(took: bool) -> &'static str {
+    if took { "access-set" } else { "access-full" }
 }
 
 /// The server's access rules as they apply: block beats allow.

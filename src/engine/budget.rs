@@ -61,6 +61,16 @@ pub fn tools_tokens(tools: &[Value]) -> u32 {
     })
 }
 
+/// Estimated tokens of `messages` sent with `tools`.
+pub fn request_tokens<'a>(
+    messages: impl IntoIterator<Item = &'a ChatMessage>,
+    tools: &[Value],
+) -> u32 {
+    messages.into_iter().fold(tools_tokens(tools), |sum, m| {
+        sum.saturating_add(message_tokens(m))
+    })
+}
+
 /// How many of `history` (oldest first) to leave out, from the oldest, so that `fixed` tokens
 /// plus the rest fit in `budget`. All of it when even the newest does not fit: the parts that
 /// are kept whole (system prompt, trigger, the open tool exchange) come first.

@@ -345,12 +345,7 @@ impl LoadedContext {
         history.extend(self.recent.iter().cloned());
         let after = self.after_history(entries, continuation, tail);
         let dropped = budget.map_or(0, |budget| {
-            let fixed = after
-                .iter()
-                .chain(std::iter::once(&system))
-                .fold(budget::tools_tokens(&tools), |sum, m| {
-                    sum.saturating_add(budget::message_tokens(m))
-                });
+            let fixed = budget::request_tokens(after.iter().chain([&system]), &tools);
             budget::left_out(&history, fixed, budget)
         });
         let mut messages = Vec::with_capacity(history.len() + after.len() + 1);

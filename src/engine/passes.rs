@@ -192,7 +192,8 @@ struct TurnRun<'a> {
     failures: u32,
     /// Counters as they go; status and end once the loop stops.
     report: TurnReport,
-    /// Estimated tokens of the last request sent (a "context full" retry asks for half).
+    /// Estimated tokens of the last request a model answered "context full" (its shorter retry
+    /// asks for half).
     sent_tokens: u32,
     /// The thought log was told this turn left history out (once per turn).
     trim_noted: bool,

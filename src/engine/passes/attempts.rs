@@ -3,7 +3,7 @@
 //! (SPEC R4); text an attempt already sent stays sent, and the next attempt continues after it.
 
 use super::TurnRun;
-use crate::domain::ports::{Attempt, ChatMessage, ChatModel, ModelError};
+use crate::domain::ports::{Attempt, ChatMessage, ChatModel, ModelError, ModelRequest};
 use crate::domain::provider_failure::{FailureClass, Retry};
 use crate::domain::thought_log::Notice;
 use crate::domain::turn::{Turn, TurnStatus};
@@ -123,13 +123,25 @@ impl TurnRun<'_> {
             tools,
             budget,
         );
-        self.sent_tokens = request
-            .messages
-            .iter()
-            .fold(budget::tools_tokens(&request.tools), |sum, m| {
-                sum.saturating_add(budget::message_tokens(m))
-            });
         self.note_trim(left_out).await;
+        let outcome = self.stream_request(attempt, &request, kind).await;
+        // Only a "context full" retry needs the request's size: estimated then, not every pass.
+        if let Err(error) = &outcome
+            && error.class == FailureClass::ContextTooLong
+        {
+            self.sent_tokens = budget::request_tokens(&request.messages, &request.tools);
+        }
+        outcome
+    }
+
+    /// Sends `request` and streams the answer into the channel.
+    async fn stream_request(
+        &mut self,
+        attempt: &Attempt,
+        request: &ModelRequest,
+        kind: PassKind<'_>,
+    ) -> Result<PassEnd, ModelError> {
+        let turn = self.turn;
         let opened = {
             let _guarded = turn.progress.guard();
             tokio::select! {
@@ -137,7 +149,7 @@ impl TurnRun<'_> {
                 () = turn.stop.kill_token().cancelled() => {
                     return Ok(PassEnd::Stopped(TurnStatus::StoppedByUser));
                 }
-                opened = self.deps.model.stream(attempt, &request) => opened,
+                opened = self.deps.model.stream(attempt, request) => opened,
             }
         };
         let stream = opened?;
