@@ -218,6 +218,7 @@ pub async fn start(
         orchestrator: orchestrator.clone(),
         settings: storage.settings.clone(),
         persona,
+        personas: storage.personas.clone(),
         rate: RateLimit::new(config.turn.user_messages_per_minute),
         random: Default::default(),
         reminders: storage.reminders.clone(),

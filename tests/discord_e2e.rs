@@ -1917,7 +1917,10 @@ async fn drafting_sets_what_is_checked_and_the_reviewer_model() {
     assert_eq!(refused, "You need the Manage Server permission for this.");
     let set = content_of(&e.slash(MODERATOR, "drafting", MANAGE_GUILD, options).await);
     assert!(
-        set.ends_with("Reviewed: replies; this server's reviewer model: small-reviewer."),
+        set.ends_with(
+            "Reviewed: replies; this server's reviewer model: small-reviewer; reviewer prompt: \
+             the default one."
+        ),
         "{set}"
     );
     let stored = e

@@ -1086,3 +1086,61 @@ async fn a_channel_where_the_bot_may_not_send_refuses_with_discords_codes() {
     assert!(fake.history(READ_ONLY).is_empty());
     assert!(fake.history(HIDDEN).is_empty());
 }
+
+// ----------------------------------------------------------------------------------------------
+// 5. Modals
+
+fn modal(title: &str, label: &str, value: &str) -> Value {
+    json!({"type": 9, "data": {"custom_id": "form", "title": title, "components": [
+        {"type": 1, "components": [{"type": 4, "custom_id": "text", "label": label,
+            "style": 2, "max_length": 10, "value": value}]},
+    ]}})
+}
+
+// A modal is taken only within Discord's limits and only as a command's answer; its submit
+// carries what was typed, fits the field's bounds, and is answered with a message, never with
+// another modal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn modals_are_checked_and_submitted_as_discord_does() {
+    let fake = FakeDiscord::start(world()).await;
+    let _gateway = connect(&fake, all_intents()).await;
+    let api = Api::new(&fake);
+    let slash = || Slash::new("form", json!([]), Some(GUILD), GENERAL, ALICE, "alice");
+    let at = |id: u64| format!("/interactions/{id}/itoken-{id}/callback");
+
+    let id = fake.slash(slash()).await;
+    let long_label = "a label longer than the forty-five characters Discord takes";
+    for bad in [
+        modal("", "Text", ""),
+        modal("Form", long_label, ""),
+        modal("Form", "Text", "longer than ten"),
+    ] {
+        let refused = api.post(&at(id), bad.clone()).await;
+        assert_eq!(refused.status, 400, "{bad}");
+        assert_eq!(refused.body["code"], 50035);
+    }
+    assert!(
+        fake.submit_modal(id, &[("text", "hi")]).is_err(),
+        "no modal shown"
+    );
+    let shown = api.post(&at(id), modal("Form", "Text", "draft")).await;
+    assert_eq!(shown.status, 204, "{}", shown.text);
+    assert!(fake.submit_modal(id, &[("text", "more than ten")]).is_err());
+    assert!(fake.submit_modal(id, &[("other", "x")]).is_err());
+    assert!(fake.submit_modal(id, &[]).is_err(), "the field is required");
+    let submit = fake
+        .submit_modal(id, &[("text", "typed")])
+        .expect("submitted");
+    let dispatched = fake.dispatches("INTERACTION_CREATE");
+    let last = dispatched.last().expect("the submit");
+    assert_eq!(last["type"], 5);
+    assert_eq!(last["data"]["custom_id"], "form");
+    assert_eq!(
+        last["data"]["components"][0]["components"][0]["value"],
+        "typed"
+    );
+    let again = api.post(&at(submit), modal("Form", "Text", "")).await;
+    assert_eq!(again.status, 400, "a submit is not answered with a modal");
+    let answered = callback(&api, submit).await;
+    assert_eq!(answered.status, 204, "{}", answered.text);
+}

@@ -152,6 +152,14 @@ fn sample_settings() -> ServerSettings {
             percent: 5,
             per_hour: 4,
         },
+        // Issue 15: a server's own persona, kept with its settings.
+        persona: Some(persona_bot::domain::ports::Persona {
+            id: persona_bot::domain::scope::PersonaId("aria".into()),
+            display_name: "Mira".into(),
+            system_prompt: "You are Mira, 「星」 of this server.\nBe brief.".into(),
+            trigger_words: vec!["mira".into(), "ミラ".into()],
+            avatar_url: Some("https://example.com/mira.png".into()),
+        }),
     }
 }
 

@@ -214,7 +214,7 @@ help-text = I am { $persona }. Mention me, reply to one of my messages, or write
     - /reminders list|cancel: your reminders.
     - /memory show|forget: what I remember about you; /forget-me forgets all of it, everywhere.
     - /status: how I am set up here.
-help-managers = With Manage Server: /channels, /roles and /access (where and whom I answer), /drafting, /thoughtlog, /random, /memory server.
+help-managers = With Manage Server: /channels, /roles and /access (where and whom I answer), /persona (who I am here), /tools, /drafting, /thoughtlog, /random, /memory server.
 cmd-tools-name = tools
 cmd-tools-description = Deliberate tool mode: tools offered only when a message asks for them
 cmd-tools-deliberate-name = deliberate
@@ -241,4 +241,45 @@ cmd-drafting-check-name = check
 cmd-drafting-check-description = What is reviewed: tools (tool requests), replies, or both
 cmd-drafting-model-name = model
 cmd-drafting-model-description = The reviewer's model for this server, or "default" for the configured ones
-drafting-details = Reviewed: { $check }; this server's reviewer model: { $model }.
+drafting-details = Reviewed: { $check }; this server's reviewer model: { $model }; reviewer prompt: { $prompt }.
+cmd-drafting-prompt-name = prompt
+cmd-drafting-prompt-description = edit: change the reviewer's instructions in a form; default: the configured ones
+drafting-prompt-title = Reviewer instructions
+drafting-prompt-label = Instructions (empty: the default ones)
+drafting-prompt-own = this server's own
+drafting-prompt-default = the default one
+cmd-persona-name = persona
+cmd-persona-description = This server's persona: choose one, see it, edit it
+cmd-persona-list-name = list
+cmd-persona-list-description = The personas this server may speak as
+cmd-persona-use-name = use
+cmd-persona-use-description = Speak as one of these personas here (a fresh copy of it)
+cmd-persona-use-name-name = name
+cmd-persona-use-name-description = The persona's id or name, as /persona list shows it
+cmd-persona-show-name = show
+cmd-persona-show-description = The persona this server speaks as, and how it posts here
+cmd-persona-edit-name = edit
+cmd-persona-edit-description = Edit this server's persona in a form: name, prompt, trigger words, avatar
+persona-list-title = Personas this server may speak as (/persona use <id>):
+persona-list-line = - { $id }: { $name }
+persona-list-line-here = - { $id }: { $name } (in use here)
+persona-unknown = There is no persona "{ $name }". Personas: { $ids }.
+persona-used = This server now speaks as { $name }: its own copy of { $id }, which /persona edit changes for this server only.
+persona-show = Persona: { $name } ({ $origin }, from { $id })
+    Trigger words: { $words }
+    Avatar: { $avatar }
+    In this channel it posts { $voice }.
+    System prompt:
+persona-origin-own = this server's own copy
+persona-origin-default = the default
+persona-voice-webhook = under its own name and avatar, through a webhook
+persona-voice-bot = as the bot user (with Manage Webhooks here, it would post under its own name and avatar)
+persona-edit-title = Edit this server's persona
+persona-field-name = Name
+persona-field-prompt = System prompt
+persona-field-words = Trigger words, separated by commas
+persona-field-avatar = Avatar address (https://…)
+persona-saved = Saved: this server now speaks as { $name }. Other servers keep theirs.
+persona-problem-no-name = Nothing was changed: a persona needs a name.
+persona-problem-reserved-name = Nothing was changed: Discord does not allow a name containing "discord" or "clyde", or the names "everyone" and "here".
+persona-problem-avatar = Nothing was changed: the avatar must be an https:// address.

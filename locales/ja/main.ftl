@@ -213,7 +213,7 @@ help-text = 私は { $persona } です。メンションするか、私のメッ
     - /reminders list|cancel：あなたのリマインダー。
     - /memory show|forget：あなたについて覚えていること。/forget-me ですべて忘れます。
     - /status：ここでの設定。
-help-managers = サーバー管理権限があれば：/channels、/roles、/access（応答する場所と相手）、/drafting、/thoughtlog、/random、/memory server。
+help-managers = サーバー管理権限があれば：/channels、/roles、/access（応答する場所と相手）、/persona、/tools、/drafting、/thoughtlog、/random、/memory server。
 cmd-tools-name = ツール
 cmd-tools-description = 慎重ツールモード：メッセージが求めたときだけツールを提示
 cmd-tools-deliberate-name = 慎重
@@ -240,4 +240,45 @@ cmd-drafting-check-name = 確認対象
 cmd-drafting-check-description = 確認するもの：tools（ツール要求）、replies（返信）、both（両方）
 cmd-drafting-model-name = モデル
 cmd-drafting-model-description = このサーバーの確認用モデル。"default" で設定のモデルに戻す
-drafting-details = 確認対象：{ $check }。このサーバーの確認用モデル：{ $model }。
+drafting-details = 確認対象：{ $check }。このサーバーの確認用モデル：{ $model }。確認の指示：{ $prompt }。
+cmd-drafting-prompt-name = 指示
+cmd-drafting-prompt-description = edit：確認の指示をフォームで編集。default：設定の指示に戻す
+drafting-prompt-title = 確認の指示
+drafting-prompt-label = 指示（空欄で既定の指示）
+drafting-prompt-own = このサーバー独自
+drafting-prompt-default = 既定
+cmd-persona-name = ペルソナ
+cmd-persona-description = このサーバーのペルソナ：選ぶ、見る、編集する
+cmd-persona-list-name = 一覧
+cmd-persona-list-description = このサーバーで使えるペルソナ
+cmd-persona-use-name = 使う
+cmd-persona-use-description = ここでこのペルソナとして話す（新しいコピーを使う）
+cmd-persona-use-name-name = 名前
+cmd-persona-use-name-description = /persona list に出るペルソナの ID か名前
+cmd-persona-show-name = 表示
+cmd-persona-show-description = このサーバーのペルソナと、ここでの投稿のしかた
+cmd-persona-edit-name = 編集
+cmd-persona-edit-description = このサーバーのペルソナをフォームで編集：名前、プロンプト、反応する言葉、アイコン
+persona-list-title = このサーバーで使えるペルソナ（/persona use <ID>）：
+persona-list-line = - { $id }：{ $name }
+persona-list-line-here = - { $id }：{ $name }（このサーバーで使用中）
+persona-unknown = 「{ $name }」というペルソナはありません。ペルソナ：{ $ids }。
+persona-used = このサーバーは { $name } として話します。{ $id } のこのサーバー専用のコピーで、/persona edit での変更はこのサーバーだけに効きます。
+persona-show = ペルソナ：{ $name }（{ $origin }、元：{ $id }）
+    反応する言葉：{ $words }
+    アイコン：{ $avatar }
+    このチャンネルでは{ $voice }投稿します。
+    システムプロンプト：
+persona-origin-own = このサーバー専用のコピー
+persona-origin-default = 既定
+persona-voice-webhook = Webhook を使って自分の名前とアイコンで
+persona-voice-bot = ボットユーザーとして（ここで「ウェブフックの管理」権限があれば自分の名前とアイコンで）
+persona-edit-title = このサーバーのペルソナを編集
+persona-field-name = 名前
+persona-field-prompt = システムプロンプト
+persona-field-words = 反応する言葉（カンマ区切り）
+persona-field-avatar = アイコンのアドレス（https://…）
+persona-saved = 保存しました。このサーバーは { $name } として話します。ほかのサーバーは変わりません。
+persona-problem-no-name = 変更していません。ペルソナには名前が必要です。
+persona-problem-reserved-name = 変更していません。Discord では「discord」「clyde」を含む名前や「everyone」「here」は使えません。
+persona-problem-avatar = 変更していません。アイコンは https:// のアドレスにしてください。

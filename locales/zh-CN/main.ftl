@@ -213,7 +213,7 @@ help-text = 我是 { $persona }。提及我、回复我的消息或私信我，�
     - /reminders list|cancel：你的提醒。
     - /memory show|forget：我记得的关于你的事；/forget-me 在所有地方全部忘记。
     - /status：我在这里的设置。
-help-managers = 有“管理服务器”权限时：/channels、/roles 和 /access（我在哪里、对谁回答）、/drafting、/thoughtlog、/random、/memory server。
+help-managers = 有“管理服务器”权限时：/channels、/roles 和 /access（我在哪里、对谁回答）、/persona、/tools、/drafting、/thoughtlog、/random、/memory server。
 cmd-tools-name = 工具
 cmd-tools-description = 审慎工具模式：只在消息需要时提供工具
 cmd-tools-deliberate-name = 审慎
@@ -240,4 +240,45 @@ cmd-drafting-check-name = 审核内容
 cmd-drafting-check-description = 审核什么：tools（工具请求）、replies（回复）或 both（两者）
 cmd-drafting-model-name = 模型
 cmd-drafting-model-description = 本服务器的审核模型，"default" 表示使用配置的模型
-drafting-details = 审核内容：{ $check }；本服务器的审核模型：{ $model }。
+drafting-details = 审核内容：{ $check }；本服务器的审核模型：{ $model }；审核指示：{ $prompt }。
+cmd-drafting-prompt-name = 指示
+cmd-drafting-prompt-description = edit：在表单中编辑审核指示；default：使用配置的指示
+drafting-prompt-title = 审核指示
+drafting-prompt-label = 指示（留空则使用默认指示）
+drafting-prompt-own = 本服务器自定义
+drafting-prompt-default = 默认
+cmd-persona-name = 人设
+cmd-persona-description = 本服务器的人设：选择、查看、编辑
+cmd-persona-list-name = 列表
+cmd-persona-list-description = 本服务器可以使用的人设
+cmd-persona-use-name = 使用
+cmd-persona-use-description = 在这里以该人设说话（使用它的新副本）
+cmd-persona-use-name-name = 名称
+cmd-persona-use-name-description = /persona list 中显示的人设 ID 或名称
+cmd-persona-show-name = 查看
+cmd-persona-show-description = 本服务器的人设，以及它在这里如何发言
+cmd-persona-edit-name = 编辑
+cmd-persona-edit-description = 在表单中编辑本服务器的人设：名称、提示词、触发词、头像
+persona-list-title = 本服务器可以使用的人设（/persona use <ID>）：
+persona-list-line = - { $id }：{ $name }
+persona-list-line-here = - { $id }：{ $name }（本服务器正在使用）
+persona-unknown = 没有名为"{ $name }"的人设。人设：{ $ids }。
+persona-used = 本服务器现在以 { $name } 说话：这是 { $id } 的本服务器专用副本，/persona edit 的修改只影响本服务器。
+persona-show = 人设：{ $name }（{ $origin }，来自 { $id }）
+    触发词：{ $words }
+    头像：{ $avatar }
+    在此频道中它{ $voice }发言。
+    系统提示词：
+persona-origin-own = 本服务器专用副本
+persona-origin-default = 默认
+persona-voice-webhook = 通过 Webhook 以自己的名称和头像
+persona-voice-bot = 以机器人用户身份（若在此拥有"管理 Webhook"权限，则会以自己的名称和头像）
+persona-edit-title = 编辑本服务器的人设
+persona-field-name = 名称
+persona-field-prompt = 系统提示词
+persona-field-words = 触发词，用逗号分隔
+persona-field-avatar = 头像地址（https://…）
+persona-saved = 已保存：本服务器现在以 { $name } 说话。其他服务器不受影响。
+persona-problem-no-name = 未做修改：人设需要一个名称。
+persona-problem-reserved-name = 未做修改：Discord 不允许名称中含有"discord"或"clyde"，也不允许使用"everyone"和"here"。
+persona-problem-avatar = 未做修改：头像必须是 https:// 地址。

@@ -213,7 +213,7 @@ help-text = 我是 { $persona }。提及我、回覆我的訊息或私訊我，�
     - /reminders list|cancel：你的提醒。
     - /memory show|forget：我記得的關於你的事；/forget-me 在所有地方全部忘記。
     - /status：我在這裡的設定。
-help-managers = 有「管理伺服器」權限時：/channels、/roles 和 /access（我在哪裡、對誰回答）、/drafting、/thoughtlog、/random、/memory server。
+help-managers = 有「管理伺服器」權限時：/channels、/roles 和 /access（我在哪裡、對誰回答）、/persona、/tools、/drafting、/thoughtlog、/random、/memory server。
 cmd-tools-name = 工具
 cmd-tools-description = 審慎工具模式：只在訊息需要時提供工具
 cmd-tools-deliberate-name = 審慎
@@ -240,4 +240,45 @@ cmd-drafting-check-name = 審核內容
 cmd-drafting-check-description = 審核什麼：tools（工具請求）、replies（回覆）或 both（兩者）
 cmd-drafting-model-name = 模型
 cmd-drafting-model-description = 本伺服器的審核模型，"default" 表示使用設定的模型
-drafting-details = 審核內容：{ $check }；本伺服器的審核模型：{ $model }。
+drafting-details = 審核內容：{ $check }；本伺服器的審核模型：{ $model }；審核指示：{ $prompt }。
+cmd-drafting-prompt-name = 指示
+cmd-drafting-prompt-description = edit：在表單中編輯審核指示；default：使用設定的指示
+drafting-prompt-title = 審核指示
+drafting-prompt-label = 指示（留空則使用預設指示）
+drafting-prompt-own = 本伺服器自訂
+drafting-prompt-default = 預設
+cmd-persona-name = 人設
+cmd-persona-description = 本伺服器的人設：選擇、查看、編輯
+cmd-persona-list-name = 列表
+cmd-persona-list-description = 本伺服器可以使用的人設
+cmd-persona-use-name = 使用
+cmd-persona-use-description = 在這裡以該人設說話（使用它的新副本）
+cmd-persona-use-name-name = 名稱
+cmd-persona-use-name-description = /persona list 中顯示的人設 ID 或名稱
+cmd-persona-show-name = 查看
+cmd-persona-show-description = 本伺服器的人設，以及它在這裡如何發言
+cmd-persona-edit-name = 編輯
+cmd-persona-edit-description = 在表單中編輯本伺服器的人設：名稱、提示詞、觸發詞、頭像
+persona-list-title = 本伺服器可以使用的人設（/persona use <ID>）：
+persona-list-line = - { $id }：{ $name }
+persona-list-line-here = - { $id }：{ $name }（本伺服器正在使用）
+persona-unknown = 沒有名為「{ $name }」的人設。人設：{ $ids }。
+persona-used = 本伺服器現在以 { $name } 說話：這是 { $id } 的本伺服器專用副本，/persona edit 的修改只影響本伺服器。
+persona-show = 人設：{ $name }（{ $origin }，來自 { $id }）
+    觸發詞：{ $words }
+    頭像：{ $avatar }
+    在此頻道中它{ $voice }發言。
+    系統提示詞：
+persona-origin-own = 本伺服器專用副本
+persona-origin-default = 預設
+persona-voice-webhook = 透過 Webhook 以自己的名稱和頭像
+persona-voice-bot = 以機器人使用者身分（若在此擁有「管理 Webhook」權限，則會以自己的名稱和頭像）
+persona-edit-title = 編輯本伺服器的人設
+persona-field-name = 名稱
+persona-field-prompt = 系統提示詞
+persona-field-words = 觸發詞，以逗號分隔
+persona-field-avatar = 頭像網址（https://…）
+persona-saved = 已儲存：本伺服器現在以 { $name } 說話。其他伺服器不受影響。
+persona-problem-no-name = 未做修改：人設需要一個名稱。
+persona-problem-reserved-name = 未做修改：Discord 不允許名稱中含有「discord」或「clyde」，也不允許使用「everyone」和「here」。
+persona-problem-avatar = 未做修改：頭像必須是 https:// 網址。

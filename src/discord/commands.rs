@@ -28,6 +28,7 @@ pub fn all() -> Vec<poise::Command<std::sync::Arc<BotData>, Error>> {
         status(),
         help(),
         tools(),
+        super::persona_commands::persona(),
     ];
     for command in &mut commands {
         localize(command, "cmd");
@@ -76,7 +77,7 @@ fn localize(command: &mut poise::Command<std::sync::Arc<BotData>, Error>, parent
 }
 
 /// The invoker's language.
-fn locale_of(ctx: Context<'_>) -> Locale {
+pub(super) fn locale_of(ctx: Context<'_>) -> Locale {
     ctx.locale()
         .map(Locale::from_discord)
         .unwrap_or(ctx.data().default_locale)
@@ -95,7 +96,7 @@ fn permissions(ctx: Context<'_>) -> Permissions {
     }
 }
 
-async fn reply(ctx: Context<'_>, text: String) -> Result<(), Error> {
+pub(super) async fn reply(ctx: Context<'_>, text: String) -> Result<(), Error> {
     ctx.send(CreateReply::default().content(text).ephemeral(true))
         .await?;
     Ok(())
@@ -159,7 +160,7 @@ pub enum State {
 }
 
 /// Checks the guild and Manage Server; replies with the refusal when they fail.
-async fn managed_server(ctx: Context<'_>) -> Result<Option<ServerId>, Error> {
+pub(super) async fn managed_server(ctx: Context<'_>) -> Result<Option<ServerId>, Error> {
     let locale = locale_of(ctx);
     let Some(guild) = ctx.guild_id() else {
         reply(ctx, locale::text(locale, "command-server-only")).await?;
@@ -183,16 +184,42 @@ pub enum Checks {
     Both,
 }
 
-/// Turn Response Drafting on or off for this server; optionally what it checks and the model.
+/// What `/drafting prompt` does with the server's reviewer prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, poise::ChoiceParameter)]
+pub enum PromptChoice {
+    /// A modal shows the prompt to edit.
+    #[name = "edit"]
+    Edit,
+    /// The configured prompt again.
+    #[name = "default"]
+    Default,
+}
+
+/// Turn Response Drafting on or off for this server; optionally what it checks, model and prompt
+///
+/// One change: the check, the reviewer's model and (in a modal) its prompt with it.
 #[poise::command(slash_command, default_member_permissions = "MANAGE_GUILD")]
 pub async fn drafting(
     ctx: Context<'_>,
     state: State,
     check: Option<Checks>,
     model: Option<String>,
+    prompt: Option<PromptChoice>,
 ) -> Result<(), Error> {
     let Some(server) = managed_server(ctx).await? else {
         return Ok(());
+    };
+    let (prompt, submitted) = match prompt {
+        Some(PromptChoice::Edit) => match review_prompt_modal(ctx, server).await? {
+            Some(submitted) => {
+                let text = submitted.value(REVIEW_PROMPT_FIELD).to_owned();
+                (Some(Some(text)), Some(submitted))
+            }
+            // Closed without a submit: nothing changes.
+            None => return Ok(()),
+        },
+        Some(PromptChoice::Default) => (Some(None), None),
+        None => (None, None),
     };
     let checks = check.map(|c| (c != Checks::Replies, c != Checks::Tools));
     // "default" (or nothing but spaces) gives the configured reviewer models back.
@@ -201,8 +228,43 @@ pub async fn drafting(
         drafting: state == State::On,
         checks,
         model,
+        prompt,
     };
-    let settings = ctx.data().settings.update(server, change).await?;
+    let outcome = match ctx.data().settings.update(server, change).await {
+        Ok(settings) => Ok(drafting_changed(ctx, server, &settings).await),
+        Err(error) => Err(error.into()),
+    };
+    conclude(ctx, submitted, outcome).await
+}
+
+/// The reviewer-prompt modal's one field.
+const REVIEW_PROMPT_FIELD: &str = "prompt";
+
+/// Shows the server's reviewer prompt in a modal and waits for its submit.
+async fn review_prompt_modal(
+    ctx: Context<'_>,
+    server: ServerId,
+) -> Result<Option<super::modal::Submitted>, Error> {
+    let locale = locale_of(ctx);
+    let current = ctx.data().settings.settings(server).await?.review.prompt;
+    let field = super::modal::Field {
+        id: REVIEW_PROMPT_FIELD,
+        label: locale::text(locale, "drafting-prompt-label"),
+        paragraph: true,
+        max: super::modal::TEXT_MAX,
+        value: current.unwrap_or_default(),
+        required: false,
+    };
+    let title = locale::text(locale, "drafting-prompt-title");
+    super::modal::ask(ctx, &title, vec![field]).await
+}
+
+/// Logs a `/drafting` change to the thought log and says what is set now.
+async fn drafting_changed(
+    ctx: Context<'_>,
+    server: ServerId,
+    settings: &crate::domain::ports::ServerSettings,
+) -> String {
     let locale = locale_of(ctx);
     let key = if settings.drafting {
         "drafting-on"
@@ -216,15 +278,46 @@ pub async fn drafting(
         _ => "both",
     };
     let model = review.model.clone().unwrap_or_else(|| "-".to_owned());
-    let change = format!("/drafting {key} check:{checked} model:{model}");
+    let own_prompt = if review.prompt.is_some() {
+        "own"
+    } else {
+        "default"
+    };
+    let change = format!("/drafting {key} check:{checked} model:{model} prompt:{own_prompt}");
     log_change(ctx, server, change.replace("drafting-", "")).await;
-    let details = [("check", checked.to_owned()), ("model", model)];
-    let text = format!(
+    let prompt = locale::text(locale, &format!("drafting-prompt-{own_prompt}"));
+    let details = [
+        ("check", checked.to_owned()),
+        ("model", model),
+        ("prompt", prompt),
+    ];
+    format!(
         "{}\n{}",
         locale::text(locale, key),
         locale::text_with(locale, "drafting-details", &details)
-    );
-    reply(ctx, text).await
+    )
+}
+
+/// Answers the command, or the submit of the modal it showed: the command has had its answer
+/// then, so an error is answered on the submit too (and logged once).
+pub(super) async fn conclude(
+    ctx: Context<'_>,
+    submitted: Option<super::modal::Submitted>,
+    outcome: Result<String, Error>,
+) -> Result<(), Error> {
+    match (submitted, outcome) {
+        (None, Ok(text)) => reply(ctx, text).await,
+        (None, Err(error)) => Err(error),
+        (Some(submitted), Ok(text)) => submitted.answer(ctx, text).await,
+        (Some(submitted), Err(error)) => {
+            tracing::error!(
+                command = %ctx.command().qualified_name, %error,
+                "command failed after its modal"
+            );
+            let text = locale::text(locale_of(ctx), "command-failed");
+            submitted.answer(ctx, text).await
+        }
+    }
 }
 
 /// Turn random quiet turns on or off for this server: a chance per message, bounded per hour.
@@ -405,7 +498,7 @@ pub enum RoleChoice {
 }
 
 /// Tells the server's thought log who changed which setting.
-async fn log_change(ctx: Context<'_>, server: ServerId, change: String) {
+pub(super) async fn log_change(ctx: Context<'_>, server: ServerId, change: String) {
     let notice = crate::domain::thought_log::Notice::SettingsChanged {
         by: UserId(ctx.author().id.get()),
         change,
@@ -671,7 +764,12 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
         .len();
     let yes_no = |on: bool| locale::text(locale, if on { "status-yes" } else { "status-no" });
     let args = [
-        ("persona", data.persona.display_name.clone()),
+        (
+            "persona",
+            crate::domain::ports::Persona::of_server(&settings, &data.persona)
+                .display_name
+                .clone(),
+        ),
         ("model", data.model_name.clone()),
         ("drafting", yes_no(settings.drafting)),
         (
@@ -693,11 +791,21 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
 pub async fn help(ctx: Context<'_>) -> Result<(), Error> {
     let locale = locale_of(ctx);
     let manager = ctx.guild_id().is_some() && permissions(ctx).contains(Permissions::MANAGE_GUILD);
-    let mut text = locale::text_with(
-        locale,
-        "help-text",
-        &[("persona", ctx.data().persona.display_name.clone())],
+    let own = match ctx.guild_id() {
+        Some(guild) => {
+            ctx.data()
+                .settings
+                .settings(ServerId(guild.get()))
+                .await?
+                .persona
+        }
+        None => None,
+    };
+    let name = own.map_or_else(
+        || ctx.data().persona.display_name.clone(),
+        |p| p.display_name,
     );
+    let mut text = locale::text_with(locale, "help-text", &[("persona", name)]);
     if manager {
         text.push('\n');
         text.push_str(&locale::text(locale, "help-managers"));

@@ -10,7 +10,7 @@ use super::BotData;
 use crate::domain::admission::{MessageFacts, RateLimit, Refusal, addressed, admit, triggers};
 use crate::domain::catch_up::Seen;
 use crate::domain::ports::{
-    ATTACHMENTS_PER_MESSAGE, Attachment, Clock, HistoryMessage, NewQueuedMessage, Pings,
+    ATTACHMENTS_PER_MESSAGE, Attachment, Clock, HistoryMessage, NewQueuedMessage, Persona, Pings,
     ServerSettings, SystemClock,
 };
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
@@ -47,13 +47,15 @@ pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
             ));
         }
         FullEvent::Message { new_message } => {
-            remember(data, new_message);
+            remember(data, new_message).await;
             on_message(data, new_message, Origin::Gateway).await;
         }
         FullEvent::MessageUpdate { event, .. } => {
             if let Some(content) = &event.content {
-                let content =
-                    as_queued(data, content, event.mentions.as_deref().unwrap_or_default());
+                let server = event.guild_id.map(|g| ServerId(g.get()));
+                let name = persona_name(data, server).await;
+                let mentions = event.mentions.as_deref().unwrap_or_default();
+                let content = as_queued(data, &name, content, mentions);
                 data.recent
                     .edited(event.channel_id.get(), event.id.get(), &content);
                 data.orchestrator.edited(
@@ -92,20 +94,22 @@ pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
 
 /// Every delivered message (the bot's own and other bots' too) joins the channel's recent
 /// history. Its time is the one its id carries (a snowflake holds its creation in ms).
-fn remember(data: &BotData, message: &Message) {
+async fn remember(data: &BotData, message: &Message) {
     let id = message.id.get();
+    let server = message.guild_id.map(|g| ServerId(g.get()));
     data.seen.saw(Seen {
         channel: ChannelId(message.channel_id.get()),
-        server: message.guild_id.map(|g| ServerId(g.get())),
+        server,
         message: MessageId(id),
     });
+    let name = persona_name(data, server).await;
     data.recent.created(
         message.channel_id.get(),
         HistoryMessage {
             id: MessageId(id),
             author: name_of(message),
             from_bot: data.bot.get() == Some(message.author.id.get()),
-            content: as_queued(data, &message.content, &message.mentions),
+            content: as_queued(data, &name, &message.content, &message.mentions),
             at_ms: crate::domain::catch_up::snowflake_ms(id),
             attachments: attachments_of(message),
         },
@@ -175,11 +179,12 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
         author_roles: &roles,
         bot_can_send: server.is_none_or(|s| data.cache.bot_can_send(s, channel, bot)),
     };
+    let persona = Persona::of_server(&settings, &data.persona);
     let follow_up =
         origin == Origin::Gateway && speaks_in_own_turn(data, message, &facts, &settings).await;
     let (triggered, random) = match origin {
         Origin::Gateway => {
-            let triggered = follow_up || triggers(&facts, &settings, &data.persona.trigger_words);
+            let triggered = follow_up || triggers(&facts, &settings, &persona.trigger_words);
             (
                 triggered,
                 !triggered && rolls_random(data, &facts, &settings, server),
@@ -207,7 +212,7 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
         }
         return false;
     }
-    submit(data, message, server, origin, random).await;
+    submit(data, message, persona, origin, random).await;
     true
 }
 
@@ -215,12 +220,18 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
 async fn submit(
     data: &BotData,
     message: &Message,
-    server: Option<ServerId>,
+    persona: &Persona,
     origin: Origin,
     random: bool,
 ) {
-    let content = as_queued(data, &message.content, &message.mentions);
-    let entry = queued(data, message, server, content, random);
+    let server = message.guild_id.map(|g| ServerId(g.get()));
+    let content = as_queued(
+        data,
+        &persona.display_name,
+        &message.content,
+        &message.mentions,
+    );
+    let entry = queued(data, message, server, persona, content, random);
     match origin {
         Origin::Gateway => data.orchestrator.submit(entry).await,
         Origin::CatchUp => data.orchestrator.submit_late(entry).await,
@@ -267,9 +278,25 @@ async fn speaks_in_own_turn(
             .await
 }
 
+/// The name of the persona answering in `server`: its own persona's, else the default's (also
+/// when its settings cannot be read: a name in history is no access rule).
+async fn persona_name(data: &BotData, server: Option<ServerId>) -> String {
+    let own = match server {
+        Some(server) => data.settings.settings(server).await.ok(),
+        None => None,
+    };
+    own.and_then(|s| s.persona)
+        .map_or_else(|| data.persona.display_name.clone(), |p| p.display_name)
+}
+
 /// A message's text as the model reads it, in history and as a trigger: the bot's mention as
 /// the persona's name, each mentioned user's as theirs (SPEC C12: one form in a request).
-fn as_queued(data: &BotData, content: &str, mentions: &[serenity::all::User]) -> String {
+fn as_queued(
+    data: &BotData,
+    persona_name: &str,
+    content: &str,
+    mentions: &[serenity::all::User],
+) -> String {
     let names: Vec<(u64, String)> = mentions
         .iter()
         .map(|u| {
@@ -280,10 +307,7 @@ fn as_queued(data: &BotData, content: &str, mentions: &[serenity::all::User]) ->
             (u.id.get(), name)
         })
         .collect();
-    let bot = data
-        .bot
-        .get()
-        .map(|id| (id, data.persona.display_name.as_str()));
+    let bot = data.bot.get().map(|id| (id, persona_name));
     super::mentions::readable(
         content,
         bot.into_iter()
@@ -435,6 +459,7 @@ fn queued(
     data: &BotData,
     message: &Message,
     server: Option<ServerId>,
+    persona: &Persona,
     content: String,
     quiet: bool,
 ) -> NewQueuedMessage {
@@ -448,7 +473,7 @@ fn queued(
         content,
         follow_up: false,
         enqueued_at_ms: SystemClock.now_ms(),
-        persona: data.persona.id.clone(),
+        persona: persona.id.clone(),
         visibility: match server {
             None => Visibility::Dm,
             Some(server) => data.cache.visibility(server, channel),

@@ -70,6 +70,30 @@ impl CacheCell {
             })
     }
 
+    /// Whether the bot may post through a webhook of its own in the channel: a text or
+    /// announcement channel (not a thread) where it has Manage Webhooks. `false` when the cache
+    /// cannot tell: the bot user is the safe voice.
+    pub fn bot_can_webhook(&self, server: ServerId, channel: ChannelId, bot: u64) -> bool {
+        let Some(cache) = self.get() else {
+            return false;
+        };
+        let Some(guild) = cache.guild(GuildId::new(server.0)) else {
+            return false;
+        };
+        let Some(found) = guild
+            .channels
+            .get(&serenity::all::ChannelId::new(channel.0))
+        else {
+            return false;
+        };
+        let kind_ok = matches!(found.kind, ChannelType::Text | ChannelType::News);
+        let Some(member) = guild.members.get(&UserId::new(bot)) else {
+            return false;
+        };
+        let permissions = guild.user_permissions_in(found, member);
+        kind_ok && permissions.contains(Permissions::VIEW_CHANNEL | Permissions::MANAGE_WEBHOOKS)
+    }
+
     /// Whether the bot may read the channel's history and answer there (a catch-up); `true`
     /// when the cache cannot tell.
     pub fn bot_can_catch_up(&self, server: ServerId, channel: ChannelId, bot: u64) -> bool {

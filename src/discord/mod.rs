@@ -25,6 +25,8 @@ pub mod commands;
 pub mod events;
 pub mod guild;
 pub mod mentions;
+pub mod modal;
+pub mod persona_commands;
 pub mod ratelimit;
 pub mod recent;
 pub mod registration;
@@ -39,8 +41,10 @@ pub type Context<'a> = poise::Context<'a, Arc<BotData>, Error>;
 pub struct BotData {
     pub orchestrator: Orchestrator,
     pub settings: Arc<dyn SettingsStore>,
-    /// The persona that answers (its trigger words and name).
+    /// The deployment's default persona: it answers where a server has none of its own.
     pub persona: Persona,
+    /// The deployment's personas, the templates a server copies (`/persona`).
+    pub personas: Arc<dyn crate::domain::ports::PersonaStore>,
     /// Each user's rate limit (SPEC C2).
     pub rate: RateLimit,
     pub random: crate::domain::admission::RandomBudget,

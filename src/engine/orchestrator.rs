@@ -845,7 +845,11 @@ impl Worker {
         if self.closed_to_quiet(&pending, &settings).await {
             return;
         }
-        let persona = persona(&self.deps, &m.persona).await;
+        // The server's own persona as it is now (an edit since the message reaches it too).
+        let persona = match &settings.persona {
+            Some(own) => own.clone(),
+            None => persona(&self.deps, &m.persona).await,
+        };
         let admission = deliberate::admit(
             &self.deps.turn.registry,
             Role::Persona,
@@ -857,7 +861,7 @@ impl Worker {
             server: m.server,
             channel: m.channel,
             user: m.author,
-            persona: m.persona.clone(),
+            persona: persona.id.clone(),
             visibility: m.visibility,
         };
         let turn = Arc::new(

@@ -66,15 +66,16 @@ async fn read_row(
     conn: &mut sqlx::AnyConnection,
     server: ServerId,
 ) -> Result<ServerSettings, PortError> {
-    let row: Option<(i64, Option<i64>, String, String, String, String)> = sqlx::query_as(
-        "SELECT drafting, thought_log_channel, deliberate, access, review, random FROM \
-             server_settings WHERE server_id = $1",
+    type Row = (i64, Option<i64>, String, String, String, String, String);
+    let row: Option<Row> = sqlx::query_as(
+        "SELECT drafting, thought_log_channel, deliberate, access, review, random, persona \
+             FROM server_settings WHERE server_id = $1",
     )
     .bind(sql_id(server.0))
     .fetch_optional(&mut *conn)
     .await
     .map_err(port_error)?;
-    let Some((drafting, thought_log, deliberate, access, review, random)) = row else {
+    let Some((drafting, thought_log, deliberate, access, review, random, persona)) = row else {
         return Ok(ServerSettings::default());
     };
     Ok(ServerSettings {
@@ -84,6 +85,7 @@ async fn read_row(
         access: serde_json::from_str(&access).map_err(json_error)?,
         review: serde_json::from_str(&review).map_err(json_error)?,
         random: serde_json::from_str(&random).map_err(json_error)?,
+        persona: serde_json::from_str(&persona).map_err(json_error)?,
     })
 }
 
@@ -172,20 +174,22 @@ async fn write_row(
     let access = serde_json::to_string(&settings.access).map_err(json_error)?;
     let review = serde_json::to_string(&settings.review).map_err(json_error)?;
     let random = serde_json::to_string(&settings.random).map_err(json_error)?;
+    let persona = serde_json::to_string(&settings.persona).map_err(json_error)?;
     let now = SystemClock.now_ms();
     let sql = match existing {
         Existing::Replace => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
-                 deliberate, access, review, random, updated_at) VALUES ($1, $2, $3, $4, $5, $6, \
-                 $7, $8) ON CONFLICT (server_id) DO UPDATE SET drafting = excluded.drafting, \
-                 thought_log_channel = excluded.thought_log_channel, deliberate = \
-                 excluded.deliberate, access = excluded.access, review = excluded.review, \
-                 random = excluded.random, updated_at = excluded.updated_at"
+                 deliberate, access, review, random, persona, updated_at) VALUES ($1, $2, $3, \
+                 $4, $5, $6, $7, $8, $9) ON CONFLICT (server_id) DO UPDATE SET drafting = \
+                 excluded.drafting, thought_log_channel = excluded.thought_log_channel, \
+                 deliberate = excluded.deliberate, access = excluded.access, review = \
+                 excluded.review, random = excluded.random, persona = excluded.persona, \
+                 updated_at = excluded.updated_at"
         }
         Existing::Keep => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
-                 deliberate, access, review, random, updated_at) VALUES ($1, $2, $3, $4, $5, $6, \
-                 $7, $8) ON CONFLICT (server_id) DO NOTHING"
+                 deliberate, access, review, random, persona, updated_at) VALUES ($1, $2, $3, \
+                 $4, $5, $6, $7, $8, $9) ON CONFLICT (server_id) DO NOTHING"
         }
     };
     sqlx::query(sql)
@@ -196,6 +200,7 @@ async fn write_row(
         .bind(storable(&access))
         .bind(storable(&review))
         .bind(storable(&random))
+        .bind(storable(&persona))
         .bind(now)
         .execute(&mut *conn)
         .await

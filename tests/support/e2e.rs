@@ -169,6 +169,17 @@ impl E2e {
     }
 
     pub async fn slash(&self, user: u64, name: &str, permissions: u64, options: Value) -> Value {
+        self.slash_with_id(user, name, permissions, options).await.1
+    }
+
+    /// [`Self::slash`], with the interaction's id (a modal it shows is submitted by it).
+    pub async fn slash_with_id(
+        &self,
+        user: u64,
+        name: &str,
+        permissions: u64,
+        options: Value,
+    ) -> (u64, Value) {
         let id = self
             .discord
             .slash(Slash {
@@ -182,6 +193,11 @@ impl E2e {
                 locale: "en-US".into(),
             })
             .await;
+        (id, self.answer_to(id).await)
+    }
+
+    /// The callback body the bot sent for interaction `id`, once it has.
+    pub async fn answer_to(&self, id: u64) -> Value {
         self.until("the interaction is answered", |e| {
             e.discord
                 .interaction_responses()
@@ -196,6 +212,16 @@ impl E2e {
             .find(|(i, _)| *i == id)
             .expect("response");
         body
+    }
+
+    /// The user submits the modal interaction `shown_by` showed, with `values`; returns the
+    /// bot's answer to the submit.
+    pub async fn submit_modal(&self, shown_by: u64, values: &[(&str, &str)]) -> Value {
+        let id = self
+            .discord
+            .submit_modal(shown_by, values)
+            .unwrap_or_else(|why| panic!("fake Discord: {why}"));
+        self.answer_to(id).await
     }
 
     /// `/thoughtlog set` by the moderator (Manage Server), pointing at the hidden THOUGHTS

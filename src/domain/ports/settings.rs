@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::PortError;
+use super::personas::Persona;
 use crate::domain::review::ReviewPolicy;
 use crate::domain::scope::{ChannelId, ServerId};
 
@@ -49,6 +50,9 @@ pub struct ServerSettings {
     pub review: ReviewPolicy,
     /// Random quiet turns (off by default).
     pub random: RandomTriggers,
+    /// The server's own persona, a copy of a template it edits freely (SPEC A1); `None`: the
+    /// deployment's default persona.
+    pub persona: Option<Persona>,
 }
 
 /// One change a moderator makes to a server's settings.
@@ -80,7 +84,12 @@ pub enum SettingsChange {
         drafting: bool,
         checks: Option<(bool, bool)>,
         model: Option<Option<String>>,
+        /// The server's own reviewer prompt (`Some(None)`: the configured one again).
+        prompt: Option<Option<String>>,
     },
+    /// The server's own persona replaced (`None`: the deployment's default again), its fields
+    /// cut to their bounds (SPEC A1).
+    Persona(Option<Persona>),
     /// A server's own trigger phrase for a tool, added or removed (SPEC T4).
     Phrase {
         tool: String,
@@ -88,6 +97,9 @@ pub enum SettingsChange {
         add: bool,
     },
 }
+
+/// Longest reviewer prompt a server sets, in characters (a modal field's limit).
+pub const REVIEW_PROMPT_MAX_CHARS: usize = 4000;
 
 /// Most phrases a server adds for one tool.
 pub const PHRASES_PER_TOOL: usize = 20;
@@ -167,8 +179,14 @@ impl SettingsChange {
                 drafting,
                 checks,
                 model,
+                prompt,
             } => {
                 settings.drafting = drafting;
+                if let Some(prompt) = prompt {
+                    settings.review.prompt = prompt
+                        .map(|p| p.trim().chars().take(REVIEW_PROMPT_MAX_CHARS).collect())
+                        .filter(|p: &String| !p.is_empty());
+                }
                 if let Some((tool_calls, replies)) = checks {
                     settings.review.tool_calls = tool_calls;
                     settings.review.replies = replies;
@@ -177,6 +195,7 @@ impl SettingsChange {
                     settings.review.model = model.map(|m| m.trim().chars().take(100).collect());
                 }
             }
+            Self::Persona(persona) => settings.persona = persona.map(Persona::bounded),
             Self::Phrase { tool, phrase, add } => {
                 let phrase: String = phrase
                     .trim()

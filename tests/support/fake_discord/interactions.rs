@@ -13,7 +13,7 @@ use super::channel_messages::{
     EPHEMERAL, LOADING, SETTABLE_MESSAGE_FLAGS, build_message, normalize_embed,
 };
 use super::message_objects::now;
-use super::rest::{error, no_content, ok};
+use super::rest::{error, invalid_form_body_at, no_content, ok};
 use super::state::{INTERACTION_TOKEN_LIFETIME, Inner, InteractionState, Shared, dispatch_locked};
 
 /// Where an interaction's messages go.
@@ -105,8 +105,29 @@ pub(super) fn interaction_callback(
     if state.dispatched_at.elapsed() > deadline {
         return error(404, "Unknown interaction", 10062);
     }
-    state.acknowledged = true;
     let kind = body["type"].as_u64().unwrap_or(0);
+    // A command is answered with a message, a deferred one or a modal; a modal's submit with a
+    // message or a deferred one (updates are for component interactions, which the fake has not).
+    let submit = state.payload["type"] == json!(5);
+    let allowed = if submit {
+        matches!(kind, 4 | 5)
+    } else {
+        matches!(kind, 4 | 5 | 9)
+    };
+    if !allowed {
+        return invalid_form_body_at(
+            &["type"],
+            "INTERACTION_RESPONSE_TYPE_INVALID",
+            "Invalid interaction response type",
+        );
+    }
+    if kind == 9 {
+        if let Err(refusal) = super::modals::check_modal(&body["data"]) {
+            return refusal;
+        }
+        state.modal = Some(body["data"].clone());
+    }
+    state.acknowledged = true;
     let to = Target::of(state);
     drop(inner);
     let original = match kind {

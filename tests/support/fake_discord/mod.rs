@@ -56,6 +56,7 @@ mod interactions;
 mod mentions;
 mod message_edits;
 mod message_objects;
+mod modals;
 mod objects;
 mod permissions;
 mod rate_limits;

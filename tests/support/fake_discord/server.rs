@@ -25,7 +25,7 @@ use super::{FIRST_SNOWFLAKE, Incoming, Recorded, Slash};
 pub struct FakeDiscord {
     /// `http://127.0.0.1:<port>`, for `HttpBuilder::proxy`.
     pub base_url: String,
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     server: tokio::task::JoinHandle<()>,
 }
 
@@ -326,6 +326,8 @@ impl FakeDiscord {
                 acknowledged: false,
                 original: None,
                 followups: Vec::new(),
+                payload: payload.clone(),
+                modal: None,
             },
         );
         dispatch_locked(&mut inner, "INTERACTION_CREATE", payload);

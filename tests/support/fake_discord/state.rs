@@ -95,6 +95,10 @@ pub(super) struct InteractionState {
     pub(super) acknowledged: bool,
     pub(super) original: Option<Value>,
     pub(super) followups: Vec<Value>,
+    /// The interaction as dispatched (a modal's submit is made from it).
+    pub(super) payload: Value,
+    /// The modal shown in answer (callback type 9), waiting for the user to submit it.
+    pub(super) modal: Option<Value>,
 }
 
 #[derive(Default)]

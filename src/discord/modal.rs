@@ -1,0 +1,127 @@
+//! Modals: a form Discord shows in answer to a command, for text too long or too many for
+//! options (a persona's system prompt, the reviewer's prompt). The modal is the command's first
+//! answer; the user's submit is a new interaction, answered here with an ephemeral message.
+
+use std::time::Duration;
+
+use serenity::all::{
+    ActionRowComponent, CreateActionRow, CreateInputText, CreateInteractionResponse,
+    CreateInteractionResponseMessage, CreateModal, InputTextStyle, ModalInteraction,
+    ModalInteractionCollector,
+};
+
+use super::{Context, Error};
+
+/// Discord's limits: a modal's title and a field's label, and a field's text.
+const TITLE_MAX: usize = 45;
+const LABEL_MAX: usize = 45;
+pub const TEXT_MAX: u16 = 4000;
+/// How long a shown modal waits for its submit: an interaction's token lives 15 minutes.
+const SUBMIT_WAIT: Duration = Duration::from_secs(15 * 60);
+
+/// One text field of a modal.
+pub struct Field {
+    pub id: &'static str,
+    pub label: String,
+    /// Several lines (a prompt) rather than one.
+    pub paragraph: bool,
+    /// Most characters it takes (at most [`TEXT_MAX`]).
+    pub max: u16,
+    /// What it shows at first (cut to `max`).
+    pub value: String,
+    pub required: bool,
+}
+
+/// A submitted modal: what was typed in each field, and the submit to answer.
+pub struct Submitted {
+    interaction: ModalInteraction,
+    values: Vec<(String, String)>,
+}
+
+impl Submitted {
+    /// What was typed in field `id` (empty when it was left empty or is unknown).
+    pub fn value(&self, id: &str) -> &str {
+        self.values
+            .iter()
+            .find(|(k, _)| k == id)
+            .map_or("", |(_, v)| v.as_str())
+    }
+
+    /// Answers the submit with an ephemeral message.
+    pub async fn answer(&self, ctx: Context<'_>, text: String) -> Result<(), Error> {
+        let message = CreateInteractionResponseMessage::new()
+            .content(text)
+            .ephemeral(true);
+        self.interaction
+            .create_response(ctx.http(), CreateInteractionResponse::Message(message))
+            .await?;
+        Ok(())
+    }
+}
+
+fn cut(text: &str, max: usize) -> String {
+    text.chars().take(max).collect()
+}
+
+/// Shows `fields` as a modal titled `title` in answer to the command, and waits for the
+/// caller's submit. `None` when the command did not come as an interaction, or the user closed
+/// the modal (nothing arrives within the token's 15 minutes).
+pub async fn ask(
+    ctx: Context<'_>,
+    title: &str,
+    fields: Vec<Field>,
+) -> Result<Option<Submitted>, Error> {
+    let poise::Context::Application(app) = ctx else {
+        return Ok(None);
+    };
+    let custom_id = format!("modal-{}", app.interaction.id);
+    let rows = fields
+        .into_iter()
+        .map(|f| {
+            let max = f.max.min(TEXT_MAX);
+            let style = if f.paragraph {
+                InputTextStyle::Paragraph
+            } else {
+                InputTextStyle::Short
+            };
+            let mut input = CreateInputText::new(style, cut(&f.label, LABEL_MAX), f.id)
+                .max_length(max)
+                .required(f.required);
+            if !f.value.is_empty() {
+                input = input.value(cut(&f.value, usize::from(max)));
+            }
+            CreateActionRow::InputText(input)
+        })
+        .collect();
+    let modal = CreateModal::new(custom_id.clone(), cut(title, TITLE_MAX)).components(rows);
+    app.interaction
+        .create_response(ctx.http(), CreateInteractionResponse::Modal(modal))
+        .await?;
+    // The command has its answer: an error from here on is not answered as its first one.
+    app.has_sent_initial_response
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let submitted = ModalInteractionCollector::new(&ctx.serenity_context().shard)
+        .author_id(app.interaction.user.id)
+        .custom_ids(vec![custom_id])
+        .timeout(SUBMIT_WAIT)
+        .await;
+    Ok(submitted.map(|interaction| {
+        let values = interaction
+            .data
+            .components
+            .iter()
+            .flat_map(|row| row.components.iter())
+            .filter_map(|c| match c {
+                ActionRowComponent::InputText(input) => Some((
+                    input.custom_id.clone(),
+                    input.value.clone().unwrap_or_default(),
+                )),
+                _ => None,
+            })
+            .collect();
+        Submitted {
+            interaction,
+            values,
+        }
+    }))
+}

@@ -1,0 +1,206 @@
+//! Issue 15 end to end: moderators shape their server's persona and its reviewer from Discord,
+//! through forms (modals) as well as options. The real serenity client and poise against the
+//! fake Discord, the real provider client against the fake model server, a real SQLite file.
+
+// The shared fakes this binary uses (tests/support/). Public, so that what it leaves
+// unused of them is not dead code.
+pub mod support {
+    pub mod e2e;
+    pub mod fake_discord;
+    pub mod fake_images;
+    pub mod fake_openai;
+    pub mod harness;
+}
+
+use persona_bot::domain::ports::{PersonaStore, SettingsStore};
+use persona_bot::domain::scope::{PersonaId, ServerId};
+use serde_json::{Value, json};
+use support::e2e::*;
+use support::fake_openai::Reply;
+use support::harness::Behaviour;
+
+fn verdict(decision: &str) -> Reply {
+    let args = json!({"decision": decision, "findings": [], "correction_allowed": false});
+    Reply::call("v1", "submit_review", &args.to_string())
+}
+
+/// The first text input of a modal answer (callback type 9): (custom id, shown value).
+fn modal_field(answer: &Value, n: usize) -> (String, String) {
+    let input = &answer["data"]["components"][n]["components"][0];
+    (
+        input["custom_id"].as_str().unwrap_or_default().to_owned(),
+        input["value"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+/// The system message of a recorded model request.
+fn system_prompt(request: &support::fake_openai::Recorded) -> String {
+    request.body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+// SPEC A2 (issue 15, review): `/drafting prompt:edit` shows the server's reviewer prompt in a
+// modal; what the moderator submits is the prompt the next review gets, and the next modal
+// shows it. A member without Manage Server gets no modal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reviewer_prompt_is_edited_in_a_modal() {
+    let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["Hello."])]).await;
+    let edit = json!([
+        { "name": "state", "type": 4, "value": 0 },
+        { "name": "prompt", "type": 4, "value": 0 },
+    ]);
+    let refused = e.slash(ALICE, "drafting", 0, edit.clone()).await;
+    assert_eq!(refused["type"], 4, "{refused}");
+    assert_eq!(
+        content_of(&refused),
+        "You need the Manage Server permission for this."
+    );
+    let (shown, modal) = e
+        .slash_with_id(MODERATOR, "drafting", MANAGE_GUILD, edit.clone())
+        .await;
+    assert_eq!(modal["type"], 9, "a modal: {modal}");
+    assert_eq!(modal["data"]["title"], "Reviewer instructions");
+    assert_eq!(modal_field(&modal, 0), ("prompt".into(), String::new()));
+    let prompt = "Only look for spoilers of the new film.";
+    let done = e.submit_modal(shown, &[("prompt", prompt)]).await;
+    assert_eq!(done["type"], 4, "{done}");
+    assert_eq!(done["data"]["flags"], 64, "ephemeral: {done}");
+    assert!(
+        content_of(&done).contains("reviewer prompt: this server's own"),
+        "{done}"
+    );
+    let stored = e.running().storage.settings.settings(ServerId(GUILD)).await;
+    assert_eq!(stored.unwrap().review.prompt.as_deref(), Some(prompt));
+    e.openai.push_for(REVIEW_MODEL, verdict("pass"));
+    e.mention(ALICE, "alice", "hello").await;
+    e.until("the reviewed reply", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    let review = e
+        .openai
+        .requests()
+        .into_iter()
+        .find(|r| r.model() == REVIEW_MODEL)
+        .expect("a review");
+    assert_eq!(system_prompt(&review), prompt);
+    let (_, again) = e
+        .slash_with_id(MODERATOR, "drafting", MANAGE_GUILD, edit)
+        .await;
+    assert_eq!(modal_field(&again, 0), ("prompt".into(), prompt.into()));
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+/// The options of `/persona <sub>`.
+fn persona_sub(sub: &str, options: Value) -> Value {
+    json!([{ "name": sub, "type": 1, "options": options }])
+}
+
+// SPEC A1 (issue 15, personas): `/persona edit` shows the server's persona in a modal; what is
+// submitted is this server's own copy: the next turn's system prompt and trigger words are the
+// edited ones, while a DM, the template and other servers keep the default. A reserved name
+// changes nothing; `/persona use` gives a fresh copy of the template back; a member without
+// Manage Server gets no modal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_edits_its_own_persona_in_a_modal() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![Reply::text(&["Ahoy."]), Reply::text(&["Hello from a DM."])],
+    )
+    .await;
+    let edit = persona_sub("edit", json!([]));
+    let refused = e.slash(ALICE, "persona", 0, edit.clone()).await;
+    assert_eq!(refused["type"], 4, "no modal: {refused}");
+    let (shown, modal) = e
+        .slash_with_id(MODERATOR, "persona", MANAGE_GUILD, edit.clone())
+        .await;
+    assert_eq!(modal["type"], 9, "{modal}");
+    assert_eq!(modal_field(&modal, 0), ("name".into(), "Aria".into()));
+    assert!(modal_field(&modal, 1).1.starts_with("You are Aria"));
+    assert_eq!(modal_field(&modal, 2), ("words".into(), "aria".into()));
+    let reserved = e
+        .submit_modal(shown, &[("name", "Discord Helper"), ("prompt", "x")])
+        .await;
+    assert!(
+        content_of(&reserved).starts_with("Nothing was changed"),
+        "{reserved}"
+    );
+    let (shown, _) = e
+        .slash_with_id(MODERATOR, "persona", MANAGE_GUILD, edit)
+        .await;
+    let prompt = "You are Mira, the keeper of an old lighthouse.";
+    let saved = e
+        .submit_modal(
+            shown,
+            &[
+                ("name", "Mira"),
+                ("prompt", prompt),
+                ("words", "Lighthouse, mira"),
+                ("avatar", "https://cdn.example.com/mira.png"),
+            ],
+        )
+        .await;
+    assert!(content_of(&saved).starts_with("Saved"), "{saved}");
+    // A trigger word of the edited persona starts a turn; the old one's would not.
+    let said = support::fake_discord::Incoming::new(
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        "alice",
+        "is the lighthouse open?",
+    );
+    e.discord.send_message(said).await;
+    e.until("the answer", |e| e.texts(GENERAL).len() == 1).await;
+    assert!(system_prompt(&e.openai.requests()[0]).contains(prompt));
+    e.discord.send_dm(ALICE, "hello").await;
+    e.until("the DM's answer", |e| e.openai.requests().len() == 2)
+        .await;
+    let dm = system_prompt(&e.openai.requests()[1]);
+    assert!(dm.contains("You are Aria") && !dm.contains("Mira"), "{dm}");
+    let template = e
+        .running()
+        .storage
+        .personas
+        .persona(&PersonaId("aria".into()))
+        .await;
+    assert!(
+        template
+            .unwrap()
+            .unwrap()
+            .system_prompt
+            .starts_with("You are Aria")
+    );
+    let other = e
+        .running()
+        .storage
+        .settings
+        .settings(ServerId(GUILD + 1))
+        .await;
+    assert_eq!(other.unwrap().persona, None);
+    let show = e
+        .slash(
+            MODERATOR,
+            "persona",
+            MANAGE_GUILD,
+            persona_sub("show", json!([])),
+        )
+        .await;
+    let show = content_of(&show);
+    assert!(
+        show.contains("Persona: Mira (this server's own copy, from aria)"),
+        "{show}"
+    );
+    assert!(show.contains("Trigger words: lighthouse, mira") && show.contains(prompt));
+    let back = persona_sub(
+        "use",
+        json!([{ "name": "name", "type": 3, "value": "aria" }]),
+    );
+    let used = content_of(&e.slash(MODERATOR, "persona", MANAGE_GUILD, back).await);
+    assert!(used.starts_with("This server now speaks as Aria"), "{used}");
+    let stored = e.running().storage.settings.settings(ServerId(GUILD)).await;
+    let own = stored.unwrap().persona.expect("a copy");
+    assert!(own.system_prompt.starts_with("You are Aria"));
+    e.assert_fakes_used();
+    e.stop().await;
+}
