@@ -191,10 +191,12 @@ pub async fn start(
     let recent = Arc::new(RecentMessages::new(
         usize::from(config.turn.history_messages) + RECENT_MARGIN,
     ));
+    let webhooks = Arc::new(discord::webhooks::Webhooks::new(rest.clone(), bot.clone()));
     let sink = Arc::new(
         sink::DiscordSink::new(rest.clone(), bot.clone(), recent.clone())
             .with_cache(cache.clone())
-            .with_persona_name(&persona.display_name),
+            .with_persona_name(&persona.display_name)
+            .with_webhooks(webhooks.clone()),
     );
     let thought_log: Arc<dyn ThoughtLog> = Arc::new(discord::thought_log::DiscordThoughtLog::new(
         rest.clone(),
@@ -214,6 +216,7 @@ pub async fn start(
         seen: seen_marks(&config, &storage, &shutdown).await,
         catch_up: catch_up_limits(&config),
         rest: rest.clone(),
+        webhooks,
         thought_log,
         orchestrator: orchestrator.clone(),
         settings: storage.settings.clone(),

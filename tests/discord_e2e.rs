@@ -1644,10 +1644,11 @@ fn forget(target: &str) -> Value {
         "options": [{ "name": "target", "type": 3, "value": target }] }])
 }
 
-// SPEC A3 (issue 15, memory): /memory show lists what the persona remembers about the caller, /memory
-// server the server's for a moderator only, /memory forget deletes the caller's own facts (a
-// moderator's: any of the server's), and /forget-me every fact about the caller everywhere; a
-// forgotten fact is gone from the next prompt.
+// SPEC A3 (issue 15, memory): /memory show lists what the persona remembers about the caller
+// (for a moderator: about a given member), /memory server the server's for a moderator only,
+// /memory forget deletes the caller's own facts (a moderator's: any of the server's), and
+// /forget-me every fact about the caller everywhere; a forgotten fact is gone from the next
+// prompt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_commands_show_and_forget() {
     let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["Hello Bob."])]).await;
@@ -1663,6 +1664,21 @@ async fn memory_commands_show_and_forget() {
         "{mine}"
     );
     assert!(!mine.contains("Rex"), "{mine}");
+    // A moderator sees what is remembered about a member; a member may not look at another.
+    let about_bob = json!([{ "name": "show", "type": 1, "options": [
+        { "name": "member", "type": 6, "value": BOB.to_string() },
+    ] }]);
+    let nosy = content_of(&e.slash(ALICE, "memory", 0, about_bob.clone()).await);
+    assert_eq!(nosy, "You need the Manage Server permission for this.");
+    let bob_seen = content_of(&e.slash(MODERATOR, "memory", MANAGE_GUILD, about_bob).await);
+    assert!(
+        bob_seen.contains(&format!("#{bobs} Bob's dog is Rex")) && !bob_seen.contains("tea"),
+        "{bob_seen}"
+    );
+    assert!(
+        !bob_seen.contains("elsewhere"),
+        "only this server's: {bob_seen}"
+    );
     let server = json!([{ "name": "server", "type": 1, "options": [] }]);
     let refused = content_of(&e.slash(ALICE, "memory", 0, server.clone()).await);
     assert_eq!(refused, "You need the Manage Server permission for this.");

@@ -1144,3 +1144,276 @@ async fn modals_are_checked_and_submitted_as_discord_does() {
     let answered = callback(&api, submit).await;
     assert_eq!(answered.status, 204, "{}", answered.text);
 }
+
+// ----------------------------------------------------------------------------------------------
+// 7. Webhooks
+
+/// The bot may manage webhooks here (its member overwrite allows MANAGE_WEBHOOKS).
+const HOOKS: u64 = 207;
+
+/// [`world`] with [`HOOKS`].
+fn webhook_world() -> World {
+    let mut world = world();
+    world.guilds[0]
+        .channels
+        .push(FakeChannel::new(HOOKS, "hooks", true).allow_bot(fd::MANAGE_WEBHOOKS));
+    world
+}
+
+/// The inner error code of a 400 Invalid Form Body at `field`.
+fn form_error(answer: &Answer, field: &str) -> String {
+    assert_eq!((answer.status, &answer.body["code"]), (400, &json!(50035)));
+    answer.body["errors"][field]["_errors"][0]["code"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error at {field}: {}", answer.text))
+        .to_owned()
+}
+
+// Listing and making a channel's webhooks needs MANAGE_WEBHOOKS there (and VIEW_CHANNEL); a name
+// is 1 to 80 characters without "clyde" or "discord"; a channel holds 15 at most. The webhook
+// object is Discord's (serenity reads it), with the bot as its user.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn channel_webhooks_need_manage_webhooks_and_a_good_name() {
+    let fake = FakeDiscord::start(webhook_world()).await;
+    let api = Api::new(&fake);
+    let hooks = |channel: u64| format!("/channels/{channel}/webhooks");
+    let missing_permissions = json!({"message": "Missing Permissions", "code": 50013});
+    assert_eq!(
+        fake.world().permissions_in(BOT, GENERAL) & fd::MANAGE_WEBHOOKS,
+        0
+    );
+
+    let listed = api.get(&hooks(GENERAL)).await;
+    assert_eq!(
+        (listed.status, listed.body),
+        (403, missing_permissions.clone())
+    );
+    let made = api.post(&hooks(GENERAL), json!({"name": "relay"})).await;
+    assert_eq!((made.status, made.body), (403, missing_permissions));
+    assert_eq!(api.get(&hooks(HIDDEN)).await.body["code"], 50001);
+    let unknown = api.get(&hooks(999)).await;
+    assert_eq!(
+        (unknown.status, unknown.body),
+        (404, json!({"message": "Unknown Channel", "code": 10003}))
+    );
+    assert!(fake.webhooks(GENERAL).is_empty());
+
+    let listed = api.get(&hooks(HOOKS)).await;
+    assert_eq!((listed.status, listed.body), (200, json!([])));
+    for reserved in ["Clyde", "my discord relay"] {
+        let refused = api.post(&hooks(HOOKS), json!({ "name": reserved })).await;
+        assert_eq!(form_error(&refused, "name"), "USERNAME_INVALID_CONTAINS");
+    }
+    let too_long = "x".repeat(81);
+    for bad in [json!({}), json!({"name": ""}), json!({ "name": too_long })] {
+        let refused = api.post(&hooks(HOOKS), bad.clone()).await;
+        assert_eq!(refused.body["code"], 50035, "{bad}: {}", refused.text);
+    }
+    assert!(fake.webhooks(HOOKS).is_empty());
+
+    let made = api.post(&hooks(HOOKS), json!({"name": "relay"})).await;
+    assert_eq!(made.status, 200, "{}", made.text);
+    let id = made.id();
+    assert_eq!(made.body["type"], 1);
+    assert_eq!(made.body["name"], "relay");
+    assert_eq!(made.body["channel_id"], HOOKS.to_string());
+    assert_eq!(made.body["guild_id"], GUILD.to_string());
+    assert_eq!(made.body["token"], format!("wtoken-{id}"));
+    assert_eq!(made.body["application_id"], APP.to_string());
+    assert_eq!(made.body["user"]["id"], BOT.to_string());
+    let parsed: serenity::all::Webhook =
+        serde_json::from_value(made.body.clone()).expect("serenity reads the webhook");
+    assert_eq!(parsed.id.get(), id);
+    assert_eq!(parsed.user.map(|u| u.id.get()), Some(BOT));
+    let listed = api.get(&hooks(HOOKS)).await;
+    assert_eq!(listed.body, json!([made.body.clone()]));
+    assert_eq!(fake.webhooks(HOOKS), vec![made.body]);
+
+    for n in 2..=15 {
+        let made = api
+            .post(&hooks(HOOKS), json!({ "name": format!("relay {n}") }))
+            .await;
+        assert_eq!(made.status, 200, "webhook {n}: {}", made.text);
+    }
+    let full = api
+        .post(&hooks(HOOKS), json!({"name": "one too many"}))
+        .await;
+    assert_eq!(
+        (full.status, full.body),
+        (
+            400,
+            json!({"message": "Maximum number of webhooks reached (15)", "code": 30007})
+        )
+    );
+    assert_eq!(fake.webhooks(HOOKS).len(), 15);
+    fake.delete_webhooks(HOOKS);
+    assert!(fake.webhooks(HOOKS).is_empty());
+    assert_eq!(api.get(&hooks(HOOKS)).await.body, json!([]));
+    assert!(fake.unexpected().is_empty());
+}
+
+// An execute needs the webhook's token, and Discord's checks: a `username` without "clyde" or
+// "discord", an http(s) `avatar_url`, no stickers, not empty. A good one posts as the webhook
+// (its `username`, `webhook_id`, no member), in the history and as MESSAGE_CREATE that serenity
+// parses; it has a bucket of its own (5 per webhook per 2 s); a deleted webhook is unknown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn webhook_executes_are_checked_and_post_as_the_webhook() {
+    let fake = FakeDiscord::start(webhook_world()).await;
+    let gateway = connect(&fake, all_intents()).await;
+    let api = Api::new(&fake);
+    let made = api
+        .post(
+            &format!("/channels/{HOOKS}/webhooks"),
+            json!({"name": "relay"}),
+        )
+        .await;
+    assert_eq!(made.status, 200, "{}", made.text);
+    let hook = made.id();
+    let execute = format!("/webhooks/{hook}/wtoken-{hook}");
+    let waiting = format!("{execute}?wait=true");
+
+    let wrong = api
+        .post(
+            &format!("/webhooks/{hook}/nope?wait=true"),
+            json!({"content": "hi"}),
+        )
+        .await;
+    assert_eq!(
+        (wrong.status, wrong.body.clone()),
+        (
+            401,
+            json!({"message": "Invalid Webhook Token", "code": 50027})
+        )
+    );
+    // the webhook's own bucket, 5 per 2 s by default; wide enough for the checks below
+    assert_eq!(wrong.header("x-ratelimit-limit"), Some("5"));
+    assert!(wrong.header("x-ratelimit-bucket").is_some());
+    fake.set_rate_limit(RateLimit::WebhookExecute, 100, Duration::from_secs(2));
+
+    let refused = api
+        .post(&waiting, json!({"content": "hi", "username": "Not Clyde"}))
+        .await;
+    assert_eq!(
+        form_error(&refused, "username"),
+        "USERNAME_INVALID_CONTAINS"
+    );
+    let refused = api
+        .post(&waiting, json!({"content": "hi", "username": ""}))
+        .await;
+    assert_eq!(form_error(&refused, "username"), "BASE_TYPE_BAD_LENGTH");
+    let refused = api
+        .post(
+            &waiting,
+            json!({"content": "hi", "avatar_url": "not a url"}),
+        )
+        .await;
+    assert_eq!(form_error(&refused, "avatar_url"), "URL_TYPE_INVALID_URL");
+    let refused = api
+        .post(&waiting, json!({"content": "hi", "sticker_ids": ["700"]}))
+        .await;
+    form_error(&refused, "sticker_ids");
+    let empty = api.post(&waiting, json!({"username": "Nova"})).await;
+    assert_eq!(
+        (empty.status, empty.body),
+        (
+            400,
+            json!({"message": "Cannot send an empty message", "code": 50006})
+        )
+    );
+    let long = api
+        .post(&waiting, json!({ "content": "x".repeat(2001) }))
+        .await;
+    assert_eq!(form_error(&long, "content"), "BASE_TYPE_MAX_LENGTH");
+    assert!(fake.history(HOOKS).is_empty());
+    assert!(fake.webhook_posts(HOOKS).is_empty());
+
+    // the application's id is still an interaction's webhook, not a channel's
+    let followup = api
+        .post(
+            &format!("/webhooks/{APP}/wtoken-{hook}"),
+            json!({"content": "hi"}),
+        )
+        .await;
+    assert_eq!(followup.body["code"], 10015);
+
+    let body = json!({
+        "content": "hello <@300>",
+        "username": "Nova",
+        "avatar_url": "https://example.com/nova.png",
+        "message_reference": {"message_id": "123"},
+    });
+    let sent = api.post(&waiting, body.clone()).await;
+    assert_eq!(sent.status, 200, "{}", sent.text);
+    let message = &sent.body;
+    assert_eq!(
+        message["author"],
+        json!({"id": hook.to_string(), "username": "Nova", "avatar": null,
+            "discriminator": "0000", "bot": true, "global_name": null, "public_flags": 0})
+    );
+    assert_eq!(message["webhook_id"], hook.to_string());
+    assert_eq!(message["application_id"], APP.to_string());
+    assert_eq!(message["type"], 0, "the message_reference is ignored");
+    assert!(message.get("member").is_none());
+    assert_eq!(user_ids(message), vec![ALICE]);
+    let parsed = gateway.seen.message(sent.id()).await;
+    assert_eq!(parsed.webhook_id.map(|w| w.get()), Some(hook));
+    assert_eq!(parsed.author.id.get(), hook);
+    assert_eq!(parsed.author.name, "Nova");
+    assert!(parsed.author.bot);
+    assert!(parsed.member.is_none());
+    assert_eq!(parsed.guild_id.map(|g| g.get()), Some(GUILD));
+    let dispatched = fake.dispatches("MESSAGE_CREATE");
+    assert!(dispatched.iter().any(|d| d["id"] == message["id"]));
+
+    // without wait: 204, posted under the webhook's own name
+    let quiet = api.post(&execute, json!({"content": "quietly"})).await;
+    assert_eq!((quiet.status, quiet.text.as_str()), (204, ""));
+    let history = fake.history(HOOKS);
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[1]["author"]["username"], "relay");
+    let mut expected = body;
+    expected["webhook_id"] = json!(hook.to_string());
+    assert_eq!(
+        fake.webhook_posts(HOOKS),
+        vec![
+            expected,
+            json!({"content": "quietly", "webhook_id": hook.to_string()})
+        ]
+    );
+
+    // a reply to the webhook's message carries it whole
+    let mut reply = alice_says(HOOKS, "nice");
+    reply.reply_to = Some(sent.id());
+    let reply = fake.send_message(reply).await;
+    let reply = gateway.seen.message(reply).await;
+    let referenced = reply.referenced_message.expect("the replied-to message");
+    assert_eq!(referenced.webhook_id.map(|w| w.get()), Some(hook));
+
+    // Discord's default bucket: 5 per webhook per 2 s, then a 429 that posts nothing
+    fake.set_rate_limit(RateLimit::WebhookExecute, 5, Duration::from_secs(2));
+    for remaining in (0..5).rev() {
+        let sent = api.post(&execute, json!({"content": "again"})).await;
+        assert_eq!(sent.status, 204, "{}", sent.text);
+        assert_eq!(
+            sent.header("x-ratelimit-remaining"),
+            Some(remaining.to_string().as_str())
+        );
+    }
+    let limited = api.post(&execute, json!({"content": "one too many"})).await;
+    assert_eq!(limited.status, 429);
+    assert!(limited.body["retry_after"].as_f64().unwrap() <= 2.0);
+    assert_eq!(limited.header("x-ratelimit-limit"), Some("5"));
+    assert_eq!(fake.webhook_posts(HOOKS).len(), 7);
+
+    // a moderator deletes the webhook (the windows start anew, so the bucket lets it through)
+    fake.delete_webhooks(HOOKS);
+    fake.set_rate_limit(RateLimit::WebhookExecute, 5, Duration::from_secs(2));
+    let gone = api.post(&waiting, json!({"content": "still there?"})).await;
+    assert_eq!(
+        (gone.status, gone.body),
+        (404, json!({"message": "Unknown Webhook", "code": 10015}))
+    );
+    assert_eq!(fake.webhook_posts(HOOKS).len(), 7);
+    gateway.seen.assert_all_parsed();
+    assert!(fake.unexpected().is_empty());
+}

@@ -204,3 +204,107 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
     e.assert_fakes_used();
     e.stop().await;
 }
+
+/// The simple world, where the bot may manage webhooks in #general.
+fn webhook_world() -> support::fake_discord::World {
+    let mut world = support::fake_discord::World::simple();
+    let general = &mut world.guilds[0].channels[0];
+    assert_eq!(general.id, GENERAL);
+    *general = support::fake_discord::FakeChannel::new(GENERAL, "general", true)
+        .allow_bot(support::fake_discord::MANAGE_WEBHOOKS);
+    world
+}
+
+/// The server speaks as Mira (its own persona, with an avatar).
+async fn mira(e: &E2e) {
+    let persona = persona_bot::domain::ports::Persona {
+        id: PersonaId("aria".into()),
+        display_name: "Mira".into(),
+        system_prompt: "You are Mira.".into(),
+        trigger_words: vec!["mira".into()],
+        avatar_url: Some("https://cdn.example.com/mira.png".into()),
+    };
+    let change = persona_bot::domain::ports::SettingsChange::Persona(Some(persona));
+    let settings = &e.running().storage.settings;
+    settings.update(ServerId(GUILD), change).await.unwrap();
+}
+
+// SPEC A1, C1 (issue 15, webhooks): where the bot may manage webhooks, the persona's reply is
+// posted through one webhook of its own, under the persona's name and avatar; a reply to that
+// post is a reply to the bot, and the model reads the post as its own words. A webhook a
+// moderator deleted costs no reply: it goes as the bot user, and the next one makes a new
+// webhook. Without the permission (#mods-public) the bot user posts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_persona_speaks_through_a_webhook_where_it_may() {
+    let replies = [
+        "I am Mira.",
+        "The light turns at dusk.",
+        "Still here.",
+        "Back as Mira.",
+        "Hi.",
+    ];
+    let replies = replies.iter().map(|r| Reply::text(&[r])).collect();
+    let e = E2e::start_in(webhook_world(), Behaviour::succeed(), replies, |_| {}).await;
+    mira(&e).await;
+    e.mention(ALICE, "alice", "who are you?").await;
+    e.until("the webhook post", |e| {
+        e.discord.webhook_posts(GENERAL).len() == 1
+    })
+    .await;
+    let post = &e.discord.webhook_posts(GENERAL)[0];
+    assert_eq!(post["content"], "I am Mira.");
+    assert_eq!(post["username"], "Mira");
+    assert_eq!(post["avatar_url"], "https://cdn.example.com/mira.png");
+    assert!(e.posted(GENERAL).is_empty(), "nothing as the bot user");
+    let hooks = e.discord.webhooks(GENERAL);
+    assert_eq!(hooks.len(), 1);
+    assert_eq!(hooks[0]["name"], "persona-bot");
+    let posted_id = e
+        .discord
+        .history(GENERAL)
+        .iter()
+        .rev()
+        .find(|m| m["webhook_id"].is_string())
+        .and_then(|m| m["id"].as_str().map(str::to_owned))
+        .expect("the post in history");
+    let mut reply = support::fake_discord::Incoming::new(
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        "alice",
+        "when does the light turn?",
+    );
+    reply.reply_to = posted_id.parse().ok();
+    e.discord.send_message(reply).await;
+    e.until("the answer to the reply", |e| {
+        e.discord.webhook_posts(GENERAL).len() == 2
+    })
+    .await;
+    let history = e.openai.requests()[1].body["messages"].clone();
+    let own = json!({ "role": "assistant", "content": "I am Mira." });
+    assert!(
+        history.as_array().is_some_and(|m| m.contains(&own)),
+        "the post is the persona's own: {history}"
+    );
+    assert_eq!(e.discord.webhooks(GENERAL).len(), 1, "one webhook, kept");
+    e.discord.delete_webhooks(GENERAL);
+    e.mention(ALICE, "alice", "still there?").await;
+    e.until("the reply as the bot user", |e| {
+        e.texts(GENERAL) == ["Still here."]
+    })
+    .await;
+    e.mention(ALICE, "alice", "and now?").await;
+    e.until("a post through a new webhook", |e| {
+        e.discord.webhook_posts(GENERAL).len() == 3
+    })
+    .await;
+    assert_eq!(e.discord.webhooks(GENERAL).len(), 1, "a new one");
+    e.mention_in(PUBLIC_MODS, ALICE, "alice", "hi").await;
+    e.until("a reply without webhooks", |e| {
+        e.texts(PUBLIC_MODS) == ["Hi."]
+    })
+    .await;
+    assert_eq!(e.discord.webhooks(PUBLIC_MODS).len(), 0);
+    e.assert_fakes_used();
+    e.stop().await;
+}

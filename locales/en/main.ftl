@@ -283,3 +283,5 @@ persona-saved = Saved: this server now speaks as { $name }. Other servers keep t
 persona-problem-no-name = Nothing was changed: a persona needs a name.
 persona-problem-reserved-name = Nothing was changed: Discord does not allow a name containing "discord" or "clyde", or the names "everyone" and "here".
 persona-problem-avatar = Nothing was changed: the avatar must be an https:// address.
+cmd-memory-show-member-name = member
+cmd-memory-show-member-description = With Manage Server: what I remember about this member

@@ -282,3 +282,5 @@ persona-saved = 保存しました。このサーバーは { $name } として�
 persona-problem-no-name = 変更していません。ペルソナには名前が必要です。
 persona-problem-reserved-name = 変更していません。Discord では「discord」「clyde」を含む名前や「everyone」「here」は使えません。
 persona-problem-avatar = 変更していません。アイコンは https:// のアドレスにしてください。
+cmd-memory-show-member-name = メンバー
+cmd-memory-show-member-description = サーバー管理権限があれば：このメンバーについて覚えていること

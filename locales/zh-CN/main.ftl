@@ -282,3 +282,5 @@ persona-saved = 已保存：本服务器现在以 { $name } 说话。其他服�
 persona-problem-no-name = 未做修改：人设需要一个名称。
 persona-problem-reserved-name = 未做修改：Discord 不允许名称中含有"discord"或"clyde"，也不允许使用"everyone"和"here"。
 persona-problem-avatar = 未做修改：头像必须是 https:// 地址。
+cmd-memory-show-member-name = 成员
+cmd-memory-show-member-description = 有"管理服务器"权限时：我记得的关于该成员的事

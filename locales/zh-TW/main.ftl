@@ -282,3 +282,5 @@ persona-saved = 已儲存：本伺服器現在以 { $name } 說話。其他伺�
 persona-problem-no-name = 未做修改：人設需要一個名稱。
 persona-problem-reserved-name = 未做修改：Discord 不允許名稱中含有「discord」或「clyde」，也不允許使用「everyone」和「here」。
 persona-problem-avatar = 未做修改：頭像必須是 https:// 網址。
+cmd-memory-show-member-name = 成員
+cmd-memory-show-member-description = 有「管理伺服器」權限時：我記得的關於該成員的事

@@ -845,11 +845,19 @@ fn fact_list(locale: Locale, facts: &[crate::domain::ports::Fact]) -> String {
     lines.join("\n")
 }
 
-/// What the persona remembers about you here (in a DM: in DMs).
+/// What the persona remembers about you here (in a DM: in DMs); moderators: about a member.
 #[poise::command(slash_command, rename = "show")]
-pub async fn memory_show(ctx: Context<'_>) -> Result<(), Error> {
-    let user = UserId(ctx.author().id.get());
+pub async fn memory_show(
+    ctx: Context<'_>,
+    member: Option<serenity::all::UserId>,
+) -> Result<(), Error> {
+    let caller = UserId(ctx.author().id.get());
     let server = ctx.guild_id().map(|g| ServerId(g.get()));
+    let user = member.map_or(caller, |m| UserId(m.get()));
+    // Another member's facts are for the server's moderators only.
+    if user != caller && managed_server(ctx).await?.is_none() {
+        return Ok(());
+    }
     let facts = ctx
         .data()
         .memory

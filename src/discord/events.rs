@@ -108,7 +108,8 @@ async fn remember(data: &BotData, message: &Message) {
         HistoryMessage {
             id: MessageId(id),
             author: name_of(message),
-            from_bot: data.bot.get() == Some(message.author.id.get()),
+            from_bot: data.bot.get() == Some(message.author.id.get())
+                || by_own_webhook(data, server, message).await,
             content: as_queued(data, &name, &message.content, &message.mentions),
             at_ms: crate::domain::catch_up::snowflake_ms(id),
             attachments: attachments_of(message),
@@ -156,8 +157,14 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
     let channel = ChannelId(message.channel_id.get());
     let Addressing {
         mentions_bot,
-        replies_to_bot,
+        mut replies_to_bot,
     } = addressing(message, bot);
+    // A reply to the persona's post through its webhook is a reply to the bot (SPEC C1).
+    if let Some(replied) = message.referenced_message.as_deref()
+        && !replies_to_bot
+    {
+        replies_to_bot = by_own_webhook(data, server, replied).await;
+    }
     let Some(settings) = settings_of(data, server).await else {
         if mentions_bot || replies_to_bot {
             tell_settings_unavailable(data, message, server, channel).await;
@@ -266,16 +273,25 @@ async fn speaks_in_own_turn(
     facts: &MessageFacts<'_>,
     settings: &ServerSettings,
 ) -> bool {
-    let replies_to_other = message
-        .referenced_message
-        .as_ref()
-        .is_some_and(|r| data.bot.get() != Some(r.author.id.get()));
+    let replies_to_other = message.referenced_message.is_some() && !facts.replies_to_bot;
     !replies_to_other
         && settings.thought_log_channel != Some(facts.channel)
         && data
             .orchestrator
             .has_turn_of(facts.channel, facts.author)
             .await
+}
+
+/// Whether a message was posted through the bot's own webhook in its channel: the persona's
+/// post. Discord is asked only where the bot may manage webhooks.
+async fn by_own_webhook(data: &BotData, server: Option<ServerId>, message: &Message) -> bool {
+    let (Some(webhook), Some(server), Some(bot)) = (message.webhook_id, server, data.bot.get())
+    else {
+        return false;
+    };
+    let channel = message.channel_id.get();
+    data.cache.bot_can_webhook(server, ChannelId(channel), bot)
+        && data.webhooks.is_ours(channel, webhook.get()).await
 }
 
 /// The name of the persona answering in `server`: its own persona's, else the default's (also

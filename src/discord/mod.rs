@@ -33,6 +33,7 @@ pub mod registration;
 pub mod rest;
 pub mod sink;
 pub mod thought_log;
+pub mod webhooks;
 
 pub type Error = anyhow::Error;
 pub type Context<'a> = poise::Context<'a, Arc<BotData>, Error>;
@@ -63,6 +64,8 @@ pub struct BotData {
     pub outage_notices: events::OutageNotices,
     /// Reads history for a catch-up and members' roles.
     pub rest: Arc<rest::DiscordRest>,
+    /// The bot's channel webhooks: a message from one of them is the persona's own.
+    pub webhooks: Arc<webhooks::Webhooks>,
     /// Moderators hear what a catch-up found.
     pub thought_log: Arc<dyn crate::domain::ports::ThoughtLog>,
     /// The last message seen in each channel: where a catch-up starts (SPEC D9).

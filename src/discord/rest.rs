@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use super::ratelimit::{RATE_LIMITED, RateHeaders, Route, Scheduler};
+use super::webhooks::Hook;
 use crate::config::DiscordConfig;
 use crate::http_body::{ERROR_TEXT_MAX, json_bounded};
 use secrecy::{ExposeSecret, SecretString};
@@ -186,24 +187,52 @@ impl DiscordRest {
         let response = self
             .exchange(self.messages(channel), make, Retry::ServerFailures)
             .await?;
-        let status = response.status();
-        if status.is_success() {
-            return json_bounded(response, ANSWER_MAX)
-                .await
-                .map_err(|e| SendError::Unconfirmed(e.to_string()));
-        }
-        let error: Value = json_bounded(response, ERROR_TEXT_MAX)
+        message_answer(response).await
+    }
+
+    /// Posts through a channel webhook (`POST /webhooks/{id}/{token}?wait=true`), under the
+    /// body's `username` and `avatar_url`. A webhook takes no nonce, so a 5xx or a lost answer is
+    /// not retried (it may have posted); a 429 still is. The token is a credential: no log and
+    /// no error holds it.
+    pub async fn execute_webhook(&self, hook: &Hook, body: &Value) -> Result<Value, SendError> {
+        let url = format!(
+            "{}/webhooks/{}/{}?wait=true",
+            self.api,
+            hook.id,
+            hook.token.expose_secret()
+        );
+        let route = Route {
+            template: "POST /webhooks/{}/{}",
+            major: hook.id,
+            local_per_5s: None,
+        };
+        let make = || self.http.post(&url).json(body);
+        let response = self.exchange(route, make, Retry::Never).await?;
+        message_answer(response).await
+    }
+
+    /// The channel's webhooks (`GET /channels/{id}/webhooks`, Manage Webhooks).
+    pub async fn channel_webhooks(&self, channel: u64) -> Result<Value, GetError> {
+        let route = Route {
+            template: "GET /channels/{}/webhooks",
+            major: channel,
+            local_per_5s: None,
+        };
+        self.get_answer(route, &format!("/channels/{channel}/webhooks"))
             .await
-            .unwrap_or(Value::Null);
-        Err(SendError::Refused {
-            status: status.as_u16(),
-            code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-            message: error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-        })
+    }
+
+    /// Makes a webhook named `name` in the channel (`POST /channels/{id}/webhooks`).
+    pub async fn create_webhook(&self, channel: u64, name: &str) -> Result<Value, String> {
+        let route = Route {
+            template: "POST /channels/{}/webhooks",
+            major: channel,
+            local_per_5s: None,
+        };
+        let path = format!("/channels/{channel}/webhooks");
+        let body = serde_json::json!({ "name": name });
+        self.send_json(reqwest::Method::POST, route, &path, &body)
+            .await
     }
 
     /// Sends one request under the scheduler and returns the first answer that is not a 429:
@@ -415,6 +444,28 @@ impl DiscordRest {
             .await
             .map_err(|e| GetError::Failed(format!("{path}: {e}")))
     }
+}
+
+/// A message post's answer: the message, or Discord's refusal (a 4xx other than 429).
+async fn message_answer(response: reqwest::Response) -> Result<Value, SendError> {
+    let status = response.status();
+    if status.is_success() {
+        return json_bounded(response, ANSWER_MAX)
+            .await
+            .map_err(|e| SendError::Unconfirmed(e.to_string()));
+    }
+    let error: Value = json_bounded(response, ERROR_TEXT_MAX)
+        .await
+        .unwrap_or(Value::Null);
+    Err(SendError::Refused {
+        status: status.as_u16(),
+        code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+        message: error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+    })
 }
 
 /// A failed request in words an operator can act on: the error and its causes ("error sending

@@ -12,9 +12,10 @@ use super::guild::CacheCell;
 use super::ratelimit::Route;
 use super::recent::RecentMessages;
 use super::rest::{DiscordRest, SendError, nonce};
+use super::webhooks::Webhooks;
 use crate::domain::ports::{
     ATTACHMENTS_PER_MESSAGE, Attachment, ChannelHistory, ChatSink, HistoryMessage, Pings,
-    PortError, Sticker, StickerCatalog, StickerSend,
+    PortError, Sticker, StickerCatalog, StickerSend, Voice,
 };
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId};
 
@@ -40,6 +41,8 @@ pub struct DiscordSink {
     cache: CacheCell,
     /// The persona's name: the bot's mention in history reads as it.
     persona_name: String,
+    /// The bot's channel webhooks, to post as a server's persona (none: always the bot user).
+    webhooks: Option<Arc<Webhooks>>,
 }
 
 impl DiscordSink {
@@ -50,6 +53,54 @@ impl DiscordSink {
             recent,
             cache: CacheCell::default(),
             persona_name: String::new(),
+            webhooks: None,
+        }
+    }
+
+    /// Posts as a server's persona through these webhooks, where the bot may manage them.
+    pub fn with_webhooks(mut self, webhooks: Arc<Webhooks>) -> Self {
+        self.webhooks = Some(webhooks);
+        self
+    }
+
+    /// Posts `text` through the channel's webhook under `voice`; `None` when there is no
+    /// webhook to post through, or it refused (the bot user posts instead). An unconfirmed post
+    /// is an error: it may be shown already, and is not posted twice.
+    async fn post_as(
+        &self,
+        voice: &Voice,
+        channel: ChannelId,
+        text: &str,
+        pings: &Pings,
+    ) -> Option<Result<MessageId, PortError>> {
+        let webhooks = self.webhooks.as_ref()?;
+        let bot = self.bot.get()?;
+        if !self.cache.bot_can_webhook(voice.server, channel, bot) {
+            return None;
+        }
+        let hook = webhooks.hook(channel.0).await?;
+        let body = json!({
+            "content": text,
+            "username": voice.name,
+            "avatar_url": voice.avatar_url,
+            "allowed_mentions": allowed_mentions(pings, false),
+        });
+        match self.rest.execute_webhook(&hook, &body).await {
+            Ok(posted) => Some(Ok(MessageId(
+                posted.get("id").and_then(snowflake).unwrap_or_default(),
+            ))),
+            Err(SendError::Refused {
+                status,
+                code,
+                message,
+            }) => {
+                // 404: deleted by a moderator; anything else (a name Discord will not take):
+                // this post goes as the bot user, the next one looks again.
+                tracing::warn!(%channel, status, code, %message, "webhook post refused; posting as the bot user");
+                webhooks.forget(channel.0);
+                None
+            }
+            Err(error @ SendError::Unconfirmed(_)) => Some(Err(port_error(error))),
         }
     }
 
@@ -82,6 +133,21 @@ fn port_error(error: SendError) -> PortError {
 
 #[async_trait]
 impl ChatSink for DiscordSink {
+    async fn send_as(
+        &self,
+        voice: &Voice,
+        channel: ChannelId,
+        text: String,
+        reply_to: Option<MessageId>,
+        pings: &Pings,
+        key: Option<&str>,
+    ) -> Result<MessageId, PortError> {
+        match self.post_as(voice, channel, &text, pings).await {
+            Some(posted) => posted,
+            None => self.send_text(channel, text, reply_to, pings, key).await,
+        }
+    }
+
     async fn send_text(
         &self,
         channel: ChannelId,
@@ -243,33 +309,69 @@ impl ChannelHistory for DiscordSink {
                 detail,
             })?;
         let bot = self.bot.get().map(|id| (id, self.persona_name.as_str()));
-        let page = history_page(&messages, bot, limit);
+        let ours = self.own_webhooks(channel, &messages).await;
+        let page = history_page(&messages, bot, &ours, limit);
         self.recent.learn(channel.0, before_id, wanted, &page);
         Ok(page)
     }
 }
 
+impl DiscordSink {
+    /// The webhooks among a page's authors that are the bot's own (the persona's posts).
+    async fn own_webhooks(&self, channel: ChannelId, messages: &Value) -> Vec<u64> {
+        let Some(webhooks) = &self.webhooks else {
+            return Vec::new();
+        };
+        let mut seen: Vec<u64> = Vec::new();
+        let mut ours = Vec::new();
+        let ids = messages.as_array().into_iter().flatten();
+        for id in ids.filter_map(|m| m.get("webhook_id").and_then(snowflake)) {
+            if !seen.contains(&id) {
+                seen.push(id);
+                if webhooks.is_ours(channel.0, id).await {
+                    ours.push(id);
+                }
+            }
+        }
+        ours
+    }
+}
+
 /// A page of channel messages (Discord's JSON, newest first) as history: at most `limit`, so a
-/// proxy that ignores `limit` cannot flood the model's context.
-fn history_page(messages: &Value, bot: Option<(u64, &str)>, limit: u8) -> Vec<HistoryMessage> {
+/// proxy that ignores `limit` cannot flood the model's context. A post of one of `webhooks` is
+/// the bot's own.
+fn history_page(
+    messages: &Value,
+    bot: Option<(u64, &str)>,
+    webhooks: &[u64],
+    limit: u8,
+) -> Vec<HistoryMessage> {
     messages
         .as_array()
         .into_iter()
         .flatten()
-        .filter_map(|m| history_message(m, bot))
+        .filter_map(|m| history_message(m, bot, webhooks))
         .take(usize::from(limit))
         .collect()
 }
 
 /// One message in Discord's JSON as history.
-fn history_message(m: &Value, bot: Option<(u64, &str)>) -> Option<HistoryMessage> {
+fn history_message(
+    m: &Value,
+    bot: Option<(u64, &str)>,
+    webhooks: &[u64],
+) -> Option<HistoryMessage> {
     let id = snowflake(m.get("id")?)?;
     let author = m.pointer("/author/id").and_then(snowflake);
     let content = m.get("content").and_then(Value::as_str).unwrap_or_default();
+    let by_webhook = m
+        .get("webhook_id")
+        .and_then(snowflake)
+        .is_some_and(|w| webhooks.contains(&w));
     Some(HistoryMessage {
         id: MessageId(id),
         author: author_name(m),
-        from_bot: author.is_some() && author == bot.map(|(id, _)| id),
+        from_bot: by_webhook || (author.is_some() && author == bot.map(|(id, _)| id)),
         content: readable(content, bot, m),
         at_ms: m.get("timestamp").map_or(0, timestamp_ms),
         attachments: m
@@ -444,14 +546,14 @@ mod tests {
                 })
             })
             .collect();
-        let history = history_page(&Value::Array(page), Some((7, "Aria")), 30);
+        let history = history_page(&Value::Array(page), Some((7, "Aria")), &[], 30);
         assert_eq!(history.len(), 30);
         assert_eq!(
             history[0].content, "m0",
             "newest first, as Discord sends it"
         );
         assert!(history[0].from_bot && !history[1].from_bot);
-        assert!(history_page(&json!({"message": "no"}), None, 30).is_empty());
+        assert!(history_page(&json!({"message": "no"}), None, &[], 30).is_empty());
     }
 
     // Issue 18 (one mention form): a history page reads mentions as `@name`, the bot's as the
@@ -469,7 +571,7 @@ mod tests {
             "attachments": [{ "id": "1", "filename": "a.png", "size": 3,
                 "url": "https://cdn.discordapp.com/a.png", "proxy_url": "x" }],
         }]);
-        let history = history_page(&page, Some((7, "Aria")), 30);
+        let history = history_page(&page, Some((7, "Aria")), &[], 30);
         assert_eq!(history[0].content, "@Aria ask @Carol");
         assert_eq!(history[0].attachments[0].filename, "a.png");
     }

@@ -845,11 +845,7 @@ impl Worker {
         if self.closed_to_quiet(&pending, &settings).await {
             return;
         }
-        // The server's own persona as it is now (an edit since the message reaches it too).
-        let persona = match &settings.persona {
-            Some(own) => own.clone(),
-            None => persona(&self.deps, &m.persona).await,
-        };
+        let persona = turn_persona(&self.deps, &settings, &m.persona).await;
         let admission = deliberate::admit(
             &self.deps.turn.registry,
             Role::Persona,
@@ -1092,6 +1088,19 @@ async fn forget(
             wait = (wait * 2).min(REMOVE_RETRY_MAX);
         }
     });
+}
+
+/// The persona a turn speaks as: the server's own as it is now (an edit made since the message
+/// came reaches it too), else the queued one.
+async fn turn_persona(
+    deps: &OrchestratorDeps,
+    settings: &ServerSettings,
+    queued: &crate::domain::scope::PersonaId,
+) -> Persona {
+    match &settings.persona {
+        Some(own) => own.clone(),
+        None => persona(deps, queued).await,
+    }
 }
 
 /// The persona by id, or the shipped one when the store has none.

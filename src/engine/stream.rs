@@ -8,8 +8,8 @@ use futures::StreamExt;
 
 use crate::domain::call::ToolCallRequest;
 use crate::domain::ports::{
-    Delivery, Finish, ModelError, ModelEvent, ModelStream, Pings, Ports, TokenUsage, delivery_key,
-    remember_delivery,
+    Delivery, Finish, ModelError, ModelEvent, ModelStream, Pings, Ports, TokenUsage, Voice,
+    delivery_key, remember_delivery,
 };
 use crate::domain::scope::MessageId;
 use crate::domain::turn::{Turn, TurnStatus};
@@ -50,6 +50,8 @@ pub struct ReplyDelivery<'a> {
     pub usage: TokenUsage,
     /// With Response Drafting On, the reply is held here instead of posted (SPEC C8).
     held: Option<String>,
+    /// Whom the persona's messages are posted as (its name and avatar, in a server).
+    voice: Option<Voice>,
 }
 
 impl<'a> ReplyDelivery<'a> {
@@ -71,7 +73,13 @@ impl<'a> ReplyDelivery<'a> {
             sent_this_pass: String::new(),
             usage: TokenUsage::default(),
             held: None,
+            voice: None,
         }
+    }
+
+    /// The persona's messages go out under `voice` where the channel allows (SPEC A1).
+    pub fn speak_as(&mut self, voice: Voice) {
+        self.voice = Some(voice);
     }
 
     /// Holds the reply (drafting): text is kept, not posted, until [`Self::release`].
@@ -137,11 +145,18 @@ impl<'a> ReplyDelivery<'a> {
             tracing::debug!(turn = %self.turn.id, index, "message delivered before the restart; not posted again");
         } else {
             let key = delivery_key(self.turn.id, &format!("piece-{index}"));
-            let posted = self
-                .ports
-                .sink
-                .send_text(channel, text.clone(), reply_to, &self.pings, Some(&key))
-                .await;
+            let sink = &self.ports.sink;
+            let posted = match &self.voice {
+                Some(voice) => {
+                    let text = text.clone();
+                    sink.send_as(voice, channel, text, reply_to, &self.pings, Some(&key))
+                        .await
+                }
+                None => {
+                    sink.send_text(channel, text.clone(), reply_to, &self.pings, Some(&key))
+                        .await
+                }
+            };
             let message = match posted {
                 Ok(message) => message,
                 Err(error) => {
@@ -170,8 +185,10 @@ impl<'a> ReplyDelivery<'a> {
     /// A notice from the bot (limits, errors), outside the persona's reply: never held.
     pub async fn notice(&mut self, text: String) {
         let held = self.held.take();
+        let voice = self.voice.take();
         self.send(text).await;
         self.held = held;
+        self.voice = voice;
     }
 
     /// Checks for a stop request; `interruptible` says whether a follow-up may interrupt.

@@ -70,9 +70,32 @@ impl Pings {
     }
 }
 
+/// Who a persona's message is posted as: its name and avatar in its server (SPEC A1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Voice {
+    pub server: ServerId,
+    pub name: String,
+    pub avatar_url: Option<String>,
+}
+
 /// Where the persona speaks.
 #[async_trait]
 pub trait ChatSink: Send + Sync {
+    /// [`Self::send_text`] under `voice` (the persona's name and avatar) where the channel lets
+    /// the adapter take them; as the bot user otherwise (the default: an adapter without
+    /// voices). Such a post may not reply to `reply_to`; it still notifies only `pings`.
+    async fn send_as(
+        &self,
+        voice: &Voice,
+        channel: ChannelId,
+        text: String,
+        reply_to: Option<MessageId>,
+        pings: &Pings,
+        key: Option<&str>,
+    ) -> Result<MessageId, PortError> {
+        let _ = voice;
+        self.send_text(channel, text, reply_to, pings, key).await
+    }
     /// Posts one message (at most 2000 characters), as a reply to `reply_to` when given,
     /// notifying only `pings`, and returns its id. `key`, when given, makes the post idempotent:
     /// a second post with the same key is not shown twice (a turn resumed after a crash, SPEC

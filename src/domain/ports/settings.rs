@@ -136,6 +136,27 @@ fn set_in<T: PartialEq>(list: &mut Vec<T>, item: T, keep: bool) {
     }
 }
 
+/// A `/drafting` change to the review policy: each part given replaces its own.
+fn apply_review(
+    review: &mut ReviewPolicy,
+    checks: Option<(bool, bool)>,
+    model: Option<Option<String>>,
+    prompt: Option<Option<String>>,
+) {
+    if let Some(prompt) = prompt {
+        review.prompt = prompt
+            .map(|p| p.trim().chars().take(REVIEW_PROMPT_MAX_CHARS).collect())
+            .filter(|p: &String| !p.is_empty());
+    }
+    if let Some((tool_calls, replies)) = checks {
+        review.tool_calls = tool_calls;
+        review.replies = replies;
+    }
+    if let Some(model) = model {
+        review.model = model.map(|m| m.trim().chars().take(100).collect());
+    }
+}
+
 impl SettingsChange {
     pub fn apply(self, settings: &mut ServerSettings) {
         match self {
@@ -182,18 +203,7 @@ impl SettingsChange {
                 prompt,
             } => {
                 settings.drafting = drafting;
-                if let Some(prompt) = prompt {
-                    settings.review.prompt = prompt
-                        .map(|p| p.trim().chars().take(REVIEW_PROMPT_MAX_CHARS).collect())
-                        .filter(|p: &String| !p.is_empty());
-                }
-                if let Some((tool_calls, replies)) = checks {
-                    settings.review.tool_calls = tool_calls;
-                    settings.review.replies = replies;
-                }
-                if let Some(model) = model {
-                    settings.review.model = model.map(|m| m.trim().chars().take(100).collect());
-                }
+                apply_review(&mut settings.review, checks, model, prompt);
             }
             Self::Persona(persona) => settings.persona = persona.map(Persona::bounded),
             Self::Phrase { tool, phrase, add } => {

@@ -21,7 +21,8 @@
 //!
 //! The fake is as strict as Discord by default (`fake_discord_strict.rs` proves each rule):
 //! - rate limits: fixed windows of 5 message creates and 5 message edits per channel per 5 s,
-//!   and 50 requests per second over everything but interaction callbacks, with Discord's
+//!   5 executes per channel webhook per 2 s, and 50 requests per second over everything but
+//!   interaction callbacks, with Discord's
 //!   headers on every answer of a bucketed route and its 429s (`set_rate_limits(false)` turns
 //!   them off, `set_rate_limit` changes a window);
 //! - `allowed_mentions` decides who a created message pings (its `mentions`, `mention_roles`,
@@ -32,7 +33,10 @@
 //! - a created message is dispatched as MESSAGE_CREATE; an `enforce_nonce` create whose nonce
 //!   matches a recent message of the channel returns that message and creates nothing;
 //! - a message create where the bot lacks VIEW_CHANNEL or SEND_MESSAGES is refused (50001,
-//!   50013).
+//!   50013);
+//! - channel webhooks are listed and made only with MANAGE_WEBHOOKS (15 per channel at most,
+//!   no "clyde" or "discord" in a name), and executed only with their token; an executed
+//!   message has the webhook as its author and is dispatched as MESSAGE_CREATE.
 //!
 //! `POST /channels/{id}/messages` can be scripted to answer 429s or other failures, or to fail
 //! with a 5xx after creating the message, and validates like Discord does (empty message, content
@@ -45,8 +49,9 @@
 //! session's intents let through); `rest` (request parsing and answers), `rate_limits` (buckets,
 //! the global budget, their headers and 429s), `routes` (the REST routes), `channel_messages`
 //! (message creation and Discord's checks), `mentions` (`allowed_mentions`), `message_edits`
-//! (editing a message), `interactions` (callbacks, original responses, follow-ups) and
-//! `validation` (slash command options against their registration).
+//! (editing a message), `interactions` (callbacks, original responses, follow-ups),
+//! `webhooks` (channel webhooks and their executes) and `validation` (slash command options
+//! against their registration).
 
 mod cdn;
 mod channel_messages;
@@ -65,6 +70,7 @@ mod routes;
 mod server;
 mod state;
 mod validation;
+mod webhooks;
 mod world;
 
 use bytes::Bytes;

@@ -18,6 +18,7 @@ pub const USE_EXTERNAL_EMOJIS: u64 = 1 << 18;
 pub const CONNECT: u64 = 1 << 20;
 pub const SPEAK: u64 = 1 << 21;
 pub const CHANGE_NICKNAME: u64 = 1 << 26;
+pub const MANAGE_WEBHOOKS: u64 = 1 << 29;
 pub const USE_APPLICATION_COMMANDS: u64 = 1 << 31;
 pub const USE_EXTERNAL_STICKERS: u64 = 1 << 37;
 pub const SEND_MESSAGES_IN_THREADS: u64 = 1 << 38;

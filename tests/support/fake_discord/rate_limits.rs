@@ -1,6 +1,7 @@
 //! Discord's rate limits, on by default: fixed windows per bucket and major parameter (message
-//! creates and message edits: 5 per channel per 5 s each), and a global budget of 50 requests
-//! per second over every request except interaction callbacks. Every answer of a bucketed route
+//! creates and message edits: 5 per channel per 5 s each; channel webhook executes: 5 per
+//! webhook per 2 s), and a global budget of 50 requests per second over every request except
+//! interaction callbacks. Every answer of a bucketed route
 //! carries the bucket's headers; an over-limit request gets Discord's 429, creates nothing and
 //! takes nothing from the bucket's window.
 //!
@@ -8,7 +9,7 @@
 //! count starts again at zero (a client that paces itself with a sliding token bucket can still
 //! run into it). Everything here runs under the server's one lock.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
@@ -25,6 +26,8 @@ pub enum RateLimit {
     MessageCreate,
     /// `PATCH /channels/{id}/messages/{message}`, per channel.
     MessageEdit,
+    /// `POST /webhooks/{id}/{token}` of a channel webhook, per webhook.
+    WebhookExecute,
     /// Every request but interaction callbacks.
     Global,
 }
@@ -51,23 +54,31 @@ impl RateLimitCounts {
 pub(super) enum Route {
     MessageCreate,
     MessageEdit,
+    WebhookExecute,
 }
 
 impl Route {
     /// The bucket's opaque hash, as in `X-RateLimit-Bucket`: one per route, the same for every
-    /// channel (the channel is the major parameter that splits its state).
+    /// channel or webhook (the major parameter that splits its state).
     fn hash(self) -> &'static str {
         match self {
             Self::MessageCreate => "80c17d2f203122d936070c88c8d10f33",
             Self::MessageEdit => "a3c96a1e2b0f7d9c5e84f1b2d6037e45",
+            Self::WebhookExecute => "5e3a0f9d27c4b81e6a9d0c3f4b7e2a18",
         }
     }
 
-    /// The bucketed route of a request and its major parameter (the channel id).
-    fn of(method: &str, segments: &[&str]) -> Option<(Self, u64)> {
+    /// The bucketed route of a request and its major parameter (the channel id, or the webhook
+    /// id of an execute). `webhooks` are the channel webhooks' ids: `POST /webhooks/{app}/{token}`
+    /// is also an interaction follow-up, which has no such bucket here.
+    fn of(method: &str, segments: &[&str], webhooks: &HashSet<u64>) -> Option<(Self, u64)> {
         match (method, segments) {
             ("POST", ["channels", id, "messages"]) => Some((Self::MessageCreate, parse_id(id)?)),
             ("PATCH", ["channels", id, "messages", _]) => Some((Self::MessageEdit, parse_id(id)?)),
+            ("POST", ["webhooks", id, _]) => {
+                let id = parse_id(id).filter(|id| webhooks.contains(id))?;
+                Some((Self::WebhookExecute, id))
+            }
             _ => None,
         }
     }
@@ -118,8 +129,11 @@ pub(super) struct RateLimiter {
     enabled: bool,
     create: Limit,
     edit: Limit,
+    webhook: Limit,
     global: Limit,
     buckets: HashMap<(Route, u64), Window>,
+    /// Every channel webhook made (deleted ones too): their executes have a bucket.
+    pub(super) webhooks: HashSet<u64>,
     global_window: Option<Window>,
     pub(super) counts: RateLimitCounts,
 }
@@ -135,11 +149,16 @@ impl Default for RateLimiter {
             enabled: true,
             create: five_per_5s,
             edit: five_per_5s,
+            webhook: Limit {
+                requests: 5,
+                per: Duration::from_secs(2),
+            },
             global: Limit {
                 requests: 50,
                 per: Duration::from_secs(1),
             },
             buckets: HashMap::new(),
+            webhooks: HashSet::new(),
             global_window: None,
             counts: RateLimitCounts::default(),
         }
@@ -158,6 +177,7 @@ impl RateLimiter {
         match which {
             RateLimit::MessageCreate => self.create = limit,
             RateLimit::MessageEdit => self.edit = limit,
+            RateLimit::WebhookExecute => self.webhook = limit,
             RateLimit::Global => self.global = limit,
         }
         self.buckets.clear();
@@ -168,6 +188,7 @@ impl RateLimiter {
         match route {
             Route::MessageCreate => self.create,
             Route::MessageEdit => self.edit,
+            Route::WebhookExecute => self.webhook,
         }
     }
 
@@ -175,7 +196,7 @@ impl RateLimiter {
     /// answers Discord's 429.
     #[allow(clippy::result_large_err)] // the error is the response to send
     pub(super) fn admit(&mut self, method: &str, segments: &[&str]) -> Result<Admission, Response> {
-        let route = Route::of(method, segments);
+        let route = Route::of(method, segments, &self.webhooks);
         if !self.enabled {
             return Ok(Admission { route, taken: None });
         }

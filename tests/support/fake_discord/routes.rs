@@ -1,6 +1,6 @@
 //! The REST routes the fake knows: gateway, users, DMs, commands, interactions, channels,
-//! messages (created, edited, read), typing and guilds; each with the permission Discord wants
-//! of the bot there.
+//! messages (created, edited, read), typing, channel webhooks (listed, made, executed) and
+//! guilds; each with the permission Discord wants of the bot there.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,6 +19,7 @@ use super::rest::{
     SEND, error, invalid_form_body, invalid_form_body_at, no_content, ok, parse_id, refusal_without,
 };
 use super::state::Shared;
+use super::webhooks::{create_webhook, execute_webhook, list_webhooks};
 
 /// `None`: a route the fake does not know.
 pub(super) fn route(
@@ -118,12 +119,16 @@ pub(super) fn route(
             }
             original_message(shared, m, token, body, &files)?
         }
-        ("POST", ["webhooks", app, token]) => {
-            if parse_id(app)? != world.application_id {
-                return Some(error(404, "Unknown Webhook", 10015));
+        // the application's id: an interaction follow-up; any other: a channel webhook's execute
+        ("POST", ["webhooks", id, token]) => {
+            let id = parse_id(id)?;
+            if id != world.application_id {
+                return Some(execute_webhook(shared, id, token, query, body, &files));
             }
             followup(shared, token, body, &files)
         }
+        ("GET", ["channels", id, "webhooks"]) => list_webhooks(shared, parse_id(id)?),
+        ("POST", ["channels", id, "webhooks"]) => create_webhook(shared, parse_id(id)?, &body),
         ("POST", ["channels", id, "messages"]) => {
             create_message(shared, parse_id(id)?, body, &files)
         }

@@ -395,6 +395,32 @@ impl FakeDiscord {
             .unwrap_or_default()
     }
 
+    /// The channel's webhooks, oldest first, as Discord returns them (token included).
+    pub fn webhooks(&self, channel_id: u64) -> Vec<Value> {
+        super::webhooks::channel_webhooks(&self.shared.lock().webhooks, channel_id)
+    }
+
+    /// Bodies of successful executes of the channel's webhooks (`POST /webhooks/{id}/{token}`),
+    /// in order, each with the executing webhook's id added as `"webhook_id"` (a string).
+    pub fn webhook_posts(&self, channel_id: u64) -> Vec<Value> {
+        self.shared
+            .lock()
+            .webhook_posts
+            .get(&channel_id)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// A moderator deletes the channel's webhooks: their executes get 404 Unknown Webhook from
+    /// now on, and the channel has room for 15 again.
+    pub fn delete_webhooks(&self, channel_id: u64) {
+        let channel = json!(channel_id.to_string());
+        self.shared
+            .lock()
+            .webhooks
+            .retain(|_, w| w["channel_id"] != channel);
+    }
+
     /// Every message object in the channel (incoming and created), oldest first.
     pub fn history(&self, channel_id: u64) -> Vec<Value> {
         self.shared

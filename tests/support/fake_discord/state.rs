@@ -1,6 +1,6 @@
 //! What the server keeps between requests: the gateway sessions (one per shard), the recorded
-//! requests, channel histories, scripted answers, rate-limit windows, nonces, interactions and
-//! registered commands.
+//! requests, channel histories, scripted answers, rate-limit windows, nonces, interactions,
+//! registered commands and channel webhooks.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Mutex;
@@ -148,6 +148,10 @@ pub(super) struct Inner {
     pub(super) interaction_responses: Vec<(u64, Value)>,
     /// (guild id, or None for global commands; the command as echoed)
     pub(super) commands: Vec<(Option<u64>, Value)>,
+    /// Channel webhooks by id (oldest first), as Discord returns them (token included).
+    pub(super) webhooks: BTreeMap<u64, Value>,
+    /// Bodies of successful webhook executes per channel, each with its `webhook_id` added.
+    pub(super) webhook_posts: HashMap<u64, Vec<Value>>,
 }
 
 pub(super) struct Shared {

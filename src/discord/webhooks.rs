@@ -1,0 +1,207 @@
+//! The bot's own channel webhooks, through which it posts as a server's persona (its name and
+//! avatar, SPEC A1), and by which it knows its own messages again: a webhook's message has the
+//! webhook as its author, so the bot's replies in history and a reply to one of them (SPEC C1)
+//! are told by the webhook id.
+//!
+//! One webhook per channel, named [`HOOK_NAME`], found among the channel's webhooks (one this
+//! bot user made, in this or another process) or made once. What a channel has is remembered:
+//! a refusal (no Manage Webhooks, the channel's 15 taken) for a while before it is asked again.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use secrecy::SecretString;
+use serde_json::Value;
+
+use super::rest::{DiscordRest, GetError};
+use super::sink::{BotId, snowflake};
+
+/// The name of the webhooks the bot makes (each post carries the persona's name instead).
+pub const HOOK_NAME: &str = "persona-bot";
+/// How long a channel without a webhook of ours, or one that refused, is believed.
+const BELIEVED_FOR: Duration = Duration::from_secs(600);
+/// Channels remembered; past it the memory starts over (a few channels asked again).
+const CHANNELS_MAX: usize = 4096;
+
+/// A channel webhook: its id, and its token, a credential (in no log).
+#[derive(Clone)]
+pub struct Hook {
+    pub id: u64,
+    pub token: SecretString,
+}
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hook")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the bot knows of a channel's webhooks.
+#[derive(Debug, Clone)]
+enum Known {
+    Ours(Hook),
+    /// None of ours there, as of then: the next post makes one.
+    Absent(Instant),
+    /// Discord refused to list or make one, as of then.
+    Refused(Instant),
+}
+
+pub struct Webhooks {
+    rest: std::sync::Arc<DiscordRest>,
+    bot: BotId,
+    known: Mutex<HashMap<u64, Known>>,
+}
+
+impl Webhooks {
+    pub fn new(rest: std::sync::Arc<DiscordRest>, bot: BotId) -> Self {
+        Self {
+            rest,
+            bot,
+            known: Mutex::default(),
+        }
+    }
+
+    fn known(&self) -> std::sync::MutexGuard<'_, HashMap<u64, Known>> {
+        self.known
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn remember(&self, channel: u64, known: Known) {
+        let mut map = self.known();
+        if map.len() >= CHANNELS_MAX && !map.contains_key(&channel) {
+            map.clear();
+        }
+        map.insert(channel, known);
+    }
+
+    /// What is believed of the channel now (`None`: nothing, or too old).
+    fn believed(&self, channel: u64) -> Option<Known> {
+        let known = self.known().get(&channel).cloned()?;
+        match &known {
+            Known::Absent(at) | Known::Refused(at) if at.elapsed() >= BELIEVED_FOR => None,
+            _ => Some(known),
+        }
+    }
+
+    /// Asks Discord for the channel's webhooks and keeps what it learns.
+    async fn look_up(&self, channel: u64) -> Known {
+        let known = match self.rest.channel_webhooks(channel).await {
+            Ok(list) => match ours_in(&list, self.bot.get()) {
+                Some(hook) => Known::Ours(hook),
+                None => Known::Absent(Instant::now()),
+            },
+            Err(GetError::Status(status)) => {
+                tracing::info!(
+                    channel,
+                    status,
+                    "channel webhooks not readable; posting as the bot user"
+                );
+                Known::Refused(Instant::now())
+            }
+            // Unknown either way: asked again next time.
+            Err(GetError::Failed(error)) => {
+                tracing::warn!(channel, %error, "channel webhooks could not be read");
+                return Known::Absent(Instant::now());
+            }
+        };
+        self.remember(channel, known.clone());
+        known
+    }
+
+    /// The bot's webhook in the channel, found or made; `None` when Discord will not let it.
+    pub async fn hook(&self, channel: u64) -> Option<Hook> {
+        let known = match self.believed(channel) {
+            Some(known) => known,
+            None => self.look_up(channel).await,
+        };
+        match known {
+            Known::Ours(hook) => Some(hook),
+            Known::Refused(_) => None,
+            Known::Absent(_) => self.make(channel).await,
+        }
+    }
+
+    async fn make(&self, channel: u64) -> Option<Hook> {
+        match self.rest.create_webhook(channel, HOOK_NAME).await {
+            Ok(made) => {
+                let hook = hook_of(&made);
+                let known = hook
+                    .clone()
+                    .map_or(Known::Refused(Instant::now()), Known::Ours);
+                self.remember(channel, known);
+                tracing::info!(channel, "webhook made for the persona's posts");
+                hook
+            }
+            Err(error) => {
+                tracing::warn!(channel, %error, "no webhook could be made; posting as the bot user");
+                self.remember(channel, Known::Refused(Instant::now()));
+                None
+            }
+        }
+    }
+
+    /// Whether `webhook` is the bot's own webhook in the channel (asked of Discord once when
+    /// the channel is not known yet).
+    pub async fn is_ours(&self, channel: u64, webhook: u64) -> bool {
+        let known = match self.believed(channel) {
+            Some(known) => known,
+            None => self.look_up(channel).await,
+        };
+        matches!(known, Known::Ours(hook) if hook.id == webhook)
+    }
+
+    /// The webhook is gone (a moderator deleted it): the next post looks again.
+    pub fn forget(&self, channel: u64) {
+        self.known().remove(&channel);
+    }
+}
+
+/// The hook in a webhook object, when it has an id and a token.
+fn hook_of(webhook: &Value) -> Option<Hook> {
+    let id = snowflake(webhook.get("id")?)?;
+    let token = webhook.get("token")?.as_str()?;
+    Some(Hook {
+        id,
+        token: SecretString::from(token.to_owned()),
+    })
+}
+
+/// The bot's own incoming webhook among a channel's (made by the bot user, with a token).
+fn ours_in(list: &Value, bot: Option<u64>) -> Option<Hook> {
+    let bot = bot?;
+    list.as_array()?
+        .iter()
+        .filter(|w| w.get("type").and_then(Value::as_u64) == Some(1))
+        .filter(|w| w.pointer("/user/id").and_then(snowflake) == Some(bot))
+        .find_map(hook_of)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // SPEC A1: only an incoming webhook the bot user made, with its token, is the bot's; a
+    // channel's other webhooks (a feed, another bot's) are not.
+    #[test]
+    fn only_the_bots_own_webhook_is_taken() {
+        let list = json!([
+            { "id": "1", "type": 1, "token": "t1", "user": { "id": "55" } },
+            { "id": "2", "type": 2, "user": { "id": "7" } },
+            { "id": "3", "type": 1, "user": { "id": "7" } },
+            { "id": "4", "type": 1, "token": "t4", "user": { "id": "7" } },
+        ]);
+        assert_eq!(ours_in(&list, Some(7)).map(|h| h.id), Some(4));
+        assert!(ours_in(&list, Some(8)).is_none());
+        assert!(ours_in(&json!({"message": "no"}), Some(7)).is_none());
+        let hook = ours_in(&list, Some(7)).unwrap();
+        assert!(
+            !format!("{hook:?}").contains("t4"),
+            "the token is not printed"
+        );
+    }
+}
