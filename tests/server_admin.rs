@@ -192,10 +192,30 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
         "{show}"
     );
     assert!(show.contains("Trigger words: lighthouse, mira") && show.contains(prompt));
+    let list = e
+        .slash(
+            MODERATOR,
+            "persona",
+            MANAGE_GUILD,
+            persona_sub("list", json!([])),
+        )
+        .await;
+    assert!(
+        content_of(&list).contains("- aria: Aria (in use here)"),
+        "{list}"
+    );
     let back = persona_sub(
         "use",
         json!([{ "name": "name", "type": 3, "value": "aria" }]),
     );
+    let member = content_of(&e.slash(ALICE, "persona", 0, back.clone()).await);
+    assert_eq!(member, "You need the Manage Server permission for this.");
+    let unknown = persona_sub(
+        "use",
+        json!([{ "name": "name", "type": 3, "value": "zed" }]),
+    );
+    let unknown = content_of(&e.slash(MODERATOR, "persona", MANAGE_GUILD, unknown).await);
+    assert_eq!(unknown, "There is no persona \"zed\". Personas: aria.");
     let used = content_of(&e.slash(MODERATOR, "persona", MANAGE_GUILD, back).await);
     assert!(used.starts_with("This server now speaks as Aria"), "{used}");
     let stored = e.running().storage.settings.settings(ServerId(GUILD)).await;

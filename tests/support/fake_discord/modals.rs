@@ -199,17 +199,7 @@ impl FakeDiscord {
         payload["token"] = json!(token);
         payload["type"] = json!(5);
         payload["data"] = json!({ "custom_id": modal["custom_id"], "components": rows });
-        let state = InteractionState {
-            id,
-            channel_id: shown.channel_id,
-            guild_id: shown.guild_id,
-            dispatched_at: tokio::time::Instant::now(),
-            acknowledged: false,
-            original: None,
-            followups: Vec::new(),
-            payload: payload.clone(),
-            modal: None,
-        };
+        let state = InteractionState::new(id, shown.channel_id, shown.guild_id, payload.clone());
         inner.interactions.insert(token, state);
         dispatch_locked(&mut inner, "INTERACTION_CREATE", payload);
         Ok(id)

@@ -316,20 +316,8 @@ impl FakeDiscord {
             None => self.shared.snowflake(),
         };
         let payload = self.shared.world.slash_json(&c, id, &token, command_id);
-        inner.interactions.insert(
-            token,
-            InteractionState {
-                id,
-                channel_id: c.channel_id,
-                guild_id: c.guild_id,
-                dispatched_at: tokio::time::Instant::now(),
-                acknowledged: false,
-                original: None,
-                followups: Vec::new(),
-                payload: payload.clone(),
-                modal: None,
-            },
-        );
+        let state = InteractionState::new(id, c.channel_id, c.guild_id, payload.clone());
+        inner.interactions.insert(token, state);
         dispatch_locked(&mut inner, "INTERACTION_CREATE", payload);
         Ok(id)
     }

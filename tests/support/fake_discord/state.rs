@@ -101,6 +101,23 @@ pub(super) struct InteractionState {
     pub(super) modal: Option<Value>,
 }
 
+impl InteractionState {
+    /// An interaction dispatched now, not yet answered.
+    pub(super) fn new(id: u64, channel_id: u64, guild_id: Option<u64>, payload: Value) -> Self {
+        Self {
+            id,
+            channel_id,
+            guild_id,
+            dispatched_at: Instant::now(),
+            acknowledged: false,
+            original: None,
+            followups: Vec::new(),
+            payload,
+            modal: None,
+        }
+    }
+}
+
 #[derive(Default)]
 pub(super) struct Inner {
     /// The bot's user id, for what the intents let through (set at start).
