@@ -328,3 +328,59 @@ async fn the_persona_speaks_through_a_webhook_where_it_may() {
     e.assert_fakes_used();
     e.stop().await;
 }
+
+// SPEC A3 (issue 15, memory): /forget-me works in a DM with the bot (a data subject request
+// needs no server), and removes what is remembered about the caller in every server and DM,
+// nobody else's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_me_works_in_a_dm() {
+    use persona_bot::domain::ports::{MemoryStore, NewFact};
+    use persona_bot::domain::scope::UserId;
+    let e = E2e::start(Behaviour::succeed(), vec![]).await;
+    let memory = &e.running().storage.memory;
+    for (server, about) in [
+        (Some(GUILD), BOB),
+        (Some(7), BOB),
+        (None, BOB),
+        (Some(GUILD), ALICE),
+    ] {
+        let fact = NewFact {
+            server: server.map(ServerId),
+            persona: PersonaId("aria".into()),
+            about: Some(UserId(about)),
+            text: format!("a fact about {about}"),
+            at_ms: 1,
+            private_to: None,
+        };
+        memory.add_fact(fact, 100).await.unwrap();
+    }
+    let id = e
+        .discord
+        .slash(support::fake_discord::Slash::new(
+            "forget-me",
+            json!([]),
+            None,
+            e.discord.dm_channel(BOB),
+            BOB,
+            "bob",
+        ))
+        .await;
+    let answer = e.answer_to(id).await;
+    assert_eq!(
+        content_of(&answer),
+        "Done: I forgot 3 fact(s) about you, in every server and DM."
+    );
+    let here = Some(ServerId(GUILD));
+    let alices = memory
+        .list_facts(here, Some(UserId(ALICE)), 20)
+        .await
+        .unwrap();
+    assert_eq!(alices.len(), 1, "someone else's fact stays: {alices:?}");
+    let bobs = memory
+        .list_facts(here, Some(UserId(BOB)), 20)
+        .await
+        .unwrap();
+    assert!(bobs.is_empty(), "{bobs:?}");
+    e.assert_fakes_used();
+    e.stop().await;
+}
