@@ -1657,6 +1657,18 @@ async fn memory_commands_show_and_forget() {
     stored_fact(&e, Some(7), Some(BOB), "Bob elsewhere").await;
     stored_fact(&e, None, Some(BOB), "Bob in a DM").await;
     let server_wide = stored_fact(&e, Some(GUILD), None, "Raids are on Friday").await;
+    let private = persona_bot::domain::ports::NewFact {
+        server: Some(ServerId(GUILD)),
+        persona: PersonaId("aria".into()),
+        about: Some(UserId(BOB)),
+        text: "Bob said in private".into(),
+        at_ms: now_ms(),
+        private_to: Some(ChannelId(THOUGHTS)),
+    };
+    let memory = &e.running().storage.memory;
+    persona_bot::domain::ports::MemoryStore::add_fact(memory.as_ref(), private, 100)
+        .await
+        .unwrap();
     let show = json!([{ "name": "show", "type": 1, "options": [] }]);
     let mine = content_of(&e.slash(ALICE, "memory", 0, show.clone()).await);
     assert!(
@@ -1674,6 +1686,10 @@ async fn memory_commands_show_and_forget() {
     assert!(
         bob_seen.contains(&format!("#{bobs} Bob's dog is Rex")) && !bob_seen.contains("tea"),
         "{bob_seen}"
+    );
+    assert!(
+        !bob_seen.contains("in private"),
+        "not what a private channel heard: {bob_seen}"
     );
     assert!(
         !bob_seen.contains("elsewhere"),
@@ -1706,7 +1722,7 @@ async fn memory_commands_show_and_forget() {
     let me = content_of(&e.slash(BOB, "forget-me", 0, json!([])).await);
     assert_eq!(
         me,
-        "Done: I forgot 3 fact(s) about you, in every server and DM."
+        "Done: I forgot 4 fact(s) about you, in every server and DM."
     );
     e.mention(BOB, "bob", "what is my dog called?").await;
     e.until("bob is answered", |e| e.texts(GENERAL).len() == 1)

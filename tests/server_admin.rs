@@ -88,6 +88,17 @@ async fn the_reviewer_prompt_is_edited_in_a_modal() {
         .slash_with_id(MODERATOR, "drafting", MANAGE_GUILD, edit)
         .await;
     assert_eq!(modal_field(&again, 0), ("prompt".into(), prompt.into()));
+    let default = json!([
+        { "name": "state", "type": 4, "value": 0 },
+        { "name": "prompt", "type": 4, "value": 1 },
+    ]);
+    let back = e.slash(MODERATOR, "drafting", MANAGE_GUILD, default).await;
+    assert!(
+        content_of(&back).contains("reviewer prompt: the default one"),
+        "{back}"
+    );
+    let stored = e.running().storage.settings.settings(ServerId(GUILD)).await;
+    assert_eq!(stored.unwrap().review.prompt, None);
     e.assert_fakes_used();
     e.stop().await;
 }
@@ -126,6 +137,8 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
         content_of(&reserved).starts_with("Nothing was changed"),
         "{reserved}"
     );
+    let stored = e.running().storage.settings.settings(ServerId(GUILD)).await;
+    assert_eq!(stored.unwrap().persona, None, "nothing stored");
     let (shown, _) = e
         .slash_with_id(MODERATOR, "persona", MANAGE_GUILD, edit)
         .await;
@@ -142,7 +155,7 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
         )
         .await;
     assert!(content_of(&saved).starts_with("Saved"), "{saved}");
-    // A trigger word of the edited persona starts a turn; the old one's would not.
+    // A trigger word of the edited persona starts a turn.
     let said = support::fake_discord::Incoming::new(
         GENERAL,
         Some(GUILD),
@@ -372,15 +385,68 @@ async fn forget_me_works_in_a_dm() {
     );
     let here = Some(ServerId(GUILD));
     let alices = memory
-        .list_facts(here, Some(UserId(ALICE)), 20)
+        .list_facts(here, Some(UserId(ALICE)), true, 20)
         .await
         .unwrap();
     assert_eq!(alices.len(), 1, "someone else's fact stays: {alices:?}");
     let bobs = memory
-        .list_facts(here, Some(UserId(BOB)), 20)
+        .list_facts(here, Some(UserId(BOB)), true, 20)
         .await
         .unwrap();
     assert!(bobs.is_empty(), "{bobs:?}");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+/// The requests the bot made to execute a channel webhook.
+fn webhook_executes(e: &E2e) -> usize {
+    e.discord
+        .requests()
+        .iter()
+        .filter(|r| {
+            r.method == "POST" && r.path.starts_with("/webhooks/") && !r.path.contains("itoken")
+        })
+        .count()
+}
+
+// SPEC A1 (issue 15, webhooks): a server that never chose a persona keeps the bot user (its
+// replies and pings) even where webhooks are allowed; a webhook post Discord refuses (a name it
+// will not take) is posted by the bot user instead, and the next post does not ask the webhook
+// again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_webhook_post_goes_as_the_bot_user() {
+    let replies = ["Default voice.", "Refused, then the bot.", "The bot again."];
+    let replies = replies.iter().map(|r| Reply::text(&[r])).collect();
+    let e = E2e::start_in(webhook_world(), Behaviour::succeed(), replies, |_| {}).await;
+    e.mention(ALICE, "alice", "hello").await;
+    e.until("the default persona's reply", |e| {
+        e.texts(GENERAL).len() == 1
+    })
+    .await;
+    assert!(
+        e.discord.webhooks(GENERAL).is_empty(),
+        "no webhook without a persona of its own"
+    );
+    // Stored past `/persona edit`'s checks: Discord refuses the name for a webhook.
+    let persona = persona_bot::domain::ports::Persona {
+        id: PersonaId("aria".into()),
+        display_name: "Discord Pal".into(),
+        system_prompt: "You are a pal.".into(),
+        trigger_words: vec![],
+        avatar_url: None,
+    };
+    let change = persona_bot::domain::ports::SettingsChange::Persona(Some(persona));
+    let settings = &e.running().storage.settings;
+    settings.update(ServerId(GUILD), change).await.unwrap();
+    e.mention(ALICE, "alice", "and now?").await;
+    e.until("the reply as the bot user", |e| e.texts(GENERAL).len() == 2)
+        .await;
+    assert_eq!(webhook_executes(&e), 1, "the refused post");
+    assert!(e.discord.webhook_posts(GENERAL).is_empty());
+    e.mention(ALICE, "alice", "again?").await;
+    e.until("the next reply", |e| e.texts(GENERAL).len() == 3)
+        .await;
+    assert_eq!(webhook_executes(&e), 1, "the webhook is not asked again");
     e.assert_fakes_used();
     e.stop().await;
 }

@@ -1485,11 +1485,47 @@ async fn memory_commands_list_delete_and_forget_a_user(db: TestDb) {
     };
     let m = &s.memory;
     assert_eq!(
-        texts(m.list_facts(Some(SERVER), Some(USER), 10).await.unwrap()),
+        texts(
+            m.list_facts(Some(SERVER), Some(USER), true, 10)
+                .await
+                .unwrap()
+        ),
         ["mine"]
     );
+    // A fact learned in a private channel: the member's own list shows it, a moderator's not.
+    let private = NewFact {
+        server: Some(SERVER),
+        persona: persona(),
+        about: Some(USER),
+        text: "said in private".into(),
+        at_ms: 2,
+        private_to: Some(ChannelId(77)),
+    };
+    let private = match m.add_fact(private, 100).await.unwrap() {
+        FactAdded::Stored { id } => id,
+        other => panic!("{other:?}"),
+    };
     assert_eq!(
-        texts(m.list_facts(Some(SERVER), None, 10).await.unwrap()),
+        texts(
+            m.list_facts(Some(SERVER), Some(USER), true, 10)
+                .await
+                .unwrap()
+        ),
+        ["said in private", "mine"]
+    );
+    assert_eq!(
+        texts(
+            m.list_facts(Some(SERVER), Some(USER), false, 10)
+                .await
+                .unwrap()
+        ),
+        ["mine"]
+    );
+    m.delete_facts(Some(SERVER), Some(private), Some(USER))
+        .await
+        .unwrap();
+    assert_eq!(
+        texts(m.list_facts(Some(SERVER), None, true, 10).await.unwrap()),
         ["server-wide"]
     );
     assert_eq!(
@@ -1516,7 +1552,7 @@ async fn memory_commands_list_delete_and_forget_a_user(db: TestDb) {
         "the DM's and the other server's"
     );
     assert_eq!(
-        texts(m.list_facts(Some(SERVER), None, 10).await.unwrap()),
+        texts(m.list_facts(Some(SERVER), None, true, 10).await.unwrap()),
         ["server-wide"]
     );
     s.close().await;

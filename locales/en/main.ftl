@@ -285,3 +285,4 @@ persona-problem-reserved-name = Nothing was changed: Discord does not allow a na
 persona-problem-avatar = Nothing was changed: the avatar must be an https:// address.
 cmd-memory-show-member-name = member
 cmd-memory-show-member-description = With Manage Server: what I remember about this member
+persona-problem-no-prompt = Nothing was changed: a persona needs a system prompt.

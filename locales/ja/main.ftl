@@ -284,3 +284,4 @@ persona-problem-reserved-name = 変更していません。Discord では「disc
 persona-problem-avatar = 変更していません。アイコンは https:// のアドレスにしてください。
 cmd-memory-show-member-name = メンバー
 cmd-memory-show-member-description = サーバー管理権限があれば：このメンバーについて覚えていること
+persona-problem-no-prompt = 変更していません。ペルソナにはシステムプロンプトが必要です。

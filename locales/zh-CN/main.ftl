@@ -284,3 +284,4 @@ persona-problem-reserved-name = 未做修改：Discord 不允许名称中含有"
 persona-problem-avatar = 未做修改：头像必须是 https:// 地址。
 cmd-memory-show-member-name = 成员
 cmd-memory-show-member-description = 有"管理服务器"权限时：我记得的关于该成员的事
+persona-problem-no-prompt = 未做修改：人设需要系统提示词。

@@ -284,3 +284,4 @@ persona-problem-reserved-name = 未做修改：Discord 不允許名稱中含有�
 persona-problem-avatar = 未做修改：頭像必須是 https:// 網址。
 cmd-memory-show-member-name = 成員
 cmd-memory-show-member-description = 有「管理伺服器」權限時：我記得的關於該成員的事
+persona-problem-no-prompt = 未做修改：人設需要系統提示詞。

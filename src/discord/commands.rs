@@ -503,7 +503,9 @@ pub(super) async fn log_change(ctx: Context<'_>, server: ServerId, change: Strin
         by: UserId(ctx.author().id.get()),
         change,
     };
-    ctx.data().thought_log.post(server, notice).await;
+    // Posted beside the answer, not before it: a modal's submit has 3 s to be answered.
+    let thought_log = ctx.data().thought_log.clone();
+    tokio::spawn(async move { thought_log.post(server, notice).await });
 }
 
 /// Where the bot answers: allow, block or always answer a channel, or clear its rule.
@@ -791,14 +793,15 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
 pub async fn help(ctx: Context<'_>) -> Result<(), Error> {
     let locale = locale_of(ctx);
     let manager = ctx.guild_id().is_some() && permissions(ctx).contains(Permissions::MANAGE_GUILD);
+    // Unreadable settings name the default persona: help is still help.
     let own = match ctx.guild_id() {
-        Some(guild) => {
-            ctx.data()
-                .settings
-                .settings(ServerId(guild.get()))
-                .await?
-                .persona
-        }
+        Some(guild) => ctx
+            .data()
+            .settings
+            .settings(ServerId(guild.get()))
+            .await
+            .ok()
+            .and_then(|s| s.persona),
         None => None,
     };
     let name = own.map_or_else(
@@ -861,7 +864,7 @@ pub async fn memory_show(
     let facts = ctx
         .data()
         .memory
-        .list_facts(server, Some(user), FACTS_LISTED)
+        .list_facts(server, Some(user), user == caller, FACTS_LISTED)
         .await?;
     reply(ctx, fact_list(locale_of(ctx), &facts)).await
 }
@@ -879,7 +882,7 @@ pub async fn memory_server(ctx: Context<'_>) -> Result<(), Error> {
     let facts = ctx
         .data()
         .memory
-        .list_facts(Some(server), None, FACTS_LISTED)
+        .list_facts(Some(server), None, false, FACTS_LISTED)
         .await?;
     reply(ctx, fact_list(locale_of(ctx), &facts)).await
 }

@@ -124,6 +124,12 @@ impl CacheCell {
         Some((guild.user_permissions_in(channel, member), send))
     }
 
+    /// The bot user's own avatar, when it has one (a webhook post without a persona avatar
+    /// shows it rather than Discord's default).
+    pub fn bot_avatar(&self) -> Option<String> {
+        self.get()?.current_user().avatar_url()
+    }
+
     /// The server's language, or `None` when unknown.
     pub fn locale(&self, server: ServerId) -> Option<Locale> {
         let cache = self.get()?;

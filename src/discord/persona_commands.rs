@@ -100,11 +100,26 @@ pub async fn persona_use(ctx: Context<'_>, name: String) -> Result<(), Error> {
         let args = [("name", cut(&name, 50)), ("ids", ids.join(", "))];
         return reply(ctx, locale::text_with(locale, "persona-unknown", &args)).await;
     };
+    // A template Discord would refuse as a webhook's name is refused here, as an edit is.
+    if let Some(problem) = template.problem() {
+        return reply(ctx, problem_text(locale, problem)).await;
+    }
     let change = SettingsChange::Persona(Some(template.clone()));
     ctx.data().settings.update(server, change).await?;
     log_change(ctx, server, format!("/persona use {}", template.id.0)).await;
     let args = [("name", template.display_name), ("id", template.id.0)];
     reply(ctx, locale::text_with(locale, "persona-used", &args)).await
+}
+
+/// Why a persona is refused, in the invoker's language.
+fn problem_text(locale: Locale, problem: PersonaProblem) -> String {
+    let key = match problem {
+        PersonaProblem::NoName => "persona-problem-no-name",
+        PersonaProblem::NoPrompt => "persona-problem-no-prompt",
+        PersonaProblem::ReservedName => "persona-problem-reserved-name",
+        PersonaProblem::AvatarNotHttps => "persona-problem-avatar",
+    };
+    locale::text(locale, key)
 }
 
 /// Whether the bot may post as the persona (a webhook) in `channel`.
@@ -227,12 +242,7 @@ pub async fn persona_edit(ctx: Context<'_>) -> Result<(), Error> {
     };
     let persona = edited(&before, &submitted);
     if let Some(problem) = persona.problem() {
-        let key = match problem {
-            PersonaProblem::NoName => "persona-problem-no-name",
-            PersonaProblem::ReservedName => "persona-problem-reserved-name",
-            PersonaProblem::AvatarNotHttps => "persona-problem-avatar",
-        };
-        return submitted.answer(ctx, locale::text(locale, key)).await;
+        return submitted.answer(ctx, problem_text(locale, problem)).await;
     }
     let name = persona.display_name.clone();
     let change = SettingsChange::Persona(Some(persona));

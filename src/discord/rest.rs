@@ -208,6 +208,11 @@ impl DiscordRest {
         };
         let make = || self.http.post(&url).json(body);
         let response = self.exchange(route, make, Retry::Never).await?;
+        // A 5xx may have posted: it is no refusal to post again after.
+        let status = response.status();
+        if status.is_server_error() {
+            return Err(SendError::Unconfirmed(format!("Discord answered {status}")));
+        }
         message_answer(response).await
     }
 

@@ -82,7 +82,7 @@ impl DiscordSink {
         let body = json!({
             "content": text,
             "username": voice.name,
-            "avatar_url": voice.avatar_url,
+            "avatar_url": voice.avatar_url.clone().or_else(|| self.cache.bot_avatar()),
             "allowed_mentions": allowed_mentions(pings, false),
         });
         match self.rest.execute_webhook(&hook, &body).await {
@@ -94,10 +94,14 @@ impl DiscordSink {
                 code,
                 message,
             }) => {
-                // 404: deleted by a moderator; anything else (a name Discord will not take):
-                // this post goes as the bot user, the next one looks again.
+                // 404: deleted by a moderator, the next post looks again; anything else (a name
+                // Discord will not take) would refuse again, so the bot user posts for a while.
                 tracing::warn!(%channel, status, code, %message, "webhook post refused; posting as the bot user");
-                webhooks.forget(channel.0);
+                if status == 404 {
+                    webhooks.forget(channel.0);
+                } else {
+                    webhooks.refused(channel.0);
+                }
                 None
             }
             Err(error @ SendError::Unconfirmed(_)) => Some(Err(port_error(error))),

@@ -42,7 +42,9 @@ impl std::fmt::Debug for Hook {
 /// What the bot knows of a channel's webhooks.
 #[derive(Debug, Clone)]
 enum Known {
-    Ours(Hook),
+    /// The hook it posts through, and every webhook of the bot's there (two processes may each
+    /// have made one).
+    Ours(Hook, Vec<u64>),
     /// None of ours there, as of then: the next post makes one.
     Absent(Instant),
     /// Discord refused to list or make one, as of then.
@@ -70,10 +72,15 @@ impl Webhooks {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    /// Keeps what was learned of a channel; a lookup that raced a webhook being made never
+    /// takes the made one away (only [`Self::forget`] does).
     fn remember(&self, channel: u64, known: Known) {
         let mut map = self.known();
         if map.len() >= CHANNELS_MAX && !map.contains_key(&channel) {
             map.clear();
+        }
+        if matches!(map.get(&channel), Some(Known::Ours(..))) && !matches!(known, Known::Ours(..)) {
+            return;
         }
         map.insert(channel, known);
     }
@@ -91,7 +98,7 @@ impl Webhooks {
     async fn look_up(&self, channel: u64) -> Known {
         let known = match self.rest.channel_webhooks(channel).await {
             Ok(list) => match ours_in(&list, self.bot.get()) {
-                Some(hook) => Known::Ours(hook),
+                Some((hook, all)) => Known::Ours(hook, all),
                 None => Known::Absent(Instant::now()),
             },
             Err(GetError::Status(status)) => {
@@ -102,14 +109,15 @@ impl Webhooks {
                 );
                 Known::Refused(Instant::now())
             }
-            // Unknown either way: asked again next time.
+            // Unknown; not asked again for a while (a webhook message comes with each post).
             Err(GetError::Failed(error)) => {
-                tracing::warn!(channel, %error, "channel webhooks could not be read");
-                return Known::Absent(Instant::now());
+                tracing::warn!(channel, %error, "channel webhooks could not be read; posting as the bot user");
+                Known::Refused(Instant::now())
             }
         };
-        self.remember(channel, known.clone());
-        known
+        self.remember(channel, known);
+        self.believed(channel)
+            .unwrap_or_else(|| Known::Refused(Instant::now()))
     }
 
     /// The bot's webhook in the channel, found or made; `None` when Discord will not let it.
@@ -119,7 +127,7 @@ impl Webhooks {
             None => self.look_up(channel).await,
         };
         match known {
-            Known::Ours(hook) => Some(hook),
+            Known::Ours(hook, _) => Some(hook),
             Known::Refused(_) => None,
             Known::Absent(_) => self.make(channel).await,
         }
@@ -129,9 +137,10 @@ impl Webhooks {
         match self.rest.create_webhook(channel, HOOK_NAME).await {
             Ok(made) => {
                 let hook = hook_of(&made);
-                let known = hook
-                    .clone()
-                    .map_or(Known::Refused(Instant::now()), Known::Ours);
+                let known = match &hook {
+                    Some(hook) => Known::Ours(hook.clone(), vec![hook.id]),
+                    None => Known::Refused(Instant::now()),
+                };
                 self.remember(channel, known);
                 tracing::info!(channel, "webhook made for the persona's posts");
                 hook
@@ -151,12 +160,18 @@ impl Webhooks {
             Some(known) => known,
             None => self.look_up(channel).await,
         };
-        matches!(known, Known::Ours(hook) if hook.id == webhook)
+        matches!(known, Known::Ours(_, all) if all.contains(&webhook))
     }
 
     /// The webhook is gone (a moderator deleted it): the next post looks again.
     pub fn forget(&self, channel: u64) {
         self.known().remove(&channel);
+    }
+
+    /// The webhook refused a post it will refuse again (the name, say): the bot user posts
+    /// here for a while, without asking the webhook first.
+    pub fn refused(&self, channel: u64) {
+        self.known().insert(channel, Known::Refused(Instant::now()));
     }
 }
 
@@ -170,14 +185,22 @@ fn hook_of(webhook: &Value) -> Option<Hook> {
     })
 }
 
-/// The bot's own incoming webhook among a channel's (made by the bot user, with a token).
-fn ours_in(list: &Value, bot: Option<u64>) -> Option<Hook> {
+/// The bot's own incoming webhooks among a channel's (made by the bot user): the first with a
+/// token to post through, and every one's id.
+fn ours_in(list: &Value, bot: Option<u64>) -> Option<(Hook, Vec<u64>)> {
     let bot = bot?;
-    list.as_array()?
+    let ours: Vec<&Value> = list
+        .as_array()?
         .iter()
         .filter(|w| w.get("type").and_then(Value::as_u64) == Some(1))
         .filter(|w| w.pointer("/user/id").and_then(snowflake) == Some(bot))
-        .find_map(hook_of)
+        .collect();
+    let hook = ours.iter().find_map(|w| hook_of(w))?;
+    let all = ours
+        .iter()
+        .filter_map(|w| w.get("id").and_then(snowflake))
+        .collect();
+    Some((hook, all))
 }
 
 #[cfg(test)]
@@ -195,10 +218,14 @@ mod tests {
             { "id": "3", "type": 1, "user": { "id": "7" } },
             { "id": "4", "type": 1, "token": "t4", "user": { "id": "7" } },
         ]);
-        assert_eq!(ours_in(&list, Some(7)).map(|h| h.id), Some(4));
+        let (hook, all) = ours_in(&list, Some(7)).unwrap();
+        assert_eq!(
+            (hook.id, all),
+            (4, vec![3, 4]),
+            "posts through 4; 3's posts are its too"
+        );
         assert!(ours_in(&list, Some(8)).is_none());
         assert!(ours_in(&json!({"message": "no"}), Some(7)).is_none());
-        let hook = ours_in(&list, Some(7)).unwrap();
         assert!(
             !format!("{hook:?}").contains("t4"),
             "the token is not printed"

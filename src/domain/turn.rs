@@ -347,6 +347,9 @@ pub struct Turn {
     /// What drafting reviews on this server.
     pub review: ReviewPolicy,
     pub admission: ToolAdmission,
+    /// Whom the persona's messages are posted as: a server's own persona posts under its name
+    /// and avatar where it may (SPEC A1); `None`, as the bot user.
+    pub voice: Option<crate::domain::ports::Voice>,
     pub stop: StopSignal,
     pub channel: Arc<ChannelActivity>,
     pub progress: Progress,
@@ -364,6 +367,7 @@ impl Turn {
             drafting: false,
             review: ReviewPolicy::default(),
             admission: ToolAdmission::Open,
+            voice: None,
             stop: StopSignal::new(CancellationToken::new()),
             channel: Arc::new(ChannelActivity::default()),
             progress: Progress::default(),
@@ -383,6 +387,11 @@ impl Turn {
 
     pub fn review_policy(mut self, policy: ReviewPolicy) -> Self {
         self.review = policy;
+        self
+    }
+
+    pub fn voice(mut self, voice: Option<crate::domain::ports::Voice>) -> Self {
+        self.voice = voice;
         self
     }
 

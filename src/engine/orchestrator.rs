@@ -31,10 +31,10 @@ use tokio_util::task::TaskTracker;
 use crate::config::{Config, KillPermission};
 use crate::domain::ports::{
     ATTACHMENTS_PER_MESSAGE, Delivery, NewQueuedMessage, Persona, PersonaStore, Pings, PortError,
-    Pushed, QueueStore, ServerSettings, SettingsStore, remember_delivery,
+    Pushed, QueueStore, ServerSettings, SettingsStore, Voice, remember_delivery,
 };
 use crate::domain::role::Role;
-use crate::domain::scope::{ChannelId, MessageId, Scope, UserId};
+use crate::domain::scope::{ChannelId, MessageId, Scope, ServerId, UserId};
 use crate::domain::turn::{ChannelActivity, Turn, TurnId, TurnStatus};
 use crate::engine::context::Trigger;
 use crate::engine::passes::{TurnDeps, TurnEnd, TurnReport, run_turn};
@@ -866,20 +866,13 @@ impl Worker {
                 .quiet(m.quiet)
                 .drafting(settings.drafting)
                 .review_policy(settings.review.clone())
+                .voice(own_voice(m.server, &settings))
                 .admission(admission)
                 // Not a child of the channel's token: a stopping process lets the turn finish
                 // first, and stops it itself (see `wind_down`).
                 .in_channel(self.activity.clone(), CancellationToken::new()),
         );
-        let trigger = Trigger {
-            message: m.message,
-            author: m.author,
-            author_name: m.author_name.clone(),
-            content: m.content.clone(),
-            attachments: m.attachments.clone(),
-            // A quiet turn's trigger is not a Discord message: there is nothing to reply to.
-            reply: pending.waited && !m.quiet,
-        };
+        let trigger = trigger_of(&pending);
         let deps = self.deps.clone();
         let for_future = turn.clone();
         let future: TurnFuture = Box::pin(async move {
@@ -1088,6 +1081,31 @@ async fn forget(
             wait = (wait * 2).min(REMOVE_RETRY_MAX);
         }
     });
+}
+
+/// What a queued message is to its turn.
+fn trigger_of(pending: &Pending) -> Trigger {
+    let m = &pending.message;
+    Trigger {
+        message: m.message,
+        author: m.author,
+        author_name: m.author_name.clone(),
+        content: m.content.clone(),
+        attachments: m.attachments.clone(),
+        // A quiet turn's trigger is not a Discord message: there is nothing to reply to.
+        reply: pending.waited && !m.quiet,
+    }
+}
+
+/// Whom a server's turn posts as: its own persona, when it has one (a server that never chose
+/// one keeps the bot user, its replies and pings).
+fn own_voice(server: Option<ServerId>, settings: &ServerSettings) -> Option<Voice> {
+    let persona = settings.persona.as_ref()?;
+    Some(Voice {
+        server: server?,
+        name: persona.display_name.clone(),
+        avatar_url: persona.avatar_url.clone(),
+    })
 }
 
 /// The persona a turn speaks as: the server's own as it is now (an edit made since the message

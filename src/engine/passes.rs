@@ -17,7 +17,7 @@ use std::sync::Arc;
 use self::attempts::PassKind;
 use crate::config::TurnConfig;
 use crate::domain::history::{EntryStatus, ToolHistoryEntry};
-use crate::domain::ports::{ChatModel, Delivered, OutcomeStore, Persona, Pings, TokenUsage, Voice};
+use crate::domain::ports::{ChatModel, Delivered, OutcomeStore, Persona, Pings, TokenUsage};
 use crate::domain::provider_failure::user_message;
 use crate::domain::review::ReviewNote;
 use crate::domain::role::Role;
@@ -230,12 +230,8 @@ impl<'a> TurnRun<'a> {
         let reply_to = trigger.reply.then_some(trigger.message);
         let pings = Pings::answering(trigger.author, &trigger.content);
         let mut delivery = ReplyDelivery::new(turn, ports, reply_to, pings, delivered_before);
-        if let Some(server) = turn.scope.server {
-            delivery.speak_as(Voice {
-                server,
-                name: persona.display_name.clone(),
-                avatar_url: persona.avatar_url.clone(),
-            });
+        if let Some(voice) = &turn.voice {
+            delivery.speak_as(voice.clone());
         }
         let holding = turn.drafting && turn.review.replies && deps.env.reviewer.is_some();
         if holding {

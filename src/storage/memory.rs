@@ -152,14 +152,16 @@ impl MemoryStore for MemoryRepo {
         &self,
         server: Option<ServerId>,
         about: Option<UserId>,
+        with_private: bool,
         limit: u32,
     ) -> Result<Vec<Fact>, PortError> {
         let rows: Vec<(i64, i64, String, i64)> = sqlx::query_as(
             "SELECT id, about_user, fact, created_at FROM memory_facts WHERE server_id = $1 \
-             AND about_user = $2 ORDER BY id DESC LIMIT $3",
+             AND about_user = $2 AND ($3 = 1 OR private_to = 0) ORDER BY id DESC LIMIT $4",
         )
         .bind(sql_id(server.map_or(0, |s| s.0)))
         .bind(sql_id(about.map_or(0, |u| u.0)))
+        .bind(i64::from(with_private))
         .bind(i64::from(limit))
         .fetch_all(self.db.pool())
         .await

@@ -135,6 +135,7 @@ impl MemoryStore for InMemoryMemory {
         &self,
         server: Option<ServerId>,
         about: Option<UserId>,
+        with_private: bool,
         limit: u32,
     ) -> Result<Vec<Fact>, PortError> {
         self.check()?;
@@ -142,6 +143,7 @@ impl MemoryStore for InMemoryMemory {
             .iter()
             .rev()
             .filter(|(_, f)| f.server == server && f.about == about)
+            .filter(|(_, f)| with_private || f.private_to.is_none())
             .take(limit as usize)
             .map(stored_fact)
             .collect())

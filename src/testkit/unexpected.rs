@@ -103,6 +103,7 @@ impl MemoryStore for Unexpected {
         &self,
         _: Option<ServerId>,
         _: Option<UserId>,
+        _: bool,
         _: u32,
     ) -> Result<Vec<Fact>, PortError> {
         unexpected("MemoryStore::list_facts")

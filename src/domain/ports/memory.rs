@@ -82,11 +82,13 @@ pub trait MemoryStore: Send + Sync {
         id: i64,
     ) -> Result<bool, PortError>;
     /// For `/memory`: a server's facts (every persona, every channel), newest first: those
-    /// about `about`, or the server-wide ones when `None`.
+    /// about `about`, or the server-wide ones when `None`. Facts learned in a private channel
+    /// only `with_private` (a member's own; not for a moderator, who may not see that channel).
     async fn list_facts(
         &self,
         server: Option<ServerId>,
         about: Option<UserId>,
+        with_private: bool,
         limit: u32,
     ) -> Result<Vec<Fact>, PortError>;
     /// For `/memory forget`: deletes fact `id` of `server` (`None`: a DM's), or every fact of

@@ -30,6 +30,8 @@ pub const AVATAR_URL_MAX_CHARS: usize = 512;
 pub enum PersonaProblem {
     /// No name, or only spaces.
     NoName,
+    /// No system prompt, or only spaces.
+    NoPrompt,
     /// A name Discord refuses for a webhook (it holds "discord" or "clyde", or is a mention
     /// word).
     ReservedName,
@@ -66,6 +68,9 @@ impl Persona {
         let name = self.display_name.trim().to_lowercase();
         if name.is_empty() {
             return Some(PersonaProblem::NoName);
+        }
+        if self.system_prompt.trim().is_empty() {
+            return Some(PersonaProblem::NoPrompt);
         }
         let reserved = ["discord", "clyde"].iter().any(|w| name.contains(w))
             || ["everyone", "here"].contains(&name.as_str());
@@ -120,6 +125,11 @@ mod tests {
     #[test]
     fn names_and_avatars_discord_refuses_are_caught() {
         assert_eq!(persona("  ", None).problem(), Some(PersonaProblem::NoName));
+        let blank = Persona {
+            system_prompt: " \n ".into(),
+            ..persona("Mira", None)
+        };
+        assert_eq!(blank.problem(), Some(PersonaProblem::NoPrompt));
         for reserved in ["My Discord Pal", "clyde", "everyone", "Here"] {
             let problem = persona(reserved, None).problem();
             assert_eq!(problem, Some(PersonaProblem::ReservedName), "{reserved}");
