@@ -450,3 +450,92 @@ async fn a_refused_webhook_post_goes_as_the_bot_user() {
     e.assert_fakes_used();
     e.stop().await;
 }
+
+// SPEC A2 (issue 15): every command that changes or shows a server's settings, its persona or
+// what is remembered about others is refused to a member without Manage Server when it runs
+// (Discord's default permissions hide them, but hiding is not authorizing), says so, shows no
+// modal, and changes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_moderator_command_refuses_a_member() {
+    let e = E2e::start(Behaviour::succeed(), vec![]).await;
+    let sub = |name: &str, options: Value| json!([{ "name": name, "type": 1, "options": options }]);
+    let role = GUILD * 1000 + 1;
+    let commands: Vec<(&str, Value)> = vec![
+        (
+            "drafting",
+            json!([{ "name": "state", "type": 4, "value": 0 }]),
+        ),
+        (
+            "random",
+            json!([{ "name": "state", "type": 4, "value": 0 }]),
+        ),
+        ("thoughtlog", thought_log_set(THOUGHTS)),
+        ("thoughtlog", sub("off", json!([]))),
+        (
+            "channels",
+            json!([
+                { "name": "rule", "type": 4, "value": 1 },
+                { "name": "channel", "type": 7, "value": GENERAL.to_string() },
+            ]),
+        ),
+        (
+            "roles",
+            json!([
+                { "name": "rule", "type": 4, "value": 1 },
+                { "name": "role", "type": 8, "value": role.to_string() },
+            ]),
+        ),
+        ("access", json!([])),
+        (
+            "tools",
+            sub(
+                "deliberate",
+                json!([{ "name": "state", "type": 4, "value": 0 }]),
+            ),
+        ),
+        (
+            "tools",
+            sub(
+                "phrases",
+                json!([
+                    { "name": "action", "type": 4, "value": 0 },
+                    { "name": "tool", "type": 4, "value": 4 },
+                    { "name": "phrase", "type": 3, "value": "note" },
+                ]),
+            ),
+        ),
+        ("tools", sub("show", json!([]))),
+        ("memory", sub("server", json!([]))),
+        (
+            "memory",
+            sub(
+                "show",
+                json!([{ "name": "member", "type": 6, "value": BOB.to_string() }]),
+            ),
+        ),
+        ("persona", sub("list", json!([]))),
+        (
+            "persona",
+            sub(
+                "use",
+                json!([{ "name": "name", "type": 3, "value": "aria" }]),
+            ),
+        ),
+        ("persona", sub("show", json!([]))),
+        ("persona", sub("edit", json!([]))),
+    ];
+    for (name, options) in commands {
+        let answer = e.slash(ALICE, name, 0, options.clone()).await;
+        assert_eq!(answer["type"], 4, "/{name} {options}: {answer}");
+        assert_eq!(answer["data"]["flags"], 64, "ephemeral: /{name}");
+        assert_eq!(
+            content_of(&answer),
+            "You need the Manage Server permission for this.",
+            "/{name} {options}"
+        );
+    }
+    let settings = e.running().storage.settings.settings(ServerId(GUILD)).await;
+    assert_eq!(settings.unwrap(), Default::default(), "nothing changed");
+    e.assert_fakes_used();
+    e.stop().await;
+}
