@@ -195,7 +195,6 @@ pub async fn start(
     let sink = Arc::new(
         sink::DiscordSink::new(rest.clone(), bot.clone(), recent.clone())
             .with_cache(cache.clone())
-            .with_persona_name(&persona.display_name)
             .with_webhooks(webhooks.clone()),
     );
     let thought_log: Arc<dyn ThoughtLog> = Arc::new(discord::thought_log::DiscordThoughtLog::new(

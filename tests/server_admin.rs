@@ -539,3 +539,37 @@ async fn every_moderator_command_refuses_a_member() {
     e.assert_fakes_used();
     e.stop().await;
 }
+
+// SPEC C12 (issue 15, personas): one request reads the bot's mention one way, as the server's
+// persona: in history read back from Discord (a channel's first turn after a start) as in the
+// trigger.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_from_discord_names_the_servers_persona() {
+    let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["The tide."])]).await;
+    mira(&e).await;
+    let mut old = support::fake_discord::Incoming::new(
+        GENERAL,
+        Some(GUILD),
+        BOB,
+        "bob",
+        &format!("<@{BOT}> remember the tide"),
+    );
+    old.mentions = vec![(BOT, "Aria".into())];
+    e.discord
+        .post_unseen(old, std::time::Duration::from_secs(60));
+    e.mention(ALICE, "alice", "what did bob say?").await;
+    e.until("the answer", |e| e.texts(GENERAL).len() == 1).await;
+    // Runs of one role are joined (strict chat templates): both lines are in the one message.
+    let messages = e.openai.requests()[0].body["messages"].to_string();
+    assert!(
+        messages.contains("[bob] @Mira remember the tide"),
+        "{messages}"
+    );
+    assert!(
+        messages.contains("[alice] @Mira what did bob say?"),
+        "{messages}"
+    );
+    assert!(!messages.contains("@Aria"), "{messages}");
+    e.assert_fakes_used();
+    e.stop().await;
+}

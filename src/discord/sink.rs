@@ -39,8 +39,6 @@ pub struct DiscordSink {
     bot: BotId,
     recent: Arc<RecentMessages>,
     cache: CacheCell,
-    /// The persona's name: the bot's mention in history reads as it.
-    persona_name: String,
     /// The bot's channel webhooks, to post as a server's persona (none: always the bot user).
     webhooks: Option<Arc<Webhooks>>,
 }
@@ -52,7 +50,6 @@ impl DiscordSink {
             bot,
             recent,
             cache: CacheCell::default(),
-            persona_name: String::new(),
             webhooks: None,
         }
     }
@@ -106,12 +103,6 @@ impl DiscordSink {
             }
             Err(error @ SendError::Unconfirmed(_)) => Some(Err(port_error(error))),
         }
-    }
-
-    /// The bot's mention in history reads as `@name` (the persona's name).
-    pub fn with_persona_name(mut self, name: &str) -> Self {
-        self.persona_name = name.to_owned();
-        self
     }
 
     /// Reads server names from the gateway's cache (without it, no server is named).
@@ -283,6 +274,7 @@ impl ChannelHistory for DiscordSink {
         channel: ChannelId,
         before: Option<MessageId>,
         limit: u8,
+        bot_name: &str,
     ) -> Result<Vec<HistoryMessage>, PortError> {
         let wanted = usize::from(limit.clamp(1, 100));
         let before_id = before.map(|b| b.0);
@@ -312,7 +304,7 @@ impl ChannelHistory for DiscordSink {
                 what: "discord",
                 detail,
             })?;
-        let bot = self.bot.get().map(|id| (id, self.persona_name.as_str()));
+        let bot = self.bot.get().map(|id| (id, bot_name));
         let ours = self.own_webhooks(channel, &messages).await;
         let page = history_page(&messages, bot, &ours, limit);
         self.recent.learn(channel.0, before_id, wanted, &page);

@@ -350,6 +350,8 @@ pub struct Turn {
     /// Whom the persona's messages are posted as: a server's own persona posts under its name
     /// and avatar where it may (SPEC A1); `None`, as the bot user.
     pub voice: Option<crate::domain::ports::Voice>,
+    /// The persona's name here: the bot's mention in history reads as it (empty: unknown).
+    pub persona_name: String,
     pub stop: StopSignal,
     pub channel: Arc<ChannelActivity>,
     pub progress: Progress,
@@ -368,6 +370,7 @@ impl Turn {
             review: ReviewPolicy::default(),
             admission: ToolAdmission::Open,
             voice: None,
+            persona_name: String::new(),
             stop: StopSignal::new(CancellationToken::new()),
             channel: Arc::new(ChannelActivity::default()),
             progress: Progress::default(),
@@ -392,6 +395,11 @@ impl Turn {
 
     pub fn voice(mut self, voice: Option<crate::domain::ports::Voice>) -> Self {
         self.voice = voice;
+        self
+    }
+
+    pub fn persona_name(mut self, name: &str) -> Self {
+        self.persona_name = name.to_owned();
         self
     }
 

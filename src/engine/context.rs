@@ -132,6 +132,7 @@ pub async fn load(
             scope.channel,
             Some(trigger.message),
             settings.history_messages,
+            &persona.display_name,
         )
         .await
         .unwrap_or_else(|error| {

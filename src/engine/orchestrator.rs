@@ -867,6 +867,7 @@ impl Worker {
                 .drafting(settings.drafting)
                 .review_policy(settings.review.clone())
                 .voice(own_voice(m.server, &settings))
+                .persona_name(&persona.display_name)
                 .admission(admission)
                 // Not a child of the channel's token: a stopping process lets the turn finish
                 // first, and stops it itself (see `wind_down`).

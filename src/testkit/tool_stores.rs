@@ -245,6 +245,7 @@ impl ChannelHistory for FixedHistory {
         _channel: ChannelId,
         before: Option<MessageId>,
         limit: u8,
+        _bot_name: &str,
     ) -> Result<Vec<HistoryMessage>, PortError> {
         Ok(self
             .0

@@ -156,6 +156,7 @@ impl ChannelHistory for Unexpected {
         _: ChannelId,
         _: Option<MessageId>,
         _: u8,
+        _: &str,
     ) -> Result<Vec<HistoryMessage>, PortError> {
         unexpected("ChannelHistory::older")
     }

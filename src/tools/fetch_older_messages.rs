@@ -61,7 +61,12 @@ impl Tool for FetchOlderMessages {
         let messages = ctx
             .ports()
             .history
-            .older(ctx.scope().channel, before, args.count)
+            .older(
+                ctx.scope().channel,
+                before,
+                args.count,
+                &ctx.turn.persona_name,
+            )
             .await?;
         if messages.is_empty() {
             return Ok(ToolOutput::data(json!({ "messages": 0 }))

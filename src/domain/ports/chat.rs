@@ -182,12 +182,14 @@ pub trait AttachmentFetcher: Send + Sync {
 /// Older channel history.
 #[async_trait]
 pub trait ChannelHistory: Send + Sync {
-    /// Up to `limit` messages older than `before` (or the newest when `None`), newest first.
+    /// Up to `limit` messages older than `before` (or the newest when `None`), newest first;
+    /// the bot's mention in them reads as `@bot_name` (the persona's name there, SPEC C12).
     async fn older(
         &self,
         channel: ChannelId,
         before: Option<MessageId>,
         limit: u8,
+        bot_name: &str,
     ) -> Result<Vec<HistoryMessage>, PortError>;
 }
 
