@@ -294,13 +294,7 @@ async fn the_thought_log_refuses_a_public_channel() {
         content_of(&refused).contains("visible to everyone"),
         "{refused}"
     );
-    let settings = e
-        .running()
-        .storage
-        .settings
-        .settings(ServerId(GUILD))
-        .await
-        .unwrap();
+    let settings = e.settings().await;
     assert_eq!(settings.thought_log_channel, None);
     let no_permission = e
         .slash(
@@ -332,13 +326,7 @@ async fn drafting_is_stored_per_server() {
         )
         .await;
     assert!(content_of(&on).contains("Drafting is on"), "{on}");
-    let settings = e
-        .running()
-        .storage
-        .settings
-        .settings(ServerId(GUILD))
-        .await
-        .unwrap();
+    let settings = e.settings().await;
     assert!(settings.drafting);
     e.assert_fakes_used();
     e.stop().await;
@@ -1110,13 +1098,7 @@ async fn random_turns_are_off_by_default_and_bounded_per_hour() {
     assert!(e.openai.requests().is_empty(), "off by default");
     let on = content_of(&e.slash(MODERATOR, "random", MANAGE_GUILD, on).await);
     assert!(on.contains("100%") && on.contains("at most 1"), "{on}");
-    let settings = e
-        .running()
-        .storage
-        .settings
-        .settings(ServerId(GUILD))
-        .await
-        .unwrap();
+    let settings = e.settings().await;
     assert!(settings.random.enabled);
     chatter(&e, ALICE, "alice", "cake is ready").await;
     e.until("the random turn", |e| {
@@ -1446,13 +1428,7 @@ async fn a_second_message_joins_the_same_authors_waiting_one() {
 async fn a_due_reminder_in_a_blocked_channel_is_skipped_and_reported() {
     let e = E2e::start_with(Behaviour::succeed(), vec![], |c| c.reminders.poll_ms = 20).await;
     e.set_thought_log().await;
-    let settings = e
-        .running()
-        .storage
-        .settings
-        .settings(ServerId(GUILD))
-        .await
-        .unwrap();
+    let settings = e.settings().await;
     let blocked = ServerSettings {
         access: AccessLists {
             blocked_channels: vec![ChannelId(GENERAL)],
@@ -1955,13 +1931,7 @@ async fn drafting_sets_what_is_checked_and_the_reviewer_model() {
         ),
         "{set}"
     );
-    let stored = e
-        .running()
-        .storage
-        .settings
-        .settings(ServerId(GUILD))
-        .await
-        .unwrap();
+    let stored = e.settings().await;
     assert!(stored.drafting && stored.review.replies && !stored.review.tool_calls);
     assert_eq!(stored.review.model.as_deref(), Some("small-reviewer"));
     e.openai.push_for("small-reviewer", verdict("pass", &[]));

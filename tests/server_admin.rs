@@ -71,8 +71,7 @@ async fn the_reviewer_prompt_is_edited_in_a_modal() {
         content_of(&done).contains("reviewer prompt: this server's own"),
         "{done}"
     );
-    let stored = e.running().storage.settings.settings(ServerId(GUILD)).await;
-    assert_eq!(stored.unwrap().review.prompt.as_deref(), Some(prompt));
+    assert_eq!(e.settings().await.review.prompt.as_deref(), Some(prompt));
     e.openai.push_for(REVIEW_MODEL, verdict("pass"));
     e.mention(ALICE, "alice", "hello").await;
     e.until("the reviewed reply", |e| !e.texts(GENERAL).is_empty())
@@ -97,8 +96,7 @@ async fn the_reviewer_prompt_is_edited_in_a_modal() {
         content_of(&back).contains("reviewer prompt: the default one"),
         "{back}"
     );
-    let stored = e.running().storage.settings.settings(ServerId(GUILD)).await;
-    assert_eq!(stored.unwrap().review.prompt, None);
+    assert_eq!(e.settings().await.review.prompt, None);
     e.assert_fakes_used();
     e.stop().await;
 }
@@ -110,7 +108,7 @@ fn persona_sub(sub: &str, options: Value) -> Value {
 
 // SPEC A1 (issue 15, personas): `/persona edit` shows the server's persona in a modal; what is
 // submitted is this server's own copy: the next turn's system prompt and trigger words are the
-// edited ones, while a DM, the template and other servers keep the default. A reserved name
+// edited ones, while a DM and the template keep the default and another server its own. A reserved name
 // changes nothing; `/persona use` gives a fresh copy of the template back; a member without
 // Manage Server gets no modal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,6 +118,21 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
         vec![Reply::text(&["Ahoy."]), Reply::text(&["Hello from a DM."])],
     )
     .await;
+    // Another server already speaks as its own copy.
+    let elsewhere = ServerId(GUILD + 1);
+    let theirs = persona_bot::domain::ports::Persona {
+        display_name: "Nova".into(),
+        ..e.running()
+            .storage
+            .personas
+            .persona(&PersonaId("aria".into()))
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    let change = persona_bot::domain::ports::SettingsChange::Persona(Some(theirs.clone()));
+    let settings = &e.running().storage.settings;
+    settings.update(elsewhere, change).await.unwrap();
     let edit = persona_sub("edit", json!([]));
     let refused = e.slash(ALICE, "persona", 0, edit.clone()).await;
     assert_eq!(refused["type"], 4, "no modal: {refused}");
@@ -137,8 +150,7 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
         content_of(&reserved).starts_with("Nothing was changed"),
         "{reserved}"
     );
-    let stored = e.running().storage.settings.settings(ServerId(GUILD)).await;
-    assert_eq!(stored.unwrap().persona, None, "nothing stored");
+    assert_eq!(e.settings().await.persona, None, "nothing stored");
     let (shown, _) = e
         .slash_with_id(MODERATOR, "persona", MANAGE_GUILD, edit)
         .await;
@@ -184,13 +196,8 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
             .system_prompt
             .starts_with("You are Aria")
     );
-    let other = e
-        .running()
-        .storage
-        .settings
-        .settings(ServerId(GUILD + 1))
-        .await;
-    assert_eq!(other.unwrap().persona, None);
+    let other = settings.settings(elsewhere).await.unwrap();
+    assert_eq!(other.persona, Some(theirs), "another server keeps its own");
     let show = e
         .slash(
             MODERATOR,
@@ -231,8 +238,7 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
     assert_eq!(unknown, "There is no persona \"zed\". Personas: aria.");
     let used = content_of(&e.slash(MODERATOR, "persona", MANAGE_GUILD, back).await);
     assert!(used.starts_with("This server now speaks as Aria"), "{used}");
-    let stored = e.running().storage.settings.settings(ServerId(GUILD)).await;
-    let own = stored.unwrap().persona.expect("a copy");
+    let own = e.settings().await.persona.expect("a copy");
     assert!(own.system_prompt.starts_with("You are Aria"));
     e.assert_fakes_used();
     e.stop().await;
@@ -534,8 +540,7 @@ async fn every_moderator_command_refuses_a_member() {
             "/{name} {options}"
         );
     }
-    let settings = e.running().storage.settings.settings(ServerId(GUILD)).await;
-    assert_eq!(settings.unwrap(), Default::default(), "nothing changed");
+    assert_eq!(e.settings().await, Default::default(), "nothing changed");
     e.assert_fakes_used();
     e.stop().await;
 }
@@ -570,6 +575,25 @@ async fn history_from_discord_names_the_servers_persona() {
         "{messages}"
     );
     assert!(!messages.contains("@Aria"), "{messages}");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC A1 (issue 15, webhooks): a notice from the bot (here: the model wrote nothing) is the
+// bot's, not the persona's: the bot user posts it even where the persona speaks by webhook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notice_is_posted_by_the_bot_user_not_the_persona() {
+    let empty = Reply::Stream(vec![support::fake_openai::Sse::finish("stop")]);
+    let e = E2e::start_in(webhook_world(), Behaviour::succeed(), vec![empty], |_| {}).await;
+    mira(&e).await;
+    e.mention(ALICE, "alice", "say something").await;
+    e.until("the notice", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    assert_eq!(
+        e.texts(GENERAL),
+        ["I couldn't come up with a reply. Please try again."]
+    );
+    assert!(e.discord.webhook_posts(GENERAL).is_empty());
     e.assert_fakes_used();
     e.stop().await;
 }

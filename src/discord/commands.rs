@@ -793,21 +793,8 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
 pub async fn help(ctx: Context<'_>) -> Result<(), Error> {
     let locale = locale_of(ctx);
     let manager = ctx.guild_id().is_some() && permissions(ctx).contains(Permissions::MANAGE_GUILD);
-    // Unreadable settings name the default persona: help is still help.
-    let own = match ctx.guild_id() {
-        Some(guild) => ctx
-            .data()
-            .settings
-            .settings(ServerId(guild.get()))
-            .await
-            .ok()
-            .and_then(|s| s.persona),
-        None => None,
-    };
-    let name = own.map_or_else(
-        || ctx.data().persona.display_name.clone(),
-        |p| p.display_name,
-    );
+    let server = ctx.guild_id().map(|g| ServerId(g.get()));
+    let name = ctx.data().persona_name(server).await;
     let mut text = locale::text_with(locale, "help-text", &[("persona", name)]);
     if manager {
         text.push('\n');

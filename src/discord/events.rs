@@ -53,7 +53,7 @@ pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
         FullEvent::MessageUpdate { event, .. } => {
             if let Some(content) = &event.content {
                 let server = event.guild_id.map(|g| ServerId(g.get()));
-                let name = persona_name(data, server).await;
+                let name = data.persona_name(server).await;
                 let mentions = event.mentions.as_deref().unwrap_or_default();
                 let content = as_queued(data, &name, content, mentions);
                 data.recent
@@ -102,7 +102,7 @@ async fn remember(data: &BotData, message: &Message) {
         server,
         message: MessageId(id),
     });
-    let name = persona_name(data, server).await;
+    let name = data.persona_name(server).await;
     data.recent.created(
         message.channel_id.get(),
         HistoryMessage {
@@ -292,17 +292,6 @@ async fn by_own_webhook(data: &BotData, server: Option<ServerId>, message: &Mess
     let channel = message.channel_id.get();
     data.cache.bot_can_webhook(server, ChannelId(channel), bot)
         && data.webhooks.is_ours(channel, webhook.get()).await
-}
-
-/// The name of the persona answering in `server`: its own persona's, else the default's (also
-/// when its settings cannot be read: a name in history is no access rule).
-async fn persona_name(data: &BotData, server: Option<ServerId>) -> String {
-    let own = match server {
-        Some(server) => data.settings.settings(server).await.ok(),
-        None => None,
-    };
-    own.and_then(|s| s.persona)
-        .map_or_else(|| data.persona.display_name.clone(), |p| p.display_name)
 }
 
 /// A message's text as the model reads it, in history and as a trigger: the bot's mention as

@@ -15,6 +15,7 @@ use crate::config::Config;
 use crate::config::ShardPlan;
 use crate::domain::admission::RateLimit;
 use crate::domain::ports::{Persona, SettingsStore};
+use crate::domain::scope::ServerId;
 use crate::engine::orchestrator::Orchestrator;
 use crate::locale::Locale;
 use crate::shutdown::Shutdown;
@@ -71,6 +72,19 @@ pub struct BotData {
     /// The last message seen in each channel: where a catch-up starts (SPEC D9).
     pub seen: Arc<crate::domain::catch_up::SeenMarks>,
     pub catch_up: crate::domain::catch_up::Limits,
+}
+
+impl BotData {
+    /// The name of the persona answering in `server`: its own persona's, else the default's
+    /// (also when its settings cannot be read: a name is no access rule).
+    pub async fn persona_name(&self, server: Option<ServerId>) -> String {
+        let own = match server {
+            Some(server) => self.settings.settings(server).await.ok(),
+            None => None,
+        };
+        own.and_then(|s| s.persona)
+            .map_or_else(|| self.persona.display_name.clone(), |p| p.display_name)
+    }
 }
 
 /// The gateway client, running.

@@ -130,17 +130,19 @@ fn port_error(error: SendError) -> PortError {
 impl ChatSink for DiscordSink {
     async fn send_as(
         &self,
-        voice: &Voice,
+        voice: Option<&Voice>,
         channel: ChannelId,
         text: String,
         reply_to: Option<MessageId>,
         pings: &Pings,
         key: Option<&str>,
     ) -> Result<MessageId, PortError> {
-        match self.post_as(voice, channel, &text, pings).await {
-            Some(posted) => posted,
-            None => self.send_text(channel, text, reply_to, pings, key).await,
+        if let Some(voice) = voice
+            && let Some(posted) = self.post_as(voice, channel, &text, pings).await
+        {
+            return posted;
         }
+        self.send_text(channel, text, reply_to, pings, key).await
     }
 
     async fn send_text(

@@ -94,6 +94,14 @@ impl Webhooks {
         }
     }
 
+    /// What is believed of the channel, asked of Discord when nothing (fresh) is.
+    async fn known_now(&self, channel: u64) -> Known {
+        match self.believed(channel) {
+            Some(known) => known,
+            None => self.look_up(channel).await,
+        }
+    }
+
     /// Asks Discord for the channel's webhooks and keeps what it learns.
     async fn look_up(&self, channel: u64) -> Known {
         let known = match self.rest.channel_webhooks(channel).await {
@@ -122,11 +130,7 @@ impl Webhooks {
 
     /// The bot's webhook in the channel, found or made; `None` when Discord will not let it.
     pub async fn hook(&self, channel: u64) -> Option<Hook> {
-        let known = match self.believed(channel) {
-            Some(known) => known,
-            None => self.look_up(channel).await,
-        };
-        match known {
+        match self.known_now(channel).await {
             Known::Ours(hook, _) => Some(hook),
             Known::Refused(_) => None,
             Known::Absent(_) => self.make(channel).await,
@@ -156,10 +160,7 @@ impl Webhooks {
     /// Whether `webhook` is the bot's own webhook in the channel (asked of Discord once when
     /// the channel is not known yet).
     pub async fn is_ours(&self, channel: u64, webhook: u64) -> bool {
-        let known = match self.believed(channel) {
-            Some(known) => known,
-            None => self.look_up(channel).await,
-        };
+        let known = self.known_now(channel).await;
         matches!(known, Known::Ours(_, all) if all.contains(&webhook))
     }
 

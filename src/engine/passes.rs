@@ -230,9 +230,6 @@ impl<'a> TurnRun<'a> {
         let reply_to = trigger.reply.then_some(trigger.message);
         let pings = Pings::answering(trigger.author, &trigger.content);
         let mut delivery = ReplyDelivery::new(turn, ports, reply_to, pings, delivered_before);
-        if let Some(voice) = &turn.voice {
-            delivery.speak_as(voice.clone());
-        }
         let holding = turn.drafting && turn.review.replies && deps.env.reviewer.is_some();
         if holding {
             delivery.hold();

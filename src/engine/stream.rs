@@ -8,8 +8,8 @@ use futures::StreamExt;
 
 use crate::domain::call::ToolCallRequest;
 use crate::domain::ports::{
-    Delivery, Finish, ModelError, ModelEvent, ModelStream, Pings, Ports, TokenUsage, Voice,
-    delivery_key, remember_delivery,
+    Delivery, Finish, ModelError, ModelEvent, ModelStream, Pings, Ports, TokenUsage, delivery_key,
+    remember_delivery,
 };
 use crate::domain::scope::MessageId;
 use crate::domain::turn::{Turn, TurnStatus};
@@ -50,8 +50,6 @@ pub struct ReplyDelivery<'a> {
     pub usage: TokenUsage,
     /// With Response Drafting On, the reply is held here instead of posted (SPEC C8).
     held: Option<String>,
-    /// Whom the persona's messages are posted as (its name and avatar, in a server).
-    voice: Option<Voice>,
 }
 
 impl<'a> ReplyDelivery<'a> {
@@ -73,13 +71,7 @@ impl<'a> ReplyDelivery<'a> {
             sent_this_pass: String::new(),
             usage: TokenUsage::default(),
             held: None,
-            voice: None,
         }
-    }
-
-    /// The persona's messages go out under `voice` where the channel allows (SPEC A1).
-    pub fn speak_as(&mut self, voice: Voice) {
-        self.voice = Some(voice);
     }
 
     /// Holds the reply (drafting): text is kept, not posted, until [`Self::release`].
@@ -112,6 +104,11 @@ impl<'a> ReplyDelivery<'a> {
 
     /// Sends one message of the turn (or holds it, when drafting), unless `/kill` comes first.
     pub async fn send(&mut self, text: String) {
+        self.send_from(text, true).await;
+    }
+
+    /// [`Self::send`], as the persona (under the turn's voice, SPEC A1) or as the bot user.
+    async fn send_from(&mut self, text: String, persona: bool) {
         if self.turn.stop.is_killed() {
             return;
         }
@@ -130,14 +127,14 @@ impl<'a> ReplyDelivery<'a> {
         tokio::select! {
             biased;
             () = kill.cancelled() => {}
-            () = self.deliver(text) => {}
+            () = self.deliver(text, persona) => {}
         }
     }
 
     /// Posts one message, whatever the stop state (the complete text a user stop keeps), and
     /// records it before the turn goes on. A message an earlier run of the turn delivered is
     /// counted, not posted again; each message's idempotency key is its place in the turn.
-    async fn deliver(&mut self, text: String) {
+    async fn deliver(&mut self, text: String, persona: bool) {
         let reply_to = self.reply_to.take();
         let channel = self.turn.scope.channel;
         let index = u32::try_from(self.sent).unwrap_or(u32::MAX);
@@ -145,18 +142,19 @@ impl<'a> ReplyDelivery<'a> {
             tracing::debug!(turn = %self.turn.id, index, "message delivered before the restart; not posted again");
         } else {
             let key = delivery_key(self.turn.id, &format!("piece-{index}"));
-            let sink = &self.ports.sink;
-            let posted = match &self.voice {
-                Some(voice) => {
-                    let text = text.clone();
-                    sink.send_as(voice, channel, text, reply_to, &self.pings, Some(&key))
-                        .await
-                }
-                None => {
-                    sink.send_text(channel, text.clone(), reply_to, &self.pings, Some(&key))
-                        .await
-                }
-            };
+            let voice = self.turn.voice.as_ref().filter(|_| persona);
+            let posted = self
+                .ports
+                .sink
+                .send_as(
+                    voice,
+                    channel,
+                    text.clone(),
+                    reply_to,
+                    &self.pings,
+                    Some(&key),
+                )
+                .await;
             let message = match posted {
                 Ok(message) => message,
                 Err(error) => {
@@ -185,10 +183,8 @@ impl<'a> ReplyDelivery<'a> {
     /// A notice from the bot (limits, errors), outside the persona's reply: never held.
     pub async fn notice(&mut self, text: String) {
         let held = self.held.take();
-        let voice = self.voice.take();
-        self.send(text).await;
+        self.send_from(text, false).await;
         self.held = held;
-        self.voice = voice;
     }
 
     /// Checks for a stop request; `interruptible` says whether a follow-up may interrupt.
@@ -204,7 +200,7 @@ impl<'a> ReplyDelivery<'a> {
                 self.held = Some(String::new());
             } else {
                 for complete in complete {
-                    self.deliver(complete).await;
+                    self.deliver(complete, true).await;
                 }
             }
             return Some(TurnStatus::StoppedByUser);

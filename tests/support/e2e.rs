@@ -251,6 +251,14 @@ impl E2e {
             .unwrap_or_default()
     }
 
+    /// The guild's settings as stored now.
+    pub async fn settings(&self) -> persona_bot::domain::ports::ServerSettings {
+        use persona_bot::domain::ports::SettingsStore as _;
+        let server = persona_bot::domain::scope::ServerId(GUILD);
+        let stored = self.running().storage.settings.settings(server).await;
+        stored.expect("settings")
+    }
+
     /// The fake Discord answered no request with 429.
     pub fn assert_no_429(&self) {
         assert_eq!(

@@ -82,11 +82,12 @@ pub struct Voice {
 #[async_trait]
 pub trait ChatSink: Send + Sync {
     /// [`Self::send_text`] under `voice` (the persona's name and avatar) where the channel lets
-    /// the adapter take them; as the bot user otherwise (the default: an adapter without
-    /// voices). Such a post may not reply to `reply_to`; it still notifies only `pings`.
+    /// the adapter take them; as the bot user otherwise, or without a voice (the default: an
+    /// adapter without voices). Such a post may not reply to `reply_to`; it still notifies only
+    /// `pings`.
     async fn send_as(
         &self,
-        voice: &Voice,
+        voice: Option<&Voice>,
         channel: ChannelId,
         text: String,
         reply_to: Option<MessageId>,
