@@ -52,6 +52,7 @@ on_both_databases!(
     queue_entries_are_held_per_shard_and_taken_over_after_the_lease,
     two_processes_changing_two_settings_both_win,
     an_outage_uses_the_last_known_settings,
+    a_read_racing_a_change_never_caches_the_old_settings,
     a_queued_message_keeps_its_files,
     a_fact_is_forgotten_only_where_it_could_be_seen,
     memory_commands_list_delete_and_forget_a_user,
@@ -603,6 +604,33 @@ async fn an_outage_uses_the_last_known_settings(db: TestDb) {
     assert_eq!(s.settings.settings(SERVER).await.unwrap(), known);
     assert!(s.db.health().is_down());
     assert!(s.settings.settings(ServerId(999)).await.is_err());
+}
+
+// SPEC T11 (found by CI): a read that started before a change and ended after it once put the
+// old settings in the cache, fresh for 5 s: a thought log set just after the bot started (the
+// catch-up reads settings) got no notices.
+async fn a_read_racing_a_change_never_caches_the_old_settings(db: TestDb) {
+    let s = db.open().await;
+    for i in 1..=400u64 {
+        s.settings.age_cache();
+        let readers: Vec<_> = (0..3)
+            .map(|_| {
+                let settings = s.settings.clone();
+                tokio::spawn(async move { settings.settings(SERVER).await })
+            })
+            .collect();
+        let changed = s
+            .settings
+            .update(SERVER, SettingsChange::ThoughtLog(Some(ChannelId(i))))
+            .await
+            .unwrap();
+        for reader in readers {
+            reader.await.unwrap().unwrap();
+        }
+        let read = s.settings.settings(SERVER).await.unwrap();
+        assert_eq!(read, changed, "round {i}: a stale read replaced the change");
+    }
+    s.close().await;
 }
 
 // SPEC D5: the outcome of a tool with external effects is in the database when the call

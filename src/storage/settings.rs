@@ -25,9 +25,21 @@ fn json_error(e: serde_json::Error) -> PortError {
 /// this time.
 const FRESH_FOR: Duration = Duration::from_secs(5);
 
+/// One server's settings as last read or written here.
+struct Entry {
+    read_at: Instant,
+    settings: ServerSettings,
+    /// How many writes this process made: a read that began before a write ends with older
+    /// settings than the write's, and must not replace them.
+    writes: u64,
+}
+
 pub struct SettingsRepo {
     db: Database,
-    cache: Mutex<HashMap<ServerId, (Instant, ServerSettings)>>,
+    cache: Mutex<HashMap<ServerId, Entry>>,
+    /// Held from a write's transaction to its cache entry, so two writes here reach the cache
+    /// in the order they reached the database.
+    writing: tokio::sync::Mutex<()>,
 }
 
 impl SettingsRepo {
@@ -35,10 +47,11 @@ impl SettingsRepo {
         Self {
             db,
             cache: Mutex::default(),
+            writing: tokio::sync::Mutex::new(()),
         }
     }
 
-    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<ServerId, (Instant, ServerSettings)>> {
+    fn cache(&self) -> std::sync::MutexGuard<'_, HashMap<ServerId, Entry>> {
         self.cache
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -48,9 +61,49 @@ impl SettingsRepo {
     #[cfg(feature = "testkit")]
     pub fn age_cache(&self) {
         let old = Instant::now().checked_sub(FRESH_FOR * 2);
-        for (read_at, _) in self.cache().values_mut() {
-            *read_at = old.unwrap_or(*read_at);
+        for entry in self.cache().values_mut() {
+            entry.read_at = old.unwrap_or(entry.read_at);
         }
+    }
+
+    /// Caches what a read found, unless this process wrote since the read began (`writes_then`):
+    /// then the write's settings are newer, and are the answer.
+    fn keep_read(
+        &self,
+        server: ServerId,
+        writes_then: Option<u64>,
+        settings: ServerSettings,
+    ) -> ServerSettings {
+        let mut cache = self.cache();
+        match cache.get_mut(&server) {
+            Some(entry) if Some(entry.writes) != writes_then => entry.settings.clone(),
+            Some(entry) => {
+                entry.read_at = Instant::now();
+                entry.settings = settings.clone();
+                settings
+            }
+            None => {
+                let entry = Entry {
+                    read_at: Instant::now(),
+                    settings: settings.clone(),
+                    writes: 0,
+                };
+                cache.insert(server, entry);
+                settings
+            }
+        }
+    }
+
+    /// Caches what a write stored.
+    fn keep_written(&self, server: ServerId, settings: &ServerSettings) {
+        let mut cache = self.cache();
+        let writes = cache.get(&server).map_or(0, |e| e.writes) + 1;
+        let entry = Entry {
+            read_at: Instant::now(),
+            settings: settings.clone(),
+            writes,
+        };
+        cache.insert(server, entry);
     }
 
     async fn read(&self, server: ServerId) -> Result<ServerSettings, PortError> {
@@ -92,26 +145,23 @@ async fn read_row(
 #[async_trait]
 impl SettingsStore for SettingsRepo {
     async fn settings(&self, server: ServerId) -> Result<ServerSettings, PortError> {
-        if let Some((read_at, settings)) = self.cache().get(&server)
-            && read_at.elapsed() < FRESH_FOR
-        {
-            return Ok(settings.clone());
-        }
-        match self.read(server).await {
-            Ok(settings) => {
-                self.cache()
-                    .insert(server, (Instant::now(), settings.clone()));
-                Ok(settings)
+        let writes_then = match self.cache().get(&server) {
+            Some(entry) if entry.read_at.elapsed() < FRESH_FOR => {
+                return Ok(entry.settings.clone());
             }
+            entry => entry.map(|e| e.writes),
+        };
+        match self.read(server).await {
+            Ok(settings) => Ok(self.keep_read(server, writes_then, settings)),
             // An outage: the last known settings, however old, rather than none (a message is
             // still handled by the server's rules, and its review stays on).
             Err(error) => match self.cache().get(&server) {
-                Some((read_at, settings)) => {
+                Some(entry) => {
                     tracing::debug!(
-                        %server, %error, age_secs = read_at.elapsed().as_secs(),
+                        %server, %error, age_secs = entry.read_at.elapsed().as_secs(),
                         "settings read failed; using the last known (stale) settings"
                     );
-                    Ok(settings.clone())
+                    Ok(entry.settings.clone())
                 }
                 None => Err(error),
             },
@@ -123,10 +173,10 @@ impl SettingsStore for SettingsRepo {
         server: ServerId,
         settings: &ServerSettings,
     ) -> Result<(), PortError> {
+        let _writing = self.writing.lock().await;
         let mut conn = self.db.pool().acquire().await.map_err(port_error)?;
         write_row(&mut conn, server, settings, Existing::Replace).await?;
-        self.cache()
-            .insert(server, (Instant::now(), settings.clone()));
+        self.keep_written(server, settings);
         Ok(())
     }
 
@@ -138,6 +188,7 @@ impl SettingsStore for SettingsRepo {
         server: ServerId,
         change: SettingsChange,
     ) -> Result<ServerSettings, PortError> {
+        let _writing = self.writing.lock().await;
         let mut tx = self.db.pool().begin().await.map_err(port_error)?;
         // A server without a row gets the defaults first, so there is a row to lock.
         write_row(&mut tx, server, &ServerSettings::default(), Existing::Keep).await?;
@@ -150,8 +201,7 @@ impl SettingsStore for SettingsRepo {
         change.apply(&mut settings);
         write_row(&mut tx, server, &settings, Existing::Replace).await?;
         tx.commit().await.map_err(port_error)?;
-        self.cache()
-            .insert(server, (Instant::now(), settings.clone()));
+        self.keep_written(server, &settings);
         Ok(settings)
     }
 }
