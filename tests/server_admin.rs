@@ -546,11 +546,12 @@ async fn every_moderator_command_refuses_a_member() {
 }
 
 // SPEC C12 (issue 15, personas): one request reads the bot's mention one way, as the server's
-// persona: in history read back from Discord (a channel's first turn after a start) as in the
-// trigger.
+// persona: in history read back from Discord (a channel's first turn after a start), in history
+// the gateway delivered, and in the trigger.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn history_from_discord_names_the_servers_persona() {
-    let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["The tide."])]).await;
+async fn history_names_the_servers_persona() {
+    let replies = vec![Reply::text(&["The tide."]), Reply::text(&["The moon."])];
+    let e = E2e::start(Behaviour::succeed(), replies).await;
     mira(&e).await;
     let mut old = support::fake_discord::Incoming::new(
         GENERAL,
@@ -570,6 +571,16 @@ async fn history_from_discord_names_the_servers_persona() {
         messages.contains("[bob] @Mira remember the tide"),
         "{messages}"
     );
+    assert!(
+        messages.contains("[alice] @Mira what did bob say?"),
+        "{messages}"
+    );
+    assert!(!messages.contains("@Aria"), "{messages}");
+    // Alice's message came by the gateway: in the next turn's history it names Mira too.
+    e.mention(BOB, "bob", "and then?").await;
+    e.until("the second answer", |e| e.texts(GENERAL).len() == 2)
+        .await;
+    let messages = e.openai.requests()[1].body["messages"].to_string();
     assert!(
         messages.contains("[alice] @Mira what did bob say?"),
         "{messages}"

@@ -231,7 +231,7 @@ pub async fn drafting(
         prompt,
     };
     let outcome = match ctx.data().settings.update(server, change).await {
-        Ok(settings) => Ok(drafting_changed(ctx, server, &settings).await),
+        Ok(settings) => Ok(drafting_changed(ctx, server, &settings)),
         Err(error) => Err(error.into()),
     };
     conclude(ctx, submitted, outcome).await
@@ -260,7 +260,7 @@ async fn review_prompt_modal(
 }
 
 /// Logs a `/drafting` change to the thought log and says what is set now.
-async fn drafting_changed(
+fn drafting_changed(
     ctx: Context<'_>,
     server: ServerId,
     settings: &crate::domain::ports::ServerSettings,
@@ -284,7 +284,7 @@ async fn drafting_changed(
         "default"
     };
     let change = format!("/drafting {key} check:{checked} model:{model} prompt:{own_prompt}");
-    log_change(ctx, server, change.replace("drafting-", "")).await;
+    log_change(ctx, server, change.replace("drafting-", ""));
     let prompt = locale::text(locale, &format!("drafting-prompt-{own_prompt}"));
     let details = [
         ("check", checked.to_owned()),
@@ -498,7 +498,7 @@ pub enum RoleChoice {
 }
 
 /// Tells the server's thought log who changed which setting.
-pub(super) async fn log_change(ctx: Context<'_>, server: ServerId, change: String) {
+pub(super) fn log_change(ctx: Context<'_>, server: ServerId, change: String) {
     let notice = crate::domain::thought_log::Notice::SettingsChanged {
         by: UserId(ctx.author().id.get()),
         change,
@@ -538,7 +538,7 @@ pub async fn channels(
     let took = rule == ChannelRule::Clear || lists.iter().any(|l| l.contains(&channel));
     let key = access_reply(took);
     let mention = format!("<#{}>", channel.0);
-    log_change(ctx, server, format!("/channels {rule_name} {mention}")).await;
+    log_change(ctx, server, format!("/channels {rule_name} {mention}"));
     let args = [("target", mention), ("rule", rule_name)];
     reply(ctx, locale::text_with(locale_of(ctx), key, &args)).await
 }
@@ -571,7 +571,7 @@ pub async fn roles(
         || a.blocked_roles.contains(&role);
     let key = access_reply(took);
     let mention = format!("<@&{role}>");
-    log_change(ctx, server, format!("/roles {rule_name} {mention}")).await;
+    log_change(ctx, server, format!("/roles {rule_name} {mention}"));
     let args = [("target", mention), ("rule", rule_name)];
     reply(ctx, locale::text_with(locale_of(ctx), key, &args)).await
 }
@@ -684,7 +684,7 @@ pub async fn tools_deliberate(ctx: Context<'_>, state: State) -> Result<(), Erro
     } else {
         ("off", "tools-deliberate-off")
     };
-    log_change(ctx, server, format!("/tools deliberate {word}")).await;
+    log_change(ctx, server, format!("/tools deliberate {word}"));
     reply(ctx, locale::text(locale_of(ctx), key)).await
 }
 
@@ -714,7 +714,7 @@ pub async fn tools_phrases(
     let shown = crate::domain::thought_log::cut(&phrase, 50);
     let verb = if add { "add" } else { "remove" };
     let change = format!("/tools phrases {verb} {} \"{shown}\"", tool.name());
-    log_change(ctx, server, change).await;
+    log_change(ctx, server, change);
     let key = match (add, has) {
         (true, true) => "tools-phrase-added",
         (true, false) => "tools-phrase-refused",

@@ -53,9 +53,8 @@ pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
         FullEvent::MessageUpdate { event, .. } => {
             if let Some(content) = &event.content {
                 let server = event.guild_id.map(|g| ServerId(g.get()));
-                let name = data.persona_name(server).await;
                 let mentions = event.mentions.as_deref().unwrap_or_default();
-                let content = as_queued(data, &name, content, mentions);
+                let content = as_remembered(data, server, content, mentions).await;
                 data.recent
                     .edited(event.channel_id.get(), event.id.get(), &content);
                 data.orchestrator.edited(
@@ -102,7 +101,7 @@ async fn remember(data: &BotData, message: &Message) {
         server,
         message: MessageId(id),
     });
-    let name = data.persona_name(server).await;
+    let content = as_remembered(data, server, &message.content, &message.mentions).await;
     data.recent.created(
         message.channel_id.get(),
         HistoryMessage {
@@ -110,7 +109,7 @@ async fn remember(data: &BotData, message: &Message) {
             author: name_of(message),
             from_bot: data.bot.get() == Some(message.author.id.get())
                 || by_own_webhook(data, server, message).await,
-            content: as_queued(data, &name, &message.content, &message.mentions),
+            content,
             at_ms: crate::domain::catch_up::snowflake_ms(id),
             attachments: attachments_of(message),
         },
@@ -292,6 +291,26 @@ async fn by_own_webhook(data: &BotData, server: Option<ServerId>, message: &Mess
     let channel = message.channel_id.get();
     data.cache.bot_can_webhook(server, ChannelId(channel), bot)
         && data.webhooks.is_ours(channel, webhook.get()).await
+}
+
+/// [`as_queued`] for recent history, with the bot's mention as the persona's name in `server`:
+/// the settings are read for that name only when the text mentions the bot (most messages do
+/// not, and are read once, by admission).
+async fn as_remembered(
+    data: &BotData,
+    server: Option<ServerId>,
+    content: &str,
+    mentions: &[serenity::all::User],
+) -> String {
+    let mentions_bot = data.bot.get().is_some_and(|bot| {
+        content.contains(&format!("<@{bot}>")) || content.contains(&format!("<@!{bot}>"))
+    });
+    let name = if mentions_bot {
+        data.persona_name(server).await
+    } else {
+        String::new()
+    };
+    as_queued(data, &name, content, mentions)
 }
 
 /// A message's text as the model reads it, in history and as a trigger: the bot's mention as

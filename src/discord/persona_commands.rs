@@ -32,13 +32,8 @@ pub async fn persona(_ctx: Context<'_>) -> Result<(), Error> {
 /// The persona the server speaks as now: its own copy, else the deployment's default.
 async fn current(ctx: Context<'_>, server: ServerId) -> Result<(Persona, bool), Error> {
     let settings = ctx.data().settings.settings(server).await?;
-    let own = settings.persona.is_some();
-    Ok((
-        settings
-            .persona
-            .unwrap_or_else(|| ctx.data().persona.clone()),
-        own,
-    ))
+    let persona = Persona::of_server(&settings, &ctx.data().persona).clone();
+    Ok((persona, settings.persona.is_some()))
 }
 
 /// The deployment's personas, which a server copies.
@@ -106,7 +101,7 @@ pub async fn persona_use(ctx: Context<'_>, name: String) -> Result<(), Error> {
     }
     let change = SettingsChange::Persona(Some(template.clone()));
     ctx.data().settings.update(server, change).await?;
-    log_change(ctx, server, format!("/persona use {}", template.id.0)).await;
+    log_change(ctx, server, format!("/persona use {}", template.id.0));
     let args = [("name", template.display_name), ("id", template.id.0)];
     reply(ctx, locale::text_with(locale, "persona-used", &args)).await
 }
@@ -248,7 +243,7 @@ pub async fn persona_edit(ctx: Context<'_>) -> Result<(), Error> {
     let change = SettingsChange::Persona(Some(persona));
     let outcome = match ctx.data().settings.update(server, change).await {
         Ok(_) => {
-            log_change(ctx, server, format!("/persona edit name:{name}")).await;
+            log_change(ctx, server, format!("/persona edit name:{name}"));
             Ok(locale::text_with(
                 locale,
                 "persona-saved",

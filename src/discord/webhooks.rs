@@ -76,13 +76,10 @@ impl Webhooks {
     /// takes the made one away (only [`Self::forget`] does).
     fn remember(&self, channel: u64, known: Known) {
         let mut map = self.known();
-        if map.len() >= CHANNELS_MAX && !map.contains_key(&channel) {
-            map.clear();
-        }
         if matches!(map.get(&channel), Some(Known::Ours(..))) && !matches!(known, Known::Ours(..)) {
             return;
         }
-        map.insert(channel, known);
+        keep(&mut map, channel, known);
     }
 
     /// What is believed of the channel now (`None`: nothing, or too old).
@@ -172,8 +169,16 @@ impl Webhooks {
     /// The webhook refused a post it will refuse again (the name, say): the bot user posts
     /// here for a while, without asking the webhook first.
     pub fn refused(&self, channel: u64) {
-        self.known().insert(channel, Known::Refused(Instant::now()));
+        keep(&mut self.known(), channel, Known::Refused(Instant::now()));
     }
+}
+
+/// Keeps what is known of a channel, within [`CHANNELS_MAX`] channels.
+fn keep(map: &mut HashMap<u64, Known>, channel: u64, known: Known) {
+    if map.len() >= CHANNELS_MAX && !map.contains_key(&channel) {
+        map.clear();
+    }
+    map.insert(channel, known);
 }
 
 /// The hook in a webhook object, when it has an id and a token.
