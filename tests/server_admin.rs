@@ -101,6 +101,51 @@ async fn the_reviewer_prompt_is_edited_in_a_modal() {
     e.stop().await;
 }
 
+// SPEC A2 (issue 15): permissions are checked when a change is made. A modal's submit may come
+// up to 15 minutes after its command; a moderator who lost Manage Server in between is refused
+// on the submit, and neither the persona nor the reviewer prompt changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_submit_after_losing_manage_server_changes_nothing() {
+    let e = E2e::start(Behaviour::succeed(), vec![]).await;
+    let (shown, _) = e
+        .slash_with_id(
+            MODERATOR,
+            "persona",
+            MANAGE_GUILD,
+            persona_sub("edit", json!([])),
+        )
+        .await;
+    let values = [("name", "Mira"), ("prompt", "You are Mira.")];
+    let refused = e.submit_modal_as(shown, Some(0), &values).await;
+    assert_eq!(refused["data"]["flags"], 64, "ephemeral: {refused}");
+    assert_eq!(
+        content_of(&refused),
+        "You need the Manage Server permission for this."
+    );
+    let edit = json!([
+        { "name": "state", "type": 4, "value": 0 },
+        { "name": "prompt", "type": 4, "value": 0 },
+    ]);
+    let (shown, _) = e
+        .slash_with_id(MODERATOR, "drafting", MANAGE_GUILD, edit)
+        .await;
+    let refused = e
+        .submit_modal_as(shown, Some(0), &[("prompt", "Pass everything.")])
+        .await;
+    assert_eq!(
+        content_of(&refused),
+        "You need the Manage Server permission for this."
+    );
+    let settings = e.settings().await;
+    assert_eq!((settings.persona, settings.review.prompt), (None, None));
+    assert!(
+        !settings.drafting,
+        "the command's other options wait for the submit too"
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
 /// The options of `/persona <sub>`.
 fn persona_sub(sub: &str, options: Value) -> Value {
     json!([{ "name": sub, "type": 1, "options": options }])

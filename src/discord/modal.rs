@@ -7,10 +7,11 @@ use std::time::Duration;
 use serenity::all::{
     ActionRowComponent, CreateActionRow, CreateInputText, CreateInteractionResponse,
     CreateInteractionResponseMessage, CreateModal, InputTextStyle, ModalInteraction,
-    ModalInteractionCollector,
+    ModalInteractionCollector, Permissions,
 };
 
 use super::{Context, Error};
+use crate::locale;
 
 /// Discord's limits: a modal's title and a field's label, and a field's text.
 const TITLE_MAX: usize = 45;
@@ -64,8 +65,10 @@ fn cut(text: &str, max: usize) -> String {
 }
 
 /// Shows `fields` as a modal titled `title` in answer to the command, and waits for the
-/// caller's submit. `None` when the command did not come as an interaction, or the user closed
-/// the modal (nothing arrives within the token's 15 minutes).
+/// caller's submit. `None` when the command did not come as an interaction, the user closed
+/// the modal (nothing arrives within the token's 15 minutes), or the submitter no longer has
+/// Manage Server (every modal here edits a server's settings, and the submit may come long
+/// after the command's check; the refusal is its answer).
 pub async fn ask(
     ctx: Context<'_>,
     title: &str,
@@ -105,23 +108,41 @@ pub async fn ask(
         .custom_ids(vec![custom_id])
         .timeout(SUBMIT_WAIT)
         .await;
-    Ok(submitted.map(|interaction| {
-        let values = interaction
-            .data
-            .components
-            .iter()
-            .flat_map(|row| row.components.iter())
-            .filter_map(|c| match c {
-                ActionRowComponent::InputText(input) => Some((
-                    input.custom_id.clone(),
-                    input.value.clone().unwrap_or_default(),
-                )),
-                _ => None,
-            })
-            .collect();
-        Submitted {
-            interaction,
-            values,
-        }
-    }))
+    let Some(interaction) = submitted else {
+        return Ok(None);
+    };
+    let values = values_of(&interaction);
+    let submitted = Submitted {
+        interaction,
+        values,
+    };
+    // Discord sends the member's permissions as they are at the submit.
+    let member = submitted.interaction.member.as_ref();
+    if !member
+        .and_then(|m| m.permissions)
+        .is_some_and(|p| p.contains(Permissions::MANAGE_GUILD))
+    {
+        let locale = super::commands::locale_of(ctx);
+        let refusal = locale::text(locale, "command-needs-manage-server");
+        submitted.answer(ctx, refusal).await?;
+        return Ok(None);
+    }
+    Ok(Some(submitted))
+}
+
+/// What was typed in each text field of a submit.
+fn values_of(interaction: &ModalInteraction) -> Vec<(String, String)> {
+    interaction
+        .data
+        .components
+        .iter()
+        .flat_map(|row| row.components.iter())
+        .filter_map(|c| match c {
+            ActionRowComponent::InputText(input) => Some((
+                input.custom_id.clone(),
+                input.value.clone().unwrap_or_default(),
+            )),
+            _ => None,
+        })
+        .collect()
 }

@@ -217,9 +217,20 @@ impl E2e {
     /// The user submits the modal interaction `shown_by` showed, with `values`; returns the
     /// bot's answer to the submit.
     pub async fn submit_modal(&self, shown_by: u64, values: &[(&str, &str)]) -> Value {
+        self.submit_modal_as(shown_by, None, values).await
+    }
+
+    /// [`Self::submit_modal`] by a member whose permissions changed since the command
+    /// (`None`: unchanged).
+    pub async fn submit_modal_as(
+        &self,
+        shown_by: u64,
+        permissions: Option<u64>,
+        values: &[(&str, &str)],
+    ) -> Value {
         let id = self
             .discord
-            .submit_modal(shown_by, values)
+            .submit_modal_as(shown_by, permissions, values)
             .unwrap_or_else(|why| panic!("fake Discord: {why}"));
         self.answer_to(id).await
     }

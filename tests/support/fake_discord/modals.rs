@@ -158,6 +158,17 @@ impl FakeDiscord {
         interaction_id: u64,
         values: &[(&str, &str)],
     ) -> Result<u64, String> {
+        self.submit_modal_as(interaction_id, None, values)
+    }
+
+    /// [`Self::submit_modal`] by a member whose permissions are now `permissions` (`None`: as
+    /// when the command ran): Discord sends them as they are at the submit.
+    pub fn submit_modal_as(
+        &self,
+        interaction_id: u64,
+        permissions: Option<u64>,
+        values: &[(&str, &str)],
+    ) -> Result<u64, String> {
         let id = self.shared.snowflake();
         let token = format!("itoken-{id}");
         let mut inner = self.shared.lock();
@@ -199,6 +210,9 @@ impl FakeDiscord {
         payload["token"] = json!(token);
         payload["type"] = json!(5);
         payload["data"] = json!({ "custom_id": modal["custom_id"], "components": rows });
+        if let Some(permissions) = permissions {
+            payload["member"]["permissions"] = json!(permissions.to_string());
+        }
         let state = InteractionState::new(id, shown.channel_id, shown.guild_id, payload.clone());
         inner.interactions.insert(token, state);
         dispatch_locked(&mut inner, "INTERACTION_CREATE", payload);
