@@ -460,8 +460,43 @@ fn webhook_executes(e: &E2e) -> usize {
         .count()
 }
 
-// SPEC A1 (issue 15, webhooks): a server that never chose a persona keeps the bot user (its
-// replies and pings) even where webhooks are allowed; a webhook post Discord refuses (a name it
+// SPEC A1, D5 (issue 15, webhooks): a webhook takes no nonce, so a post Discord answers with a
+// 5xx may be shown already: it is posted neither again nor by the bot user. The channel's next
+// turn posts through the webhook as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_post_answered_5xx_is_not_posted_again() {
+    let replies = vec![Reply::text(&["Only once."]), Reply::text(&["Next."])];
+    let e = E2e::start_in(webhook_world(), Behaviour::succeed(), replies, |_| {}).await;
+    mira(&e).await;
+    e.discord.fail_after_webhook_post_next(GENERAL, 500);
+    e.mention(ALICE, "alice", "hello").await;
+    e.until("the post answered 500", |e| webhook_executes(e) == 1)
+        .await;
+    // The channel's next turn starts after the first has ended.
+    e.mention(ALICE, "alice", "and then?").await;
+    e.until("the next turn's post", |e| {
+        e.discord.webhook_posts(GENERAL).len() == 2
+    })
+    .await;
+    let posted: Vec<Value> = e.discord.webhook_posts(GENERAL);
+    assert_eq!(posted[0]["content"], "Only once.");
+    assert_eq!(posted[1]["content"], "Next.");
+    assert_eq!(
+        webhook_executes(&e),
+        2,
+        "the first post was not tried again"
+    );
+    assert!(
+        e.texts(GENERAL).is_empty(),
+        "nothing by the bot user: {:?}",
+        e.texts(GENERAL)
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC A1 (issue 15, webhooks): a server that never chose a persona keeps the bot user (which
+// can reply and ping) even where webhooks are allowed; a webhook post Discord refuses (a name it
 // will not take) is posted by the bot user instead, and the next post does not ask the webhook
 // again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

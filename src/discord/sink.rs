@@ -120,9 +120,15 @@ fn allowed_mentions(pings: &Pings, replying: bool) -> Value {
 }
 
 fn port_error(error: SendError) -> PortError {
-    PortError::Unavailable {
-        what: "discord",
-        detail: error.to_string(),
+    match error {
+        SendError::Unconfirmed(detail) => PortError::Unconfirmed {
+            what: "discord",
+            detail,
+        },
+        refused @ SendError::Refused { .. } => PortError::Unavailable {
+            what: "discord",
+            detail: refused.to_string(),
+        },
     }
 }
 

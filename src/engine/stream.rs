@@ -8,8 +8,8 @@ use futures::StreamExt;
 
 use crate::domain::call::ToolCallRequest;
 use crate::domain::ports::{
-    Delivery, Finish, ModelError, ModelEvent, ModelStream, Pings, Ports, TokenUsage, delivery_key,
-    remember_delivery,
+    Delivery, Finish, ModelError, ModelEvent, ModelStream, Pings, PortError, Ports, TokenUsage,
+    delivery_key, remember_delivery,
 };
 use crate::domain::scope::MessageId;
 use crate::domain::turn::{Turn, TurnStatus};
@@ -155,15 +155,21 @@ impl<'a> ReplyDelivery<'a> {
                     Some(&key),
                 )
                 .await;
-            let message = match posted {
-                Ok(message) => message,
-                Err(error) => {
+            match posted {
+                Ok(message) => {
+                    let delivery = Delivery::Piece { index, message };
+                    remember_delivery(self.ports, self.turn.id, delivery).await;
+                }
+                // It may be shown (a webhook takes no nonce to retry with): counted as said,
+                // never posted again, and no "no reply" notice follows it.
+                Err(error @ PortError::Unconfirmed { .. }) => {
+                    tracing::warn!(turn = %self.turn.id, %error, "a reply message may or may not be shown; not posted again");
+                }
+                Err(error @ PortError::Unavailable { .. }) => {
                     tracing::warn!(turn = %self.turn.id, %error, "a reply message could not be sent");
                     return;
                 }
-            };
-            let delivery = Delivery::Piece { index, message };
-            remember_delivery(self.ports, self.turn.id, delivery).await;
+            }
         }
         self.turn.progress.touch();
         if !self.sent_this_pass.is_empty() {

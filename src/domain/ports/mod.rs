@@ -44,6 +44,10 @@ use std::sync::Arc;
 pub enum PortError {
     #[error("{what} is unavailable: {detail}")]
     Unavailable { what: &'static str, detail: String },
+    /// No answer to trust: the request may have taken effect (a post may be shown), so it is
+    /// not made again.
+    #[error("{what} did not confirm it: {detail}")]
+    Unconfirmed { what: &'static str, detail: String },
 }
 
 /// Every port the tool stage and the built-in tools use.

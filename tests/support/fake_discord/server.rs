@@ -399,6 +399,17 @@ impl FakeDiscord {
             .unwrap_or_default()
     }
 
+    /// The next execute of a webhook of the channel that passes Discord's checks posts its
+    /// message (stored, dispatched) but answers `status`, as when Discord fails after the write.
+    pub fn fail_after_webhook_post_next(&self, channel_id: u64, status: u16) {
+        self.shared
+            .lock()
+            .webhook_fail_after
+            .entry(channel_id)
+            .or_default()
+            .push_back(status);
+    }
+
     /// A moderator deletes the channel's webhooks: their executes get 404 Unknown Webhook from
     /// now on, and the channel has room for 15 again.
     pub fn delete_webhooks(&self, channel_id: u64) {

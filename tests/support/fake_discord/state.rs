@@ -169,6 +169,8 @@ pub(super) struct Inner {
     pub(super) webhooks: BTreeMap<u64, Value>,
     /// Bodies of successful webhook executes per channel, each with its `webhook_id` added.
     pub(super) webhook_posts: HashMap<u64, Vec<Value>>,
+    /// Per channel, the 5xx statuses its next webhook executes answer after posting.
+    pub(super) webhook_fail_after: HashMap<u64, VecDeque<u16>>,
 }
 
 pub(super) struct Shared {

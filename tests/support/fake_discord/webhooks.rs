@@ -8,7 +8,7 @@
 //! history and dispatched as MESSAGE_CREATE. Discord ignores a webhook message's
 //! `message_reference` (and nonce), and refuses its `sticker_ids`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use axum::response::Response;
@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::Upload;
 use super::channel_messages::build_message;
 use super::permissions::{MANAGE_WEBHOOKS, VIEW_CHANNEL};
-use super::rest::{error, invalid_form_body, no_content, ok, refusal_without};
+use super::rest::{error, invalid_form_body, no_content, ok, refusal_without, server_error};
 use super::state::{Shared, dispatch_locked};
 
 /// How many webhooks a channel may have.
@@ -245,7 +245,14 @@ pub(super) fn execute_webhook(
         .push(message.clone());
     let dispatched = world.as_dispatched(message.clone(), Some(guild_id));
     dispatch_locked(&mut inner, "MESSAGE_CREATE", dispatched);
+    let fail_after = inner
+        .webhook_fail_after
+        .get_mut(&channel_id)
+        .and_then(VecDeque::pop_front);
     drop(inner);
+    if let Some(status) = fail_after {
+        return server_error(status);
+    }
     let wait = query
         .get("wait")
         .is_some_and(|w| matches!(w.to_ascii_lowercase().as_str(), "true" | "1"));
