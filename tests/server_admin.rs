@@ -153,8 +153,8 @@ fn persona_sub(sub: &str, options: Value) -> Value {
 
 // SPEC A1 (issue 15, personas): `/persona edit` shows the server's persona in a modal; what is
 // submitted is this server's own copy: the next turn's system prompt and trigger words are the
-// edited ones, while a DM and the template keep the default and another server its own. A reserved name
-// changes nothing; `/persona use` gives a fresh copy of the template back; a member without
+// edited ones (its avatar is stored, and the thought log hears of it), while a DM and the
+// template keep the default and another server its own. A reserved name changes nothing; `/persona use` gives a fresh copy of the template back; a member without
 // Manage Server gets no modal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_edits_its_own_persona_in_a_modal() {
@@ -178,6 +178,7 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
     let change = persona_bot::domain::ports::SettingsChange::Persona(Some(theirs.clone()));
     let settings = &e.running().storage.settings;
     settings.update(elsewhere, change).await.unwrap();
+    e.set_thought_log().await;
     let edit = persona_sub("edit", json!([]));
     let refused = e.slash(ALICE, "persona", 0, edit.clone()).await;
     assert_eq!(refused["type"], 4, "no modal: {refused}");
@@ -212,6 +213,22 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
         )
         .await;
     assert!(content_of(&saved).starts_with("Saved"), "{saved}");
+    let stored = e
+        .settings()
+        .await
+        .persona
+        .expect("the server's own persona");
+    assert_eq!(
+        stored.avatar_url.as_deref(),
+        Some("https://cdn.example.com/mira.png")
+    );
+    // The change is announced to the moderators, after the submit's answer.
+    e.until("the settings notice", |e| {
+        e.posted(THOUGHTS)
+            .iter()
+            .any(|m| m.to_string().contains("/persona edit name:Mira"))
+    })
+    .await;
     // A trigger word of the edited persona starts a turn.
     let said = support::fake_discord::Incoming::new(
         GENERAL,
@@ -339,6 +356,11 @@ async fn the_persona_speaks_through_a_webhook_where_it_may() {
     assert_eq!(post["content"], "I am Mira.");
     assert_eq!(post["username"], "Mira");
     assert_eq!(post["avatar_url"], "https://cdn.example.com/mira.png");
+    assert_eq!(
+        post["allowed_mentions"]["parse"],
+        json!([]),
+        "a webhook post pings no @everyone or role: {post}"
+    );
     assert!(e.posted(GENERAL).is_empty(), "nothing as the bot user");
     let hooks = e.discord.webhooks(GENERAL);
     assert_eq!(hooks.len(), 1);
@@ -364,6 +386,10 @@ async fn the_persona_speaks_through_a_webhook_where_it_may() {
         e.discord.webhook_posts(GENERAL).len() == 2
     })
     .await;
+    // The reply started the turn (the persona's own post, which says "Mira", started none).
+    assert_eq!(e.openai.requests().len(), 2);
+    let trigger = e.last_model_message(1).to_string();
+    assert!(trigger.contains("when does the light turn?"), "{trigger}");
     let history = e.openai.requests()[1].body["messages"].clone();
     let own = json!({ "role": "assistant", "content": "I am Mira." });
     assert!(
@@ -388,7 +414,11 @@ async fn the_persona_speaks_through_a_webhook_where_it_may() {
         e.texts(PUBLIC_MODS) == ["Hi."]
     })
     .await;
-    assert_eq!(e.discord.webhooks(PUBLIC_MODS).len(), 0);
+    let asked = e.discord.requests().into_iter().any(|r| {
+        r.path
+            .starts_with(&format!("/channels/{PUBLIC_MODS}/webhooks"))
+    });
+    assert!(!asked, "no webhook asked for without Manage Webhooks");
     e.assert_fakes_used();
     e.stop().await;
 }
@@ -440,11 +470,13 @@ async fn forget_me_works_in_a_dm() {
         .await
         .unwrap();
     assert_eq!(alices.len(), 1, "someone else's fact stays: {alices:?}");
-    let bobs = memory
-        .list_facts(here, Some(UserId(BOB)), true, 20)
-        .await
-        .unwrap();
-    assert!(bobs.is_empty(), "{bobs:?}");
+    for server in [here, Some(ServerId(7)), None] {
+        let bobs = memory
+            .list_facts(server, Some(UserId(BOB)), true, 20)
+            .await
+            .unwrap();
+        assert!(bobs.is_empty(), "{server:?}: {bobs:?}");
+    }
     e.assert_fakes_used();
     e.stop().await;
 }
@@ -646,15 +678,10 @@ async fn history_names_the_servers_persona() {
     e.mention(ALICE, "alice", "what did bob say?").await;
     e.until("the answer", |e| e.texts(GENERAL).len() == 1).await;
     // Runs of one role are joined (strict chat templates): both lines are in the one message.
+    let last = e.last_model_message(0)["content"].to_string();
+    assert!(last.contains("[bob] @Mira remember the tide"), "{last}");
+    assert!(last.contains("[alice] @Mira what did bob say?"), "{last}");
     let messages = e.openai.requests()[0].body["messages"].to_string();
-    assert!(
-        messages.contains("[bob] @Mira remember the tide"),
-        "{messages}"
-    );
-    assert!(
-        messages.contains("[alice] @Mira what did bob say?"),
-        "{messages}"
-    );
     assert!(!messages.contains("@Aria"), "{messages}");
     // Alice's message came by the gateway: in the next turn's history it names Mira too.
     e.mention(BOB, "bob", "and then?").await;
