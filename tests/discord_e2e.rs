@@ -720,11 +720,6 @@ async fn an_unconfirmed_sticker_send_ends_the_turn_quietly() {
     e.stop().await;
 }
 
-fn verdict(decision: &str, findings: &[&str]) -> Reply {
-    let args = json!({"decision": decision, "findings": findings, "correction_allowed": decision == "reject"});
-    Reply::call("v1", "submit_review", &args.to_string())
-}
-
 async fn drafting_on(e: &E2e) {
     let on = e
         .slash(
@@ -941,10 +936,7 @@ async fn a_planned_image_is_made_on_comfyui_and_posted_once() {
     e.mention(ALICE, "alice", "lovely!").await;
     e.until("the next turn", |e| e.openai.requests().len() == 3)
         .await;
-    let system = e.openai.requests()[2].body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let system = e.system_prompt(2);
     assert!(
         system.contains("a cat on a windowsill") && system.contains("posted"),
         "{system}"
@@ -1256,10 +1248,7 @@ async fn the_system_prompt_says_who_where_and_when() {
     .await;
     e.mention(ALICE, "alice", "what day is it?").await;
     e.until("the answer", |e| e.texts(GENERAL).len() == 1).await;
-    let system = e.openai.requests()[0].body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
+    let system = e.system_prompt(0);
     assert!(
         system.contains("You are Aria, in the Discord server \"Test Guild\". It is now "),
         "{system}"
@@ -1496,7 +1485,7 @@ async fn a_fact_learned_in_a_private_channel_stays_there() {
     e.mention_in(THOUGHTS, ALICE, "alice", "hi again").await;
     e.until("private answered", |e| e.texts(THOUGHTS).len() == 2)
         .await;
-    let system = |n: usize| e.openai.requests()[n].body["messages"][0]["content"].to_string();
+    let system = |n: usize| e.system_prompt(n);
     assert!(!system(2).contains("raid"), "general: {}", system(2));
     assert!(
         system(3).contains("the raid is on Friday"),
@@ -1591,30 +1580,6 @@ async fn mentions_read_the_same_in_history_and_the_trigger() {
     e.stop().await;
 }
 
-/// A fact stored as the persona would: about `about` (or the server) in `server`.
-async fn stored_fact(e: &E2e, server: Option<u64>, about: Option<u64>, text: &str) -> i64 {
-    use persona_bot::domain::ports::{FactAdded, MemoryStore, NewFact};
-    let fact = NewFact {
-        server: server.map(ServerId),
-        persona: PersonaId("aria".into()),
-        about: about.map(UserId),
-        text: text.into(),
-        at_ms: now_ms(),
-        private_to: None,
-    };
-    match e
-        .running()
-        .storage
-        .memory
-        .add_fact(fact, 100)
-        .await
-        .unwrap()
-    {
-        FactAdded::Stored { id } => id,
-        other => panic!("{other:?}"),
-    }
-}
-
 fn forget(target: &str) -> Value {
     json!([{ "name": "forget", "type": 1,
         "options": [{ "name": "target", "type": 3, "value": target }] }])
@@ -1628,11 +1593,15 @@ fn forget(target: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_commands_show_and_forget() {
     let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["Hello Bob."])]).await;
-    let alices = stored_fact(&e, Some(GUILD), Some(ALICE), "Alice likes tea").await;
-    let bobs = stored_fact(&e, Some(GUILD), Some(BOB), "Bob's dog is Rex").await;
-    stored_fact(&e, Some(7), Some(BOB), "Bob elsewhere").await;
-    stored_fact(&e, None, Some(BOB), "Bob in a DM").await;
-    let server_wide = stored_fact(&e, Some(GUILD), None, "Raids are on Friday").await;
+    let alices = e
+        .store_fact(Some(GUILD), Some(ALICE), "Alice likes tea")
+        .await;
+    let bobs = e
+        .store_fact(Some(GUILD), Some(BOB), "Bob's dog is Rex")
+        .await;
+    e.store_fact(Some(7), Some(BOB), "Bob elsewhere").await;
+    e.store_fact(None, Some(BOB), "Bob in a DM").await;
+    let server_wide = e.store_fact(Some(GUILD), None, "Raids are on Friday").await;
     let private = persona_bot::domain::ports::NewFact {
         server: Some(ServerId(GUILD)),
         persona: PersonaId("aria".into()),
@@ -1703,7 +1672,7 @@ async fn memory_commands_show_and_forget() {
     e.mention(BOB, "bob", "what is my dog called?").await;
     e.until("bob is answered", |e| e.texts(GENERAL).len() == 1)
         .await;
-    let system = e.openai.requests()[0].body["messages"][0]["content"].to_string();
+    let system = e.system_prompt(0);
     assert!(
         !system.contains("Rex") && !system.contains("Friday"),
         "{system}"

@@ -19,11 +19,6 @@ use support::e2e::*;
 use support::fake_openai::Reply;
 use support::harness::Behaviour;
 
-fn verdict(decision: &str) -> Reply {
-    let args = json!({"decision": decision, "findings": [], "correction_allowed": false});
-    Reply::call("v1", "submit_review", &args.to_string())
-}
-
 /// The first text input of a modal answer (callback type 9): (custom id, shown value).
 fn modal_field(answer: &Value, n: usize) -> (String, String) {
     let input = &answer["data"]["components"][n]["components"][0];
@@ -31,14 +26,6 @@ fn modal_field(answer: &Value, n: usize) -> (String, String) {
         input["custom_id"].as_str().unwrap_or_default().to_owned(),
         input["value"].as_str().unwrap_or_default().to_owned(),
     )
-}
-
-/// The system message of a recorded model request.
-fn system_prompt(request: &support::fake_openai::Recorded) -> String {
-    request.body["messages"][0]["content"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
 }
 
 // SPEC A2 (issue 15, review): `/drafting prompt:edit` shows the server's reviewer prompt in a
@@ -72,7 +59,7 @@ async fn the_reviewer_prompt_is_edited_in_a_modal() {
         "{done}"
     );
     assert_eq!(e.settings().await.review.prompt.as_deref(), Some(prompt));
-    e.openai.push_for(REVIEW_MODEL, verdict("pass"));
+    e.openai.push_for(REVIEW_MODEL, verdict("pass", &[]));
     e.mention(ALICE, "alice", "hello").await;
     e.until("the reviewed reply", |e| !e.texts(GENERAL).is_empty())
         .await;
@@ -82,7 +69,7 @@ async fn the_reviewer_prompt_is_edited_in_a_modal() {
         .into_iter()
         .find(|r| r.model() == REVIEW_MODEL)
         .expect("a review");
-    assert_eq!(system_prompt(&review), prompt);
+    assert_eq!(system_prompt_of(&review), prompt);
     let (_, again) = e
         .slash_with_id(MODERATOR, "drafting", MANAGE_GUILD, edit)
         .await;
@@ -239,11 +226,11 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
     );
     e.discord.send_message(said).await;
     e.until("the answer", |e| e.texts(GENERAL).len() == 1).await;
-    assert!(system_prompt(&e.openai.requests()[0]).contains(prompt));
+    assert!(e.system_prompt(0).contains(prompt));
     e.discord.send_dm(ALICE, "hello").await;
     e.until("the DM's answer", |e| e.openai.requests().len() == 2)
         .await;
-    let dm = system_prompt(&e.openai.requests()[1]);
+    let dm = e.system_prompt(1);
     assert!(dm.contains("You are Aria") && !dm.contains("Mira"), "{dm}");
     let template = e
         .running()
@@ -428,7 +415,7 @@ async fn the_persona_speaks_through_a_webhook_where_it_may() {
 // nobody else's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_me_works_in_a_dm() {
-    use persona_bot::domain::ports::{MemoryStore, NewFact};
+    use persona_bot::domain::ports::MemoryStore;
     use persona_bot::domain::scope::UserId;
     let e = E2e::start(Behaviour::succeed(), vec![]).await;
     let memory = &e.running().storage.memory;
@@ -438,15 +425,8 @@ async fn forget_me_works_in_a_dm() {
         (None, BOB),
         (Some(GUILD), ALICE),
     ] {
-        let fact = NewFact {
-            server: server.map(ServerId),
-            persona: PersonaId("aria".into()),
-            about: Some(UserId(about)),
-            text: format!("a fact about {about}"),
-            at_ms: 1,
-            private_to: None,
-        };
-        memory.add_fact(fact, 100).await.unwrap();
+        e.store_fact(server, Some(about), &format!("a fact about {about}"))
+            .await;
     }
     let id = e
         .discord

@@ -252,6 +252,33 @@ impl E2e {
         );
     }
 
+    /// The system message of the model's `n`-th request.
+    pub fn system_prompt(&self, n: usize) -> String {
+        system_prompt_of(&self.openai.requests()[n])
+    }
+
+    /// Stores a fact the persona remembers (`about: None`, server-wide) and returns its id.
+    pub async fn store_fact(&self, server: Option<u64>, about: Option<u64>, text: &str) -> i64 {
+        use persona_bot::domain::ports::{FactAdded, MemoryStore, NewFact};
+        use persona_bot::domain::scope::{PersonaId, ServerId, UserId};
+        let at_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let fact = NewFact {
+            server: server.map(ServerId),
+            persona: PersonaId("aria".into()),
+            about: about.map(UserId),
+            text: text.into(),
+            at_ms,
+            private_to: None,
+        };
+        let memory = &self.running().storage.memory;
+        match memory.add_fact(fact, 100).await.unwrap() {
+            FactAdded::Stored { id } => id,
+            other => panic!("{other:?}"),
+        }
+    }
+
     /// The last message of the model's `n`-th request (the trigger, as the model saw it).
     pub fn last_model_message(&self, n: usize) -> Value {
         let request = &self.openai.requests()[n];
@@ -314,4 +341,23 @@ pub fn content_of(response: &Value) -> String {
         .as_str()
         .unwrap_or_default()
         .to_owned()
+}
+
+/// The system message of a recorded model request.
+pub fn system_prompt_of(request: &super::fake_openai::Recorded) -> String {
+    request.body["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The reviewer's verdict (Response Drafting's `submit_review` call); a rejection allows a
+/// correction.
+pub fn verdict(decision: &str, findings: &[&str]) -> Reply {
+    let args = json!({
+        "decision": decision,
+        "findings": findings,
+        "correction_allowed": decision == "reject",
+    });
+    Reply::call("v1", "submit_review", &args.to_string())
 }

@@ -17,7 +17,9 @@ use super::mentions::{Pings, pings};
 use super::message_objects::reference_json;
 use super::permissions::{ATTACH_FILES, READ_MESSAGE_HISTORY};
 use super::rate_limits::{AsScripted, ScriptedRateLimit};
-use super::rest::{SEND, error, invalid_form_body, ok, parse_id, refusal_without, server_error};
+use super::rest::{
+    SEND, channel_guild, error, invalid_form_body, ok, parse_id, refusal_without, server_error,
+};
 use super::state::{Inner, NONCE_LIFETIME, Scripted, Shared, dispatch_locked};
 use super::world::World;
 
@@ -255,10 +257,9 @@ pub(super) fn create_message(
     body: Value,
     files: &[Upload],
 ) -> Response {
-    let guild_id = match shared.world.channel(channel_id) {
-        Some((g, _)) => Some(g.id),
-        None if Shared::dm_user(&shared.lock(), channel_id).is_some() => None,
-        None => return error(404, "Unknown Channel", 10003),
+    let guild_id = match channel_guild(shared, channel_id) {
+        Ok(guild_id) => guild_id,
+        Err(unknown) => return unknown,
     };
     let scripted = shared
         .lock()

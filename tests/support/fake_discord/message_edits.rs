@@ -13,7 +13,7 @@ use super::channel_messages::{normalize_embed, set_pings};
 use super::mentions::pings;
 use super::message_objects::now;
 use super::permissions::VIEW_CHANNEL;
-use super::rest::{error, invalid_form_body, ok, parse_id, refusal_without};
+use super::rest::{channel_guild, error, invalid_form_body, ok, parse_id, refusal_without};
 use super::state::{Shared, dispatch_locked};
 
 const SUPPRESS_EMBEDS: u64 = 1 << 2;
@@ -34,10 +34,9 @@ pub(super) fn edit_message(
     files: &[Upload],
 ) -> Response {
     let world = &shared.world;
-    let guild_id = match world.channel(channel_id) {
-        Some((g, _)) => Some(g.id),
-        None if Shared::dm_user(&shared.lock(), channel_id).is_some() => None,
-        None => return error(404, "Unknown Channel", 10003),
+    let guild_id = match channel_guild(shared, channel_id) {
+        Ok(guild_id) => guild_id,
+        Err(unknown) => return unknown,
     };
     if let Some(refusal) = refusal_without(shared, channel_id, VIEW_CHANNEL) {
         return refusal;

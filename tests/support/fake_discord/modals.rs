@@ -139,16 +139,6 @@ fn inputs(modal: &Value) -> Vec<(String, bool, u64, u64)> {
 }
 
 impl FakeDiscord {
-    /// The modal the bot showed in answer to `interaction_id`, if any.
-    pub fn modal_of(&self, interaction_id: u64) -> Option<Value> {
-        let inner = self.shared.lock();
-        inner
-            .interactions
-            .values()
-            .find(|s| s.id == interaction_id)
-            .and_then(|s| s.modal.clone())
-    }
-
     /// The user submits the modal shown in answer to `interaction_id` with `values` (custom id,
     /// text; a field left out is submitted empty): dispatches the MODAL_SUBMIT interaction and
     /// returns its id (token `itoken-<id>`). Fails as Discord's client would not send it: no

@@ -86,6 +86,17 @@ pub(super) fn server_error(status: u16) -> Response {
     (code, [(header::CONTENT_TYPE, content_type)], body).into_response()
 }
 
+/// The guild of a channel: `Some` for a guild channel, `None` for a DM; Discord's 404 Unknown
+/// Channel (10003) for neither.
+#[allow(clippy::result_large_err)] // the error is the response to send
+pub(super) fn channel_guild(shared: &Shared, channel_id: u64) -> Result<Option<u64>, Response> {
+    match shared.world.channel(channel_id) {
+        Some((guild, _)) => Ok(Some(guild.id)),
+        None if Shared::dm_user(&shared.lock(), channel_id).is_some() => Ok(None),
+        None => Err(error(404, "Unknown Channel", 10003)),
+    }
+}
+
 /// Discord's refusal when the bot lacks one of `needed` in a guild channel: 50001 Missing Access
 /// without VIEW_CHANNEL, 50013 Missing Permissions for the rest. A DM needs nothing.
 pub(super) fn refusal_without(shared: &Shared, channel_id: u64, needed: u64) -> Option<Response> {

@@ -17,7 +17,9 @@ use serde_json::{Value, json};
 use super::Upload;
 use super::channel_messages::build_message;
 use super::permissions::{MANAGE_WEBHOOKS, VIEW_CHANNEL};
-use super::rest::{error, invalid_form_body, no_content, ok, refusal_without, server_error};
+use super::rest::{
+    channel_guild, error, invalid_form_body, no_content, ok, refusal_without, server_error,
+};
 use super::state::{Shared, dispatch_locked};
 
 /// How many webhooks a channel may have.
@@ -36,17 +38,12 @@ fn token_of(webhook_id: u64) -> String {
 /// unknown channel, 50003 for a DM, 50001/50013 without VIEW_CHANNEL/MANAGE_WEBHOOKS.
 #[allow(clippy::result_large_err)] // the error is the response to send
 fn managed_channel(shared: &Arc<Shared>, channel_id: u64) -> Result<u64, Response> {
-    match shared.world.channel(channel_id) {
-        Some((guild, _)) => {
-            match refusal_without(shared, channel_id, VIEW_CHANNEL | MANAGE_WEBHOOKS) {
-                Some(refusal) => Err(refusal),
-                None => Ok(guild.id),
-            }
-        }
-        None if Shared::dm_user(&shared.lock(), channel_id).is_some() => {
-            Err(error(403, "Cannot execute action on a DM channel", 50003))
-        }
-        None => Err(error(404, "Unknown Channel", 10003)),
+    let Some(guild_id) = channel_guild(shared, channel_id)? else {
+        return Err(error(403, "Cannot execute action on a DM channel", 50003));
+    };
+    match refusal_without(shared, channel_id, VIEW_CHANNEL | MANAGE_WEBHOOKS) {
+        Some(refusal) => Err(refusal),
+        None => Ok(guild_id),
     }
 }
 
