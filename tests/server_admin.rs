@@ -162,9 +162,8 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
             .unwrap()
             .unwrap()
     };
-    let change = persona_bot::domain::ports::SettingsChange::Persona(Some(theirs.clone()));
+    set_persona(&e, elsewhere, theirs.clone()).await;
     let settings = &e.running().storage.settings;
-    settings.update(elsewhere, change).await.unwrap();
     e.set_thought_log().await;
     let edit = persona_sub("edit", json!([]));
     let refused = e.slash(ALICE, "persona", 0, edit.clone()).await;
@@ -312,9 +311,14 @@ async fn mira(e: &E2e) {
         trigger_words: vec!["mira".into()],
         avatar_url: Some("https://cdn.example.com/mira.png".into()),
     };
+    set_persona(e, ServerId(GUILD), persona).await;
+}
+
+/// The server speaks as its own `persona`, stored as `/persona edit` stores it.
+async fn set_persona(e: &E2e, server: ServerId, persona: persona_bot::domain::ports::Persona) {
     let change = persona_bot::domain::ports::SettingsChange::Persona(Some(persona));
     let settings = &e.running().storage.settings;
-    settings.update(ServerId(GUILD), change).await.unwrap();
+    settings.update(server, change).await.unwrap();
 }
 
 // SPEC A1, C1 (issue 15, webhooks): where the bot may manage webhooks, the persona's reply is
@@ -533,9 +537,7 @@ async fn a_refused_webhook_post_goes_as_the_bot_user() {
         trigger_words: vec![],
         avatar_url: None,
     };
-    let change = persona_bot::domain::ports::SettingsChange::Persona(Some(persona));
-    let settings = &e.running().storage.settings;
-    settings.update(ServerId(GUILD), change).await.unwrap();
+    set_persona(&e, ServerId(GUILD), persona).await;
     e.mention(ALICE, "alice", "and now?").await;
     e.until("the reply as the bot user", |e| e.texts(GENERAL).len() == 2)
         .await;
@@ -673,6 +675,55 @@ async fn history_names_the_servers_persona() {
         "{messages}"
     );
     assert!(!messages.contains("@Aria"), "{messages}");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC C1 (issue 15, webhooks): only the bot's own webhook speaks for it. A reply to another
+// webhook's post (a moderator's feed) is no reply to the bot, and starts no turn.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_to_another_webhooks_post_is_not_a_reply_to_the_bot() {
+    let e = E2e::start_in(
+        webhook_world(),
+        Behaviour::succeed(),
+        vec![Reply::text(&["Yes?"])],
+        |_| {},
+    )
+    .await;
+    mira(&e).await;
+    let feed = e.discord.add_webhook(GENERAL, MODERATOR, "Announcements");
+    let mut post = support::fake_discord::Incoming::new(
+        GENERAL,
+        Some(GUILD),
+        feed,
+        "Announcements",
+        "The shop opens at nine.",
+    );
+    post.webhook_id = Some(feed);
+    post.author_is_bot = true;
+    let post_id = e.discord.send_message(post).await;
+    let mut reply = support::fake_discord::Incoming::new(
+        GENERAL,
+        Some(GUILD),
+        ALICE,
+        "alice",
+        "thanks for telling us",
+    );
+    reply.reply_to = Some(post_id);
+    e.discord.send_message(reply).await;
+    e.mention(ALICE, "alice", "are you there?").await;
+    e.until("the answer to the mention", |e| {
+        e.discord.webhook_posts(GENERAL).len() == 1
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(
+        e.openai.requests().len(),
+        1,
+        "only the mention started a turn"
+    );
+    let trigger = e.last_model_message(0).to_string();
+    assert!(trigger.contains("are you there?"), "{trigger}");
     e.assert_fakes_used();
     e.stop().await;
 }
