@@ -402,20 +402,9 @@ impl FakeDiscord {
     /// A member (`owner`) makes an incoming webhook named `name` in the channel, as a moderator
     /// does for a feed: it is among the channel's webhooks, not the bot's. Returns its id.
     pub fn add_webhook(&self, channel_id: u64, owner: u64, name: &str) -> u64 {
-        let world = &self.shared.world;
-        let guild_id = world.channel(channel_id).map_or(0, |(g, _)| g.id);
         let id = self.shared.snowflake();
-        let webhook = json!({
-            "id": id.to_string(),
-            "type": 1,
-            "guild_id": guild_id.to_string(),
-            "channel_id": channel_id.to_string(),
-            "name": name,
-            "avatar": null,
-            "token": format!("wtoken-{id}"),
-            "application_id": null,
-            "user": world.user(owner),
-        });
+        let webhook =
+            super::webhooks::incoming_webhook(&self.shared.world, id, channel_id, name, owner);
         self.shared.lock().webhooks.insert(id, webhook);
         id
     }

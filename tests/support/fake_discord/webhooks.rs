@@ -21,6 +21,7 @@ use super::rest::{
     channel_guild, error, invalid_form_body, no_content, ok, refusal_without, server_error,
 };
 use super::state::{Shared, dispatch_locked};
+use super::world::World;
 
 /// How many webhooks a channel may have.
 pub(super) const MAX_WEBHOOKS_PER_CHANNEL: usize = 15;
@@ -103,10 +104,9 @@ pub(super) fn channel_webhooks(
 
 /// `POST /channels/{id}/webhooks` with `{"name", "avatar"?}`.
 pub(super) fn create_webhook(shared: &Arc<Shared>, channel_id: u64, body: &Value) -> Response {
-    let guild_id = match managed_channel(shared, channel_id) {
-        Ok(guild_id) => guild_id,
-        Err(refusal) => return refusal,
-    };
+    if let Err(refusal) = managed_channel(shared, channel_id) {
+        return refusal;
+    }
     let name = match body.get("name").filter(|n| !n.is_null()) {
         None => {
             return invalid_form_body("name", "BASE_TYPE_REQUIRED", "This field is required");
@@ -126,7 +126,24 @@ pub(super) fn create_webhook(shared: &Arc<Shared>, channel_id: u64, body: &Value
         );
     }
     let id = shared.snowflake();
-    let webhook = json!({
+    let mut webhook = incoming_webhook(world, id, channel_id, &name, world.bot_id);
+    webhook["application_id"] = json!(world.application_id.to_string());
+    inner.webhooks.insert(id, webhook.clone());
+    inner.limits.webhooks.insert(id);
+    ok(&webhook)
+}
+
+/// An incoming webhook (type 1) of a guild channel, made by `owner`, as Discord returns it
+/// (token included; `application_id` null: set when an application made it).
+pub(super) fn incoming_webhook(
+    world: &World,
+    id: u64,
+    channel_id: u64,
+    name: &str,
+    owner: u64,
+) -> Value {
+    let guild_id = world.channel(channel_id).map_or(0, |(g, _)| g.id);
+    json!({
         "id": id.to_string(),
         "type": 1,
         "guild_id": guild_id.to_string(),
@@ -134,12 +151,9 @@ pub(super) fn create_webhook(shared: &Arc<Shared>, channel_id: u64, body: &Value
         "name": name,
         "avatar": null,
         "token": token_of(id),
-        "application_id": world.application_id.to_string(),
-        "user": world.user(world.bot_id),
-    });
-    inner.webhooks.insert(id, webhook.clone());
-    inner.limits.webhooks.insert(id);
-    ok(&webhook)
+        "application_id": null,
+        "user": world.user(owner),
+    })
 }
 
 /// Discord's checks of an execute's own fields (beyond a channel message's): `username`,
