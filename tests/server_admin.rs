@@ -246,6 +246,25 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
     );
     let other = settings.settings(elsewhere).await.unwrap();
     assert_eq!(other.persona, Some(theirs), "another server keeps its own");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC A1 (issue 15, personas): `/persona show` gives the server's own copy (name, origin,
+// trigger words, prompt), `/persona list` the templates, and `/persona use` a fresh copy of a
+// template by its id (for moderators only; an unknown one is named with the ids there are).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn persona_show_list_and_use() {
+    let e = E2e::start(Behaviour::succeed(), vec![]).await;
+    let prompt = "You are Mira, the keeper of an old lighthouse.";
+    let mira = persona_bot::domain::ports::Persona {
+        id: PersonaId("aria".into()),
+        display_name: "Mira".into(),
+        system_prompt: prompt.into(),
+        trigger_words: vec!["lighthouse".into(), "mira".into()],
+        avatar_url: None,
+    };
+    set_persona(&e, ServerId(GUILD), mira).await;
     let show = e
         .slash(
             MODERATOR,

@@ -185,6 +185,21 @@ fn check_execute(body: &Value) -> Result<Option<String>, Response> {
     Ok(username)
 }
 
+/// Makes `message` the webhook's post, under `name`: the webhook is its author.
+fn posted_by(message: &mut Value, webhook_id: u64, name: &str, world: &World) {
+    message["author"] = json!({
+        "id": webhook_id.to_string(),
+        "username": name,
+        "avatar": null,
+        "discriminator": "0000",
+        "bot": true,
+        "global_name": null,
+        "public_flags": 0,
+    });
+    message["webhook_id"] = json!(webhook_id.to_string());
+    message["application_id"] = json!(world.application_id.to_string());
+}
+
 /// `POST /webhooks/{id}/{token}` of a channel webhook (an interaction follow-up has the
 /// application's id there, and is not for here).
 pub(super) fn execute_webhook(
@@ -224,17 +239,7 @@ pub(super) fn execute_webhook(
     };
     let world = &shared.world;
     let name = username.unwrap_or_else(|| webhook["name"].as_str().unwrap_or("").to_owned());
-    message["author"] = json!({
-        "id": webhook_id.to_string(),
-        "username": name,
-        "avatar": null,
-        "discriminator": "0000",
-        "bot": true,
-        "global_name": null,
-        "public_flags": 0,
-    });
-    message["webhook_id"] = json!(webhook_id.to_string());
-    message["application_id"] = json!(world.application_id.to_string());
+    posted_by(&mut message, webhook_id, &name, world);
     let mut inner = shared.lock();
     if !inner.webhooks.contains_key(&webhook_id) {
         // deleted meanwhile
