@@ -214,6 +214,7 @@ pub async fn start(
     let data = Arc::new(BotData {
         seen: seen_marks(&config, &storage, &shutdown).await,
         catch_up: catch_up_limits(&config),
+        outcomes: storage.outcomes.clone(),
         rest: rest.clone(),
         webhooks,
         thought_log,
@@ -301,7 +302,8 @@ fn spawn_background(
     );
 }
 
-/// How this process claims queued messages: under its shard range's name, for its shards.
+/// How this process claims queued messages: under a name of its own (its shard range's, made
+/// unique to this run, SPEC D11), for its shards.
 fn queue_claims(config: &Config) -> crate::storage::queue::Claims {
     let plan = config.discord.shard_plan();
     let (first_shard, last_shard, total_shards) = match plan {
@@ -309,7 +311,7 @@ fn queue_claims(config: &Config) -> crate::storage::queue::Claims {
         ShardPlan::Range { first, last, total } => (first, last, total),
     };
     crate::storage::queue::Claims {
-        owner: plan.owner(),
+        owner: crate::storage::queue::Claims::instance_of(&plan.owner()),
         first_shard,
         last_shard,
         total_shards,

@@ -39,6 +39,7 @@ on_both_databases!(
     sigterm_mid_turn_exits_0_and_the_next_start_goes_on,
     two_processes_split_the_shards_and_a_stopped_ones_messages_are_taken_over,
     messages_sent_while_the_bot_was_down_are_answered_once_after_it_starts,
+    a_start_on_an_empty_database_answers_nothing_twice,
 );
 
 /// The bot as a child process, with its stderr kept in a file for a failure's message.
@@ -936,4 +937,86 @@ async fn messages_sent_while_the_bot_was_down_are_answered_once_after_it_starts(
         "{embed}"
     );
     assert_eq!(field("Queued to be answered"), Some("2".into()), "{embed}");
+}
+
+/// A fresh database of the same kind as the stage's: what a container run without its volume,
+/// a move to another database or a restored backup starts on.
+async fn an_empty_database_like(db: &TestDb) -> TestDb {
+    match db.backend {
+        persona_bot::storage::Backend::Sqlite => TestDb::sqlite().await,
+        persona_bot::storage::Backend::Postgres => TestDb::postgres().await,
+    }
+}
+
+// SPEC D12: started on a database that knows nothing of the channel's past, the bot judges
+// what was answered from the channel's history: an answer in an idle channel (no reply
+// reference), an answer that waited behind another turn (by reference), and the message its
+// author joined to it while it waited are all answered already; only the mention sent while
+// the bot was down is asked and answered.
+async fn a_start_on_an_empty_database_answers_nothing_twice(db: TestDb) {
+    let stage = Stage::new(db).await;
+    stage.openai.push(Reply::text(&["Answer one."]));
+    stage.openai.push(Reply::Stream(vec![
+        Sse::Delay(Duration::from_millis(1500)),
+        Sse::text("The slow answer."),
+        Sse::finish("stop"),
+        Sse::Done,
+    ]));
+    stage.openai.push(Reply::text(&["Bob's answer."]));
+    let bot = stage.start_bot(1).await;
+    stage.mention("first question").await;
+    stage
+        .until(&bot, "the idle channel's answer", |s| s.texts().len() == 1)
+        .await;
+    stage.mention_in(GUILD, GENERAL, 302, "slow question").await;
+    stage
+        .until(&bot, "the slow question is asked", |s| {
+            s.openai.requests().len() == 2
+        })
+        .await;
+    stage
+        .mention_in(GUILD, GENERAL, BOB, "bob's question")
+        .await;
+    stage.mention_in(GUILD, GENERAL, BOB, "bob adds this").await;
+    stage
+        .until(&bot, "all three answers", |s| s.texts().len() == 3)
+        .await;
+    stage.until_answered(&bot).await;
+    assert!(bot.terminate().success());
+    assert_eq!(
+        stage.openai.requests().len(),
+        3,
+        "bob's two messages, one turn"
+    );
+
+    let missed = sent_while_down(
+        &stage,
+        (GENERAL, Some(GUILD)),
+        ALICE,
+        "did you miss me?",
+        true,
+        Duration::ZERO,
+    );
+    stage.openai.push(Reply::text(&["I did."]));
+    let empty = an_empty_database_like(&stage.db).await;
+    stage.discord.expire_nonces();
+    let bot = Bot::start(stage.dir.path(), &empty, 2);
+    stage
+        .until(&bot, "the missed mention is answered", |s| {
+            replies_to(s, GENERAL, missed) == 1
+        })
+        .await;
+    // Time for a wrong second answer to show.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let requests = stage.openai.requests();
+    assert_eq!(requests.len(), 4, "{}", bot.log());
+    let last = requests[3].body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned();
+    assert!(
+        last.is_some_and(|m| m["content"].to_string().contains("did you miss me?")),
+        "only the missed mention is asked"
+    );
+    assert_eq!(stage.texts().len(), 4, "{:?}", stage.texts());
 }

@@ -50,6 +50,7 @@ on_both_databases!(
     nul_characters_in_user_text_are_stored_escaped,
     a_row_the_database_refuses_is_dropped_alone,
     queue_entries_are_held_per_shard_and_taken_over_after_the_lease,
+    two_processes_on_the_same_shards_never_share_an_entry,
     two_processes_changing_two_settings_both_win,
     an_outage_uses_the_last_known_settings,
     a_read_racing_a_change_never_caches_the_old_settings,
@@ -940,6 +941,40 @@ async fn queue_entries_are_held_per_shard_and_taken_over_after_the_lease(db: Tes
     // Taken over, they are held again: the old holder, back with a long lease, sees them held.
     assert!(holder.queue.pending(CHANNEL).await.unwrap().is_empty());
     assert!(shard0.queue.channels_to_take_over().await.unwrap() == vec![ChannelId(224)]);
+}
+
+// SPEC D11: two processes started with the same shard setting (a rolling deploy) claim under
+// names of their own: neither takes what the other holds while it lives, a message both are
+// sent is stored once and held by one; what a process lets go of at a clean stop is taken by
+// the other at once.
+async fn two_processes_on_the_same_shards_never_share_an_entry(db: TestDb) {
+    let old = process(&db, &Claims::instance_of("shards:all"), 0, 0, 1, 60_000).await;
+    let new = process(&db, &Claims::instance_of("shards:all"), 0, 0, 1, 60_000).await;
+    for m in [queued(1, false), queued(2, false)] {
+        old.queue.push(&m).await.unwrap();
+    }
+    assert!(new.queue.channels_with_pending().await.unwrap().is_empty());
+    assert!(new.queue.channels_to_take_over().await.unwrap().is_empty());
+    assert!(new.queue.pending(CHANNEL).await.unwrap().is_empty());
+    // Discord sends the next message to both: one entry, held by whoever stored it first.
+    let both = queued(3, false);
+    assert!(matches!(old.queue.push(&both).await, Ok(Pushed::New(_))));
+    assert!(matches!(
+        new.queue.push(&both).await,
+        Ok(Pushed::Existing(_))
+    ));
+    assert!(new.queue.pending(CHANNEL).await.unwrap().is_empty());
+    assert_eq!(old.queue.pending(CHANNEL).await.unwrap().len(), 3);
+    // The old process stops cleanly: the new one takes everything at once, and then holds it.
+    assert_eq!(old.queue.release_claims().await.unwrap(), 3);
+    assert_eq!(
+        new.queue.channels_to_take_over().await.unwrap(),
+        vec![CHANNEL]
+    );
+    assert_eq!(new.queue.pending(CHANNEL).await.unwrap().len(), 3);
+    assert!(old.queue.pending(CHANNEL).await.unwrap().is_empty());
+    old.close().await;
+    new.close().await;
 }
 
 async fn joined_ids(handles: Vec<tokio::task::JoinHandle<Vec<i64>>>) -> Vec<i64> {

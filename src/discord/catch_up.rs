@@ -3,10 +3,13 @@
 //! guild's channels come with the id of their newest message (GUILD_CREATE), DMs with the last
 //! message the bot saw in them; [`crate::domain::catch_up::plan`] picks the channels active in
 //! the window, each is read once (its newest `catch_up.max_messages`), and the messages
-//! addressed to the bot that no reply of the bot's answers go through the usual admission,
-//! oldest first. The queue keeps one entry a message and a finished turn is not run again, so a
-//! message already answered is never answered twice. One thought-log notice per guild says what
-//! was found.
+//! addressed to the bot that neither the channel's history shows answered
+//! ([`crate::domain::answered`]) nor the database knows as finished go through the usual
+//! admission, oldest first. The queue keeps one entry a message and a finished turn is not run
+//! again, so a message already answered is never answered twice, whatever the database knows
+//! (SPEC D12). A guild's first catch-up of a session reads after the marks the session began
+//! with; another one (the guild came back from an outage) after what this process saw since.
+//! One thought-log notice per guild says what was found.
 
 use std::sync::Arc;
 
@@ -14,11 +17,11 @@ use serde_json::Value;
 use serenity::all::{ChannelType, Guild, GuildId, Message};
 
 use super::BotData;
-use super::events::{Origin, on_message};
+use super::events::{Origin, by_own_webhook, on_message};
 use super::ratelimit::Route;
 use crate::domain::catch_up::{Candidate, Found, Read, Seen, pick, plan, snowflake_at};
-use crate::domain::ports::{Clock, SystemClock};
-use crate::domain::scope::{ChannelId, MessageId, ServerId};
+use crate::domain::ports::{Clock, SystemClock, is_closed};
+use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId};
 use crate::domain::thought_log::Notice;
 
 /// What one catch-up did.
@@ -43,10 +46,10 @@ pub fn candidates(guild: &Guild) -> (ServerId, Vec<Candidate>) {
         })
         .map(|c| (c.id, c.last_message_id));
     let threads = guild.threads.iter().map(|t| (t.id, t.last_message_id));
-    // A channel without a last message has none: nothing to catch up.
+    // A channel Discord sends without its last message is read when the bot saw it active
+    // inside the window (as a DM is).
     let candidates = channels
         .chain(threads)
-        .filter(|(_, last)| last.is_some())
         .map(|(id, last)| Candidate {
             channel: ChannelId(id.get()),
             last_message: last.map(|m| MessageId(m.get())),
@@ -63,7 +66,11 @@ pub async fn guild(data: Arc<BotData>, (server, mut candidates): (ServerId, Vec<
     {
         candidates.retain(|c| c.channel != thoughts);
     }
-    let tally = run(&data, Some(server), &candidates).await;
+    let first = data.seen.first_catch_up(server);
+    let tally = run(&data, Some(server), &candidates, |channel| {
+        data.seen.catch_up_from(first, channel)
+    })
+    .await;
     if tally.found > 0 {
         tracing::info!(%server, channels = tally.channels, found = tally.found, answered = tally.answered, "caught up on messages sent while the bot was away");
         data.thought_log
@@ -91,7 +98,10 @@ pub async fn direct_messages(data: Arc<BotData>) {
             last_message: None,
         })
         .collect();
-    let tally = run(&data, None, &candidates).await;
+    let tally = run(&data, None, &candidates, |channel| {
+        data.seen.at_session_start(channel)
+    })
+    .await;
     if tally.found > 0 {
         tracing::info!(
             channels = tally.channels,
@@ -102,13 +112,14 @@ pub async fn direct_messages(data: Arc<BotData>) {
     }
 }
 
-async fn run(data: &BotData, server: Option<ServerId>, candidates: &[Candidate]) -> Tally {
-    let reads = plan(
-        candidates,
-        |channel| data.seen.at_session_start(channel),
-        SystemClock.now_ms(),
-        data.catch_up,
-    );
+/// Reads the channels worth reading among `candidates`, each after the message `from` names.
+async fn run(
+    data: &BotData,
+    server: Option<ServerId>,
+    candidates: &[Candidate],
+    from: impl Fn(ChannelId) -> Option<MessageId>,
+) -> Tally {
+    let reads = plan(candidates, from, SystemClock.now_ms(), data.catch_up);
     let mut tally = Tally::default();
     for read in reads {
         if let Some(server) = server
@@ -155,8 +166,11 @@ async fn read_channel(
     let Some(bot) = data.bot.get() else {
         return Ok((0, 0));
     };
-    let found: Vec<Found> = messages.iter().map(|m| found(m, bot)).collect();
-    let picked = pick(&found, read.after);
+    let mut found = Vec::with_capacity(messages.len());
+    for message in &messages {
+        found.push(found_in(data, server, message, bot).await);
+    }
+    let picked = unclosed(data, read.channel, pick(&found, read.after)).await;
     let mut answered = 0;
     for id in &picked {
         let Some(message) = messages.iter().find(|m| m.id.get() == id.0) else {
@@ -202,16 +216,41 @@ fn parse_page(page: &Value, server: Option<ServerId>) -> Vec<Message> {
         .collect()
 }
 
-/// A history message as [`pick`] sees it.
-fn found(message: &Message, bot: u64) -> Found {
-    let by_bot = message.author.id.get() == bot;
+/// The picked messages the database does not know as finished (answered, or deliberately left
+/// unanswered: SPEC D12). One that cannot be looked up is kept: the queue and the turn's own
+/// finished record still stand between it and a second answer.
+async fn unclosed(data: &BotData, channel: ChannelId, picked: Vec<MessageId>) -> Vec<MessageId> {
+    let mut open = Vec::with_capacity(picked.len());
+    for message in picked {
+        match is_closed(data.outcomes.as_ref(), channel, message).await {
+            Ok(true) => tracing::debug!(%channel, %message, "caught-up message already finished"),
+            Ok(false) => open.push(message),
+            Err(error) => {
+                tracing::warn!(%channel, %error, "could not tell whether a missed message was finished");
+                open.push(message);
+            }
+        }
+    }
+    open
+}
+
+/// A history message as [`pick`] sees it: the bot's posts are its user's and its own
+/// webhooks' (the server's persona); a reply to either is addressed to it.
+async fn found_in(data: &BotData, server: Option<ServerId>, message: &Message, bot: u64) -> Found {
+    let by_bot = message.author.id.get() == bot || by_own_webhook(data, server, message).await;
     let person = !message.author.bot && message.webhook_id.is_none();
     let super::events::Addressing {
         mentions_bot,
-        replies_to_bot,
+        mut replies_to_bot,
     } = super::events::addressing(message, bot);
+    if let Some(replied) = message.referenced_message.as_deref()
+        && !replies_to_bot
+    {
+        replies_to_bot = by_own_webhook(data, server, replied).await;
+    }
     Found {
         id: MessageId(message.id.get()),
+        author: UserId(message.author.id.get()),
         by_bot,
         reply_to: message
             .message_reference

@@ -11,7 +11,7 @@ use crate::domain::admission::{MessageFacts, RateLimit, Refusal, addressed, admi
 use crate::domain::catch_up::Seen;
 use crate::domain::ports::{
     ATTACHMENTS_PER_MESSAGE, Attachment, Clock, HistoryMessage, NewQueuedMessage, Persona, Pings,
-    ServerSettings, SystemClock,
+    ServerSettings, SystemClock, close_unanswered,
 };
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
 
@@ -216,6 +216,12 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
         if refusal == (Refusal::Flooding { tell: true }) {
             tell_rate_limited(data, message, server, channel).await;
         }
+        // A message spoken to the bot and refused stays refused: no catch-up revives it.
+        if triggered {
+            let id = MessageId(message.id.get());
+            let now = SystemClock.now_ms();
+            close_unanswered(data.outcomes.as_ref(), channel, id, now).await;
+        }
         return false;
     }
     submit(data, message, persona, origin, random).await;
@@ -283,7 +289,11 @@ async fn speaks_in_own_turn(
 
 /// Whether a message was posted through the bot's own webhook in its channel: the persona's
 /// post. Discord is asked only where the bot may manage webhooks.
-async fn by_own_webhook(data: &BotData, server: Option<ServerId>, message: &Message) -> bool {
+pub(super) async fn by_own_webhook(
+    data: &BotData,
+    server: Option<ServerId>,
+    message: &Message,
+) -> bool {
     let (Some(webhook), Some(server), Some(bot)) = (message.webhook_id, server, data.bot.get())
     else {
         return false;

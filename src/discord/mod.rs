@@ -72,6 +72,9 @@ pub struct BotData {
     /// The last message seen in each channel: where a catch-up starts (SPEC D9).
     pub seen: Arc<crate::domain::catch_up::SeenMarks>,
     pub catch_up: crate::domain::catch_up::Limits,
+    /// What turns delivered: a message answered, or deliberately left unanswered, is closed
+    /// there (SPEC D12).
+    pub outcomes: Arc<dyn crate::domain::ports::OutcomeStore>,
 }
 
 impl BotData {

@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
+pub use super::answered::{Found, pick};
 use super::scope::{ChannelId, MessageId, ServerId};
 
 /// Discord's epoch (2015-01-01) in unix milliseconds, the base of a snowflake's time.
@@ -99,37 +100,6 @@ pub fn plan(
         .collect()
 }
 
-/// A message a catch-up found, as far as choosing goes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Found {
-    pub id: MessageId,
-    /// From the bot itself.
-    pub by_bot: bool,
-    /// The message it replies to, if any.
-    pub reply_to: Option<MessageId>,
-    /// Addressed to the bot: it mentions the bot, replies to it, or is a DM, and is from a
-    /// person (not a bot or a webhook).
-    pub addressed: bool,
-}
-
-/// The messages to answer among `found` (any order, duplicates allowed): addressed to the bot,
-/// after `after`, not already answered by one of the bot's replies among `found`; oldest first.
-pub fn pick(found: &[Found], after: MessageId) -> Vec<MessageId> {
-    let answered: std::collections::HashSet<MessageId> = found
-        .iter()
-        .filter(|m| m.by_bot)
-        .filter_map(|m| m.reply_to)
-        .collect();
-    let mut picked: Vec<MessageId> = found
-        .iter()
-        .filter(|m| m.addressed && !m.by_bot && m.id > after && !answered.contains(&m.id))
-        .map(|m| m.id)
-        .collect();
-    picked.sort_unstable();
-    picked.dedup();
-    picked
-}
-
 /// The last message seen in a channel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seen {
@@ -154,9 +124,12 @@ pub struct SeenMarks {
 struct Marks {
     seen: HashMap<ChannelId, Seen>,
     changed: HashMap<ChannelId, Seen>,
-    /// The marks as the current gateway session began: a catch-up reads after these, since a
-    /// message that came live in the new session says nothing of the gap before it.
+    /// The marks as the current gateway session began: a session's catch-up reads after these,
+    /// since a message that came live in the new session says nothing of the gap before it.
     at_start: HashMap<ChannelId, MessageId>,
+    /// Servers caught up in the current session: another catch-up of one (it came back from an
+    /// outage) reads only after what this process saw there since.
+    caught_up: std::collections::HashSet<ServerId>,
 }
 
 impl SeenMarks {
@@ -225,6 +198,26 @@ impl SeenMarks {
             .values()
             .map(|s| (s.channel, s.message))
             .collect();
+        marks.caught_up.clear();
+    }
+
+    /// Where a catch-up of `server` starts reading `channel` (SPEC D9, D12): the session's first
+    /// catch-up of it after the marks the session began with; a later one (the server came back
+    /// from an outage) after the last message this process saw. `first` is from
+    /// [`Self::first_catch_up`].
+    pub fn catch_up_from(&self, first: bool, channel: ChannelId) -> Option<MessageId> {
+        if first {
+            self.at_session_start(channel)
+        } else {
+            self.last(channel)
+        }
+    }
+
+    /// Whether this is the current session's first catch-up of `server` (and notes that it ran).
+    pub fn first_catch_up(&self, server: ServerId) -> bool {
+        let mut marks = self.inner();
+        // Bounded: past the cap a server counts as caught up (read after what was seen).
+        marks.caught_up.len() < self.channels && marks.caught_up.insert(server)
     }
 
     /// The last message seen in `channel` when the current session began.
@@ -373,33 +366,6 @@ mod tests {
         assert!(plan(&candidates, |_| None, NOW, off).is_empty());
     }
 
-    fn found(id: u64, by_bot: bool, reply_to: Option<u64>, addressed: bool) -> Found {
-        Found {
-            id: MessageId(id),
-            by_bot,
-            reply_to: reply_to.map(MessageId),
-            addressed,
-        }
-    }
-
-    // SPEC D9: addressed messages not yet answered, once each, oldest first.
-    #[test]
-    fn pick_takes_unanswered_addressed_messages_oldest_first() {
-        let messages = [
-            found(14, false, None, true),
-            found(13, true, Some(11), false),
-            found(12, false, None, false),
-            found(11, false, None, true),
-            found(10, false, None, true),
-            found(14, false, None, true),
-            found(9, false, None, true),
-        ];
-        assert_eq!(
-            pick(&messages, MessageId(9)),
-            vec![MessageId(10), MessageId(14)]
-        );
-    }
-
     #[test]
     fn marks_move_forward_and_are_stored_once() {
         let marks = SeenMarks::new(2);
@@ -434,6 +400,20 @@ mod tests {
             Some(MessageId(30)),
             "a message of the new session does not move where its catch-up starts"
         );
+        let from = |marks: &SeenMarks| {
+            let first = marks.first_catch_up(ServerId(1));
+            marks.catch_up_from(first, ChannelId(3))
+        };
+        assert_eq!(from(&marks), Some(MessageId(30)));
+        // SPEC D12: back from an outage, the server is read after what was seen since.
+        assert_eq!(from(&marks), Some(MessageId(35)));
+        marks.begin_session();
+        marks.saw(seen(3, 36));
+        assert_eq!(
+            from(&marks),
+            Some(MessageId(35)),
+            "a new session: its first catch-up"
+        );
     }
 
     proptest! {
@@ -457,23 +437,6 @@ mod tests {
             for read in reads {
                 prop_assert!(read.after.0 >= start);
             }
-        }
-
-        #[test]
-        fn picks_are_sorted_unique_and_after(
-            messages in proptest::collection::vec(
-                (any::<u64>(), any::<bool>(), proptest::option::of(any::<u64>()), any::<bool>()),
-                0..60,
-            ),
-            after in any::<u64>(),
-        ) {
-            let found: Vec<Found> = messages
-                .iter()
-                .map(|(id, bot, reply, addressed)| found(*id, *bot, *reply, *addressed))
-                .collect();
-            let picked = pick(&found, MessageId(after));
-            prop_assert!(picked.windows(2).all(|w| w[0] < w[1]));
-            prop_assert!(picked.iter().all(|m| m.0 > after));
         }
     }
 }

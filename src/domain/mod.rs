@@ -1,5 +1,6 @@
 //! Domain types and ports: who a turn is for ([`scope`]), who calls tools ([`role`]), admission
-//! rules ([`admission`]), catch-up after a gap ([`catch_up`]), the turn's shared state
+//! rules ([`admission`]), catch-up after a gap ([`catch_up`]) and what history shows answered
+//! ([`answered`]), the turn's shared state
 //! ([`turn`], [`ledger`], [`review`]), tool calls
 //! and history entries ([`call`], [`history`]), reminder times ([`schedule`]), moderator notices
 //! ([`thought_log`]), the ports the core reaches the outside through ([`ports`]) and the
@@ -9,6 +10,7 @@
 //! and nothing imports serenity, poise, async-openai, reqwest or sqlx.
 
 pub mod admission;
+pub mod answered;
 pub mod call;
 pub mod catch_up;
 pub mod history;

@@ -1,7 +1,8 @@
 //! The engine: what runs turns on top of the tool-call stage. The [`orchestrator`] takes
 //! triggering messages, one turn at a time per channel; the pass loop ([`passes`]) calls the
 //! model and the stage until the turn ends; [`stream`] and [`segment`] deliver the streamed text;
-//! [`context`] builds what the model sees; [`reviewer`] runs the reviewer's own pass; due
+//! [`context`] builds what the model sees; [`resume`] is what a turn resumed after a restart
+//! takes from its earlier run; [`reviewer`] runs the reviewer's own pass; due
 //! [`reminders`] become turns; the image [`worker`] makes planned images.
 
 pub mod attachments;
@@ -10,6 +11,7 @@ pub mod context;
 pub mod orchestrator;
 pub mod passes;
 pub mod reminders;
+pub mod resume;
 pub mod reviewer;
 pub mod segment;
 pub mod stream;

@@ -31,7 +31,7 @@ use tokio_util::task::TaskTracker;
 use crate::config::{Config, KillPermission};
 use crate::domain::ports::{
     ATTACHMENTS_PER_MESSAGE, Delivery, NewQueuedMessage, Persona, PersonaStore, Pings, PortError,
-    Pushed, QueueStore, ServerSettings, SettingsStore, Voice, remember_delivery,
+    Pushed, QueueStore, ServerSettings, SettingsStore, Voice, close_unanswered, remember_delivery,
 };
 use crate::domain::role::Role;
 use crate::domain::scope::{ChannelId, MessageId, Scope, ServerId, UserId};
@@ -770,6 +770,7 @@ impl Worker {
                 return;
             };
             tracing::warn!(channel = %self.channel, message = %dropped.message.message, "queue full: dropping the oldest waiting message");
+            self.close_unanswered(&dropped).await;
             let notice = locale::text(dropped.message.locale, "turn-queue-dropped");
             if let Err(error) = self
                 .deps
@@ -994,16 +995,29 @@ impl Worker {
         running.turn.stop.kill();
         let pending = running.pending.clone();
         self.announce(&running, released(TurnStatus::Error));
-        // Its message is not retried: it already had its chance.
+        // Its message is not retried: it already had its chance (SPEC D12: recorded so, before its
+        // entry goes).
         let queue = self.deps.queue.clone();
         let channel = self.channel;
+        let close = self.close_unanswered(&pending);
         self.tasks.spawn(async move {
+            close.await;
             if let Some(id) = pending.store_id
                 && let Err(error) = queue.remove(id).await
             {
                 tracing::warn!(%channel, %error, "could not remove a released turn's entry");
             }
         });
+    }
+
+    /// A message dropped on purpose is recorded finished before its entry goes (SPEC D12).
+    fn close_unanswered(&self, pending: &Pending) -> impl Future<Output = ()> + Send + 'static {
+        let ports = self.deps.turn.env.ports.clone();
+        let (channel, message) = (pending.message.channel, pending.message.message);
+        async move {
+            let now = ports.clock.now_ms();
+            close_unanswered(ports.outcomes.as_ref(), channel, message, now).await;
+        }
     }
 
     /// Removes an answered or dropped message from the store (see [`forget`]).

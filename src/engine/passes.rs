@@ -17,12 +17,13 @@ use std::sync::Arc;
 use self::attempts::PassKind;
 use crate::config::TurnConfig;
 use crate::domain::history::{EntryStatus, ToolHistoryEntry};
-use crate::domain::ports::{ChatModel, Delivered, OutcomeStore, Persona, Pings, TokenUsage};
+use crate::domain::ports::{ChatModel, Persona, Pings, TokenUsage};
 use crate::domain::provider_failure::user_message;
 use crate::domain::review::ReviewNote;
 use crate::domain::role::Role;
-use crate::domain::turn::{ExpressionState, Turn, TurnStatus};
+use crate::domain::turn::{Turn, TurnStatus};
 use crate::engine::context::{LoadedContext, Trigger};
+use crate::engine::resume;
 use crate::engine::stream::{PassEnd, ReplyDelivery};
 use crate::locale;
 use crate::tool_loop::payload::Failure;
@@ -152,8 +153,8 @@ pub async fn run_turn(
 ) -> TurnReport {
     // A turn resumed after a restart reuses what it completed and delivered (SPEC R4, D5).
     let ports = &deps.env.ports;
-    seed_stored_outcomes(&turn, ports.outcomes.as_ref()).await;
-    let delivered = delivered_before(&turn, ports.outcomes.as_ref()).await;
+    resume::seed_stored_outcomes(&turn, ports.outcomes.as_ref()).await;
+    let delivered = resume::delivered_before(&turn, ports, trigger.message).await;
     if delivered.finished {
         tracing::info!(turn = %turn.id, "turn already finished before the restart; not run again");
         return TurnReport {
@@ -394,47 +395,5 @@ impl<'a> TurnRun<'a> {
         self.delivery.notice(text).await;
         self.report.status = TurnStatus::Error;
         self.report.end = TurnEnd::PlansIncomplete;
-    }
-}
-
-/// What an earlier run of this turn delivered: its sticker uses the turn's allowance again
-/// (SPEC T9), and the returned count of messages is not posted again.
-async fn delivered_before(turn: &Turn, store: &dyn OutcomeStore) -> Delivered {
-    match store.deliveries(turn.id).await {
-        Ok(records) => {
-            let delivered = Delivered::from_records(&records);
-            if let Some(sticker_id) = delivered.sticker {
-                turn.state().expression = ExpressionState::Delivered { sticker_id };
-            }
-            if delivered.pieces > 0 {
-                turn.state().response_delivered = true;
-            }
-            delivered
-        }
-        Err(error) => {
-            tracing::warn!(turn = %turn.id, %error, "stored deliveries unavailable");
-            Delivered::default()
-        }
-    }
-}
-
-/// Loads outcomes a previous run of this turn stored, as completed by an earlier invocation.
-async fn seed_stored_outcomes(turn: &Turn, store: &dyn OutcomeStore) {
-    match store.outcomes(turn.id).await {
-        Ok(stored) if !stored.is_empty() => {
-            let mut state = turn.state();
-            // This run is a later invocation than every stored one, so each is reusable.
-            let latest = stored.iter().map(|o| o.invocation).max().unwrap_or(0);
-            state.invocation = state.invocation.max(latest + 1);
-            for outcome in stored {
-                state
-                    .outcomes
-                    .record(outcome.identity, outcome.response, outcome.invocation);
-            }
-        }
-        Ok(_) => {}
-        Err(error) => {
-            tracing::warn!(turn = %turn.id, %error, "stored tool outcomes unavailable");
-        }
     }
 }

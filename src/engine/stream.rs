@@ -9,7 +9,7 @@ use futures::StreamExt;
 use crate::domain::call::ToolCallRequest;
 use crate::domain::ports::{
     Delivery, Finish, ModelError, ModelEvent, ModelStream, Pings, PortError, Ports, TokenUsage,
-    delivery_key, remember_delivery,
+    delivery_key, remember_delivery, text_digest,
 };
 use crate::domain::scope::MessageId;
 use crate::domain::turn::{Turn, TurnStatus};
@@ -143,6 +143,11 @@ impl<'a> ReplyDelivery<'a> {
         } else {
             let key = delivery_key(self.turn.id, &format!("piece-{index}"));
             let voice = self.turn.voice.as_ref().filter(|_| persona);
+            // Recorded first: a crash before the post's record is found out by looking for the
+            // post (SPEC D11; `engine::resume`).
+            let digest = text_digest(&text);
+            let intent = Delivery::Intended { index, digest };
+            remember_delivery(self.ports, self.turn.id, intent).await;
             let posted = self
                 .ports
                 .sink

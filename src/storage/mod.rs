@@ -389,10 +389,12 @@ impl Storage {
         }
     }
 
-    /// Writes everything submitted so far, then closes the pool (shutdown). A database that
-    /// stays unreachable gets [`CLOSE_FLUSH_LIMIT`] to come back; what is still unwritten then
-    /// is reported as lost.
+    /// Writes everything submitted so far, lets go of the queued messages this process holds
+    /// (the next process takes them at once, SPEC D6, D11), then closes the pool (shutdown). A
+    /// database that stays unreachable gets [`CLOSE_FLUSH_LIMIT`] to come back; what is still
+    /// unwritten then is reported as lost.
     pub async fn close(&self) {
+        self.release_queue().await;
         if tokio::time::timeout(CLOSE_FLUSH_LIMIT, self.writes.flush())
             .await
             .is_err()
@@ -403,5 +405,16 @@ impl Storage {
         }
         self.writes.stop().await;
         self.db.close().await;
+    }
+
+    async fn release_queue(&self) {
+        use crate::domain::ports::QueueStore as _;
+        match self.queue.release_claims().await {
+            Ok(0) => {}
+            Ok(released) => tracing::info!(released, "queued messages left for the next process"),
+            Err(error) => {
+                tracing::warn!(%error, "could not let go of queued messages; the next process takes them once the lease ran out")
+            }
+        }
     }
 }

@@ -69,6 +69,7 @@ impl OutcomeStore for OutcomeRepo {
             Delivery::Piece { index, message } => ("piece", i64::from(index), message.0),
             Delivery::Sticker { sticker } => ("sticker", 0, sticker),
             Delivery::Finished => ("finished", 0, 0),
+            Delivery::Intended { index, digest } => ("intent", i64::from(index), digest),
         };
         sqlx::query(
             "INSERT INTO turn_deliveries (turn_id, kind, item, value, created_at) \
@@ -107,6 +108,10 @@ impl OutcomeStore for OutcomeRepo {
                     }),
                     "sticker" => Some(Delivery::Sticker { sticker: value }),
                     "finished" => Some(Delivery::Finished),
+                    "intent" => Some(Delivery::Intended {
+                        index: u32::try_from(item).ok()?,
+                        digest: value,
+                    }),
                     _ => None,
                 }
             })

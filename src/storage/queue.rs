@@ -16,10 +16,12 @@ pub struct QueueRepo {
     claims: Claims,
 }
 
-/// Who this process is to the queue (SPEC D6): the name its entries are claimed under (stable
-/// across restarts, so a restarted process takes its own entries back at once), the shards it
-/// runs (it only takes entries of servers on them; a DM is on shard 0), and how long a claim
-/// lasts without renewal before another process may take it.
+/// Who this process is to the queue (SPEC D6, D11): the name its entries are claimed under (one
+/// per running process, new at each start: two processes serving the same shards during a
+/// rolling deploy never share a claim), the shards it runs (it only takes entries of servers on
+/// them; a DM is on shard 0), and how long a claim lasts without renewal before another process
+/// may take it. A process that stops cleanly lets go of its claims ([`QueueRepo::release_claims`]),
+/// so its successor takes them at once; a crashed one's are taken once the lease ran out.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Claims {
     pub owner: String,
@@ -29,11 +31,19 @@ pub struct Claims {
     pub lease_ms: i64,
 }
 
+impl Claims {
+    /// The claim name of a process started now for the shard plan `plan` (its name, such as
+    /// `shards:all`, kept for whoever reads the table): unique to this run of this process.
+    pub fn instance_of(plan: &str) -> String {
+        format!("{plan}@{}", uuid::Uuid::now_v7().simple())
+    }
+}
+
 impl Default for Claims {
     /// One process running every shard.
     fn default() -> Self {
         Self {
-            owner: "shards:all".to_owned(),
+            owner: Self::instance_of("shards:all"),
             first_shard: 0,
             last_shard: 0,
             total_shards: 1,
@@ -274,6 +284,17 @@ impl QueueStore for QueueRepo {
             .bind(now_ms())
             .execute(self.db.pool())
             .await;
+        self.db.health().observe(&done);
+        Ok(done.map_err(port_error)?.rows_affected())
+    }
+
+    async fn release_claims(&self) -> Result<u64, PortError> {
+        let done = sqlx::query(
+            "UPDATE queued_messages SET claimed_by = NULL, claimed_at = 0 WHERE claimed_by = $1",
+        )
+        .bind(storable(&self.claims.owner))
+        .execute(self.db.pool())
+        .await;
         self.db.health().observe(&done);
         Ok(done.map_err(port_error)?.rows_affected())
     }

@@ -191,6 +191,10 @@ impl crate::domain::ports::QueueStore for InMemoryQueue {
     async fn renew_claims(&self) -> Result<u64, PortError> {
         Ok(lock(&self.entries).by_id.len() as u64)
     }
+
+    async fn release_claims(&self) -> Result<u64, PortError> {
+        Ok(lock(&self.entries).by_id.len() as u64)
+    }
 }
 
 /// Server settings in memory (defaults for servers never set).

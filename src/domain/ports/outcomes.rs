@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use super::PortError;
-use crate::domain::scope::MessageId;
+use crate::domain::scope::{ChannelId, MessageId};
 use crate::domain::turn::TurnId;
 
 /// A completed tool outcome, kept so a retried or resumed turn reuses it (SPEC R4).
@@ -35,6 +35,27 @@ pub enum Delivery {
     Sticker { sticker: u64 },
     /// The turn ended: a resumed copy of it has nothing left to do.
     Finished,
+    /// The turn's `index`-th message is about to be sent; `digest` is [`text_digest`] of its
+    /// text. Recorded first, so a crash between the post and its [`Delivery::Piece`] record is
+    /// found out by looking for the post (a webhook takes no nonce, SPEC D11).
+    Intended { index: u32, digest: u64 },
+}
+
+/// A digest of a message's text as it reads, whatever form its mentions take: its words, with
+/// every word holding a mention (`<@1>` as sent, `@name` as history reads it) left out.
+pub fn text_digest(text: &str) -> u64 {
+    use sha2::Digest as _;
+    let mut hash = sha2::Sha256::new();
+    for word in text.split_whitespace().filter(|w| !w.contains('@')) {
+        hash.update(word.as_bytes());
+        hash.update(b" ");
+    }
+    let digest = hash.finalize();
+    let mut first = [0u8; 8];
+    for (to, from) in first.iter_mut().zip(digest.iter()) {
+        *to = *from;
+    }
+    u64::from_be_bytes(first)
 }
 
 /// What a turn delivered before, as a resumed run of it reads it.
@@ -44,6 +65,11 @@ pub struct Delivered {
     pub pieces: u32,
     pub sticker: Option<u64>,
     pub finished: bool,
+    /// The last delivered message (the `pieces - 1`-th), when recorded.
+    pub last_piece: Option<MessageId>,
+    /// The digest of the next message (the `pieces`-th), when it was about to be sent and its
+    /// post was never recorded: it may be in the channel.
+    pub unrecorded: Option<u64>,
 }
 
 impl Delivered {
@@ -51,22 +77,29 @@ impl Delivered {
     /// so a lost record never makes a resumed turn skip a message nobody saw.
     pub fn from_records(records: &[Delivery]) -> Self {
         let mut delivered = Self::default();
-        let mut indices: Vec<u32> = Vec::new();
+        let mut pieces: Vec<(u32, MessageId)> = Vec::new();
+        let mut intents: Vec<(u32, u64)> = Vec::new();
         for record in records {
             match *record {
-                Delivery::Piece { index, .. } => indices.push(index),
+                Delivery::Piece { index, message } => pieces.push((index, message)),
                 Delivery::Sticker { sticker } => delivered.sticker = Some(sticker),
                 Delivery::Finished => delivered.finished = true,
+                Delivery::Intended { index, digest } => intents.push((index, digest)),
             }
         }
-        indices.sort_unstable();
-        indices.dedup();
-        for index in indices {
+        pieces.sort_unstable();
+        pieces.dedup_by_key(|(index, _)| *index);
+        for (index, message) in pieces {
             if index != delivered.pieces {
                 break;
             }
             delivered.pieces += 1;
+            delivered.last_piece = Some(message);
         }
+        delivered.unrecorded = intents
+            .iter()
+            .find(|(index, _)| *index == delivered.pieces)
+            .map(|(_, digest)| *digest);
         delivered
     }
 }
@@ -88,6 +121,33 @@ pub async fn remember_delivery(ports: &super::Ports, turn: TurnId, delivery: Del
     {
         tracing::warn!(%turn, %error, "could not record a delivery; a resumed turn may repeat it");
     }
+}
+
+/// A message the bot deliberately leaves unanswered (`/kill`, a full queue, the per-user rate,
+/// the stale-turn guard, a refusal by admission) is closed as an answered one is: its turn is
+/// recorded finished, so no restart and no catch-up revives it (SPEC D12).
+pub async fn close_unanswered(
+    store: &dyn OutcomeStore,
+    channel: ChannelId,
+    message: MessageId,
+    at_ms: i64,
+) {
+    let turn = TurnId::for_message(channel, message);
+    if let Err(error) = store.record_delivery(turn, Delivery::Finished, at_ms).await {
+        tracing::warn!(%channel, %message, %error, "could not record a message left unanswered; a catch-up after a restart may answer it");
+    }
+}
+
+/// Whether the message's turn is finished: answered, or deliberately left unanswered.
+pub async fn is_closed(
+    store: &dyn OutcomeStore,
+    channel: ChannelId,
+    message: MessageId,
+) -> Result<bool, PortError> {
+    let records = store
+        .deliveries(TurnId::for_message(channel, message))
+        .await?;
+    Ok(records.contains(&Delivery::Finished))
 }
 
 #[async_trait]
@@ -139,9 +199,35 @@ mod tests {
             Delivered {
                 pieces: 1,
                 sticker: Some(7),
-                finished: true
+                finished: true,
+                last_piece: Some(MessageId(1)),
+                unrecorded: None,
             }
         );
         assert_eq!(Delivered::from_records(&[piece(2)]).pieces, 0);
+    }
+
+    // SPEC D11: a message about to be sent whose post was never recorded is the one to look
+    // for; an intent already followed by its post is not.
+    #[test]
+    fn an_intent_without_its_post_is_unrecorded() {
+        let intent = |index| Delivery::Intended {
+            index,
+            digest: 40 + u64::from(index),
+        };
+        let folded = Delivered::from_records(&[intent(0), piece(0), intent(1)]);
+        assert_eq!((folded.pieces, folded.unrecorded), (1, Some(41)));
+        let folded = Delivered::from_records(&[intent(0), piece(0)]);
+        assert_eq!(folded.unrecorded, None);
+    }
+
+    // The digest reads a text as history shows it: mentions in any form, any spacing.
+    #[test]
+    fn a_digest_ignores_the_form_of_mentions() {
+        assert_eq!(
+            text_digest("Hi <@123>, all  is\nwell."),
+            text_digest("Hi @Mika, all is well.")
+        );
+        assert_ne!(text_digest("all is well"), text_digest("all is not well"));
     }
 }

@@ -79,6 +79,9 @@ pub trait QueueStore: Send + Sync {
     async fn channels_to_take_over(&self) -> Result<Vec<ChannelId>, PortError>;
     /// Renews this process's lease on every entry it holds; returns how many.
     async fn renew_claims(&self) -> Result<u64, PortError>;
+    /// Lets go of every entry this process holds (a clean stop): the next process running its
+    /// shards takes them at once instead of after the lease. Returns how many.
+    async fn release_claims(&self) -> Result<u64, PortError>;
     /// Removes every entry of the channel; returns how many there were (`/kill`).
     async fn clear(&self, channel: ChannelId) -> Result<u64, PortError>;
 }

@@ -1,0 +1,103 @@
+//! What a turn resumed after a restart takes from its earlier run (SPEC R4, D5, D11): the tool
+//! outcomes it completed, and what it delivered (its messages are not posted again, its sticker
+//! uses the turn's allowance). A message the earlier run was about to send when it stopped, and
+//! whose post was never recorded, is looked for in the channel before anything is sent again.
+
+use crate::domain::ports::{
+    Delivered, Delivery, OutcomeStore, Ports, remember_delivery, text_digest,
+};
+use crate::domain::scope::MessageId;
+use crate::domain::turn::{ExpressionState, Turn};
+
+/// How many of the channel's newest messages are looked through for an unrecorded post.
+const LOOK_BACK: u8 = 50;
+
+/// What an earlier run of this turn delivered: its sticker uses the turn's allowance again
+/// (SPEC T9), and the returned count of messages is not posted again.
+pub async fn delivered_before(turn: &Turn, ports: &Ports, trigger: MessageId) -> Delivered {
+    match ports.outcomes.deliveries(turn.id).await {
+        Ok(records) => {
+            let mut delivered = Delivered::from_records(&records);
+            find_unrecorded(turn, ports, trigger, &mut delivered).await;
+            if let Some(sticker_id) = delivered.sticker {
+                turn.state().expression = ExpressionState::Delivered { sticker_id };
+            }
+            if delivered.pieces > 0 {
+                turn.state().response_delivered = true;
+            }
+            delivered
+        }
+        Err(error) => {
+            tracing::warn!(turn = %turn.id, %error, "stored deliveries unavailable");
+            Delivered::default()
+        }
+    }
+}
+
+/// Loads outcomes a previous run of this turn stored, as completed by an earlier invocation.
+pub async fn seed_stored_outcomes(turn: &Turn, store: &dyn OutcomeStore) {
+    match store.outcomes(turn.id).await {
+        Ok(stored) if !stored.is_empty() => {
+            let mut state = turn.state();
+            // This run is a later invocation than every stored one, so each is reusable.
+            let latest = stored.iter().map(|o| o.invocation).max().unwrap_or(0);
+            state.invocation = state.invocation.max(latest + 1);
+            for outcome in stored {
+                state
+                    .outcomes
+                    .record(outcome.identity, outcome.response, outcome.invocation);
+            }
+        }
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(turn = %turn.id, %error, "stored tool outcomes unavailable");
+        }
+    }
+}
+
+/// The earlier run was about to send its next message when it stopped, and its post was never
+/// recorded: the post may be in the channel (a webhook takes no nonce, and Discord forgets a
+/// nonce after minutes). The bot's newest posts after the last recorded one (or the trigger)
+/// are looked through for its text; one found counts as delivered and is recorded. When the
+/// channel cannot be read, the message counts as said, as an unconfirmed send does: a repeat
+/// is worse than a gap.
+async fn find_unrecorded(
+    turn: &Turn,
+    ports: &Ports,
+    trigger: MessageId,
+    delivered: &mut Delivered,
+) {
+    let Some(digest) = delivered.unrecorded.take() else {
+        return;
+    };
+    let after = delivered
+        .last_piece
+        .map_or(trigger, |last| last.max(trigger));
+    let channel = turn.scope.channel;
+    let page = ports
+        .history
+        .older(channel, None, LOOK_BACK, &turn.persona_name)
+        .await;
+    let found = match page {
+        Ok(page) => page
+            .into_iter()
+            .find(|m| m.from_bot && m.id > after && text_digest(&m.content) == digest),
+        Err(error) => {
+            tracing::warn!(turn = %turn.id, %error, "could not look for a message sent before the restart; it counts as said");
+            delivered.pieces += 1;
+            return;
+        }
+    };
+    let Some(post) = found else {
+        tracing::debug!(turn = %turn.id, "the message about to be sent before the restart is not in the channel; it is sent");
+        return;
+    };
+    tracing::info!(turn = %turn.id, message = %post.id, "a message posted before the restart was found in the channel; not posted again");
+    let piece = Delivery::Piece {
+        index: delivered.pieces,
+        message: post.id,
+    };
+    remember_delivery(ports, turn.id, piece).await;
+    delivered.pieces += 1;
+    delivered.last_piece = Some(post.id);
+}
