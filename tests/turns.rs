@@ -144,12 +144,26 @@ async fn full_queue_drops_the_oldest_waiting_message_with_a_notice() {
         .collect();
     assert_eq!(notices.len(), 1, "the oldest waiting message got a notice");
     assert!(notices[0].text.contains("skipped"), "{}", notices[0].text);
+    // SPEC D12: dropped on purpose, it is recorded finished: no restart or catch-up revives it.
+    assert!(closed(&bot, MessageId(2)).await);
+    assert!(!closed(&bot, MessageId(3)).await);
     let answered: Vec<MessageId> = [bot.next().await, bot.next().await, bot.next().await]
         .iter()
         .map(|f| f.message)
         .collect();
     assert_eq!(answered, vec![MessageId(1), MessageId(3), MessageId(4)]);
     assert!(bot.queue.entries().is_empty());
+}
+
+/// Whether the message's turn is recorded finished (answered, or left unanswered on purpose).
+async fn closed<M: persona_bot::domain::ports::ChatModel + 'static>(
+    bot: &Bot<M>,
+    message: MessageId,
+) -> bool {
+    let outcomes = bot.h.fakes.outcomes.as_ref();
+    persona_bot::domain::ports::is_closed(outcomes, CHANNEL, message)
+        .await
+        .unwrap()
 }
 
 // SPEC C3, C7: on overflow a follow-up waiting at the front survives; the oldest waiting
@@ -663,6 +677,9 @@ async fn stale_turn_is_force_released_and_the_queue_goes_on() {
     bot.say(message(2, BOB, "next")).await;
     let released = bot.next().await;
     assert_eq!(released.report.end, TurnEnd::Released);
+    settle().await;
+    // SPEC D12: its message had its chance: recorded finished, never revived.
+    assert!(closed(&bot, MessageId(1)).await);
     let waited = started.elapsed();
     assert!(
         waited >= Duration::from_secs(180) && waited <= Duration::from_secs(182),

@@ -11,27 +11,45 @@ use crate::domain::turn::{ExpressionState, Turn};
 
 /// How many of the channel's newest messages are looked through for an unrecorded post.
 const LOOK_BACK: u8 = 50;
+/// How many unrecorded posts one resume looks for (each needs a read of the channel).
+const MAX_FOUND: usize = 4;
 
 /// What an earlier run of this turn delivered: its sticker uses the turn's allowance again
 /// (SPEC T9), and the returned count of messages is not posted again.
 pub async fn delivered_before(turn: &Turn, ports: &Ports, trigger: MessageId) -> Delivered {
-    match ports.outcomes.deliveries(turn.id).await {
-        Ok(records) => {
-            let mut delivered = Delivered::from_records(&records);
-            find_unrecorded(turn, ports, trigger, &mut delivered).await;
-            if let Some(sticker_id) = delivered.sticker {
-                turn.state().expression = ExpressionState::Delivered { sticker_id };
-            }
-            if delivered.pieces > 0 {
-                turn.state().response_delivered = true;
-            }
-            delivered
-        }
+    let mut records = match ports.outcomes.deliveries(turn.id).await {
+        Ok(records) => records,
         Err(error) => {
             tracing::warn!(turn = %turn.id, %error, "stored deliveries unavailable");
-            Delivered::default()
+            return Delivered::default();
+        }
+    };
+    let mut delivered = Delivered::from_records(&records);
+    // Each post found fills its gap; the records after it may then count too.
+    for _ in 0..MAX_FOUND {
+        let Some(found) = find_unrecorded(turn, ports, trigger, &delivered).await else {
+            break;
+        };
+        match found {
+            Found::Posted(piece) => {
+                remember_delivery(ports, turn.id, piece).await;
+                records.push(piece);
+                delivered = Delivered::from_records(&records);
+            }
+            Found::Unknown => {
+                delivered.pieces += 1;
+                delivered.unrecorded = None;
+                break;
+            }
         }
     }
+    if let Some(sticker_id) = delivered.sticker {
+        turn.state().expression = ExpressionState::Delivered { sticker_id };
+    }
+    if delivered.pieces > 0 {
+        turn.state().response_delivered = true;
+    }
+    delivered
 }
 
 /// Loads outcomes a previous run of this turn stored, as completed by an earlier invocation.
@@ -55,21 +73,27 @@ pub async fn seed_stored_outcomes(turn: &Turn, store: &dyn OutcomeStore) {
     }
 }
 
+/// What became of a message about to be sent when the earlier run stopped.
+enum Found {
+    /// It is in the channel: its record.
+    Posted(Delivery),
+    /// The channel could not be read.
+    Unknown,
+}
+
 /// The earlier run was about to send its next message when it stopped, and its post was never
 /// recorded: the post may be in the channel (a webhook takes no nonce, and Discord forgets a
 /// nonce after minutes). The bot's newest posts after the last recorded one (or the trigger)
-/// are looked through for its text; one found counts as delivered and is recorded. When the
-/// channel cannot be read, the message counts as said, as an unconfirmed send does: a repeat
-/// is worse than a gap.
+/// are looked through for its text. When the channel cannot be read the message counts as
+/// said, as an unconfirmed send does: a repeat is worse than a gap. `None`: nothing to look
+/// for, or not found (it is sent).
 async fn find_unrecorded(
     turn: &Turn,
     ports: &Ports,
     trigger: MessageId,
-    delivered: &mut Delivered,
-) {
-    let Some(digest) = delivered.unrecorded.take() else {
-        return;
-    };
+    delivered: &Delivered,
+) -> Option<Found> {
+    let digest = delivered.unrecorded?;
     let after = delivered
         .last_piece
         .map_or(trigger, |last| last.max(trigger));
@@ -78,26 +102,23 @@ async fn find_unrecorded(
         .history
         .older(channel, None, LOOK_BACK, &turn.persona_name)
         .await;
-    let found = match page {
-        Ok(page) => page
-            .into_iter()
-            .find(|m| m.from_bot && m.id > after && text_digest(&m.content) == digest),
+    let page = match page {
+        Ok(page) => page,
         Err(error) => {
             tracing::warn!(turn = %turn.id, %error, "could not look for a message sent before the restart; it counts as said");
-            delivered.pieces += 1;
-            return;
+            return Some(Found::Unknown);
         }
     };
-    let Some(post) = found else {
+    let Some(post) = page
+        .into_iter()
+        .find(|m| m.from_bot && m.id > after && text_digest(&m.content) == digest)
+    else {
         tracing::debug!(turn = %turn.id, "the message about to be sent before the restart is not in the channel; it is sent");
-        return;
+        return None;
     };
     tracing::info!(turn = %turn.id, message = %post.id, "a message posted before the restart was found in the channel; not posted again");
-    let piece = Delivery::Piece {
+    Some(Found::Posted(Delivery::Piece {
         index: delivered.pieces,
         message: post.id,
-    };
-    remember_delivery(ports, turn.id, piece).await;
-    delivered.pieces += 1;
-    delivered.last_piece = Some(post.id);
+    }))
 }
