@@ -41,6 +41,7 @@ on_both_databases!(
     messages_sent_while_the_bot_was_down_are_answered_once_after_it_starts,
     a_start_on_an_empty_database_answers_nothing_twice,
     a_webhook_post_whose_record_was_lost_is_posted_once,
+    a_refused_mention_stays_unanswered_after_a_crash,
 );
 
 /// The bot as a child process, with its stderr kept in a file for a failure's message.
@@ -162,10 +163,15 @@ impl Stage {
     /// Starts the bot and waits until its `round`-th gateway session identified. A restart
     /// comes after Discord forgot the nonces of the first run's messages.
     async fn start_bot(&self, round: u32) -> Bot {
+        self.start_bot_with(round, &[]).await
+    }
+
+    /// [`Self::start_bot`] with extra environment (settings as `PERSONA_BOT_...`).
+    async fn start_bot_with(&self, round: u32, env: &[(&str, &str)]) -> Bot {
         if round > 1 {
             self.discord.expire_nonces();
         }
-        let bot = Bot::start(self.dir.path(), &self.db, round);
+        let bot = Bot::start_with(self.dir.path(), &self.db, round, env);
         let identified = usize::try_from(round).expect("round");
         self.until(&bot, "the bot identifies", |s| {
             s.discord.identifies().len() >= identified
@@ -1089,4 +1095,45 @@ async fn a_webhook_post_whose_record_was_lost_is_posted_once(db: TestDb) {
         .collect();
     assert_each_sentence_once(&posts);
     assert!(stage.texts().is_empty(), "all by the persona's webhook");
+}
+
+// SPEC D12: a mention refused by the per-user rate is a deliberate non-answer. The process is
+// killed before its last-seen marks were stored (they are removed here, as a crash within
+// their few seconds leaves them); the catch-up after the start reads the refused mention back,
+// and leaves it unanswered.
+async fn a_refused_mention_stays_unanswered_after_a_crash(db: TestDb) {
+    let stage = Stage::new(db).await;
+    stage.openai.push(Reply::text(&["Hello Alice."]));
+    let once_a_minute = [("PERSONA_BOT_TURN__USER_MESSAGES_PER_MINUTE", "1")];
+    let bot = stage.start_bot_with(1, &once_a_minute).await;
+    stage.mention("hello").await;
+    stage
+        .until(&bot, "the answer", |s| s.texts().len() == 1)
+        .await;
+    stage.until_answered(&bot).await;
+    // The first refusal is told (a notice replying to it), the second is not.
+    stage.mention("again").await;
+    stage
+        .until(&bot, "the rate notice", |s| s.texts().len() == 2)
+        .await;
+    stage.mention("and again").await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    bot.kill();
+    sqlx::any::install_default_drivers();
+    let mut conn = sqlx::AnyConnection::connect(&stage.db.url).await.unwrap();
+    sqlx::query("DELETE FROM seen_channels")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.ok();
+
+    stage.openai.push(Reply::text(&["Should not be asked."]));
+    let bot = stage.start_bot(2).await;
+    stage
+        .until(&bot, "the catch-up read the channel", |s| {
+            count_requests(s, "GET", "/channels/200/messages?limit=50") > 0
+        })
+        .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(stage.openai.requests().len(), 1, "{}", bot.log());
 }
