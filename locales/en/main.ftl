@@ -84,8 +84,10 @@ cmd-thoughtlog-off-description = Stop posting to the thought log
 
 # Command replies
 kill-stopped = Stopped the reply in progress.
-kill-stopped-tool = Stopped the reply in progress and cancelled the tool `{ $tool }`.
-kill-dropped = Waiting messages dropped: { $count }.
+kill-stopped-own = Stopped your reply in progress.
+kill-stopped-tool = Its tool `{ $tool }` was told to stop.
+kill-dropped-own = Your waiting messages dropped: { $count }.
+kill-dropped-all = Waiting messages dropped for everyone: { $count }.
 kill-nothing = Nothing was running here.
 kill-denied = Only the person who asked, or someone who can manage messages, can stop this.
 drafting-on = Response Drafting is on: replies and tool requests are reviewed before they are posted.

@@ -84,8 +84,10 @@ cmd-thoughtlog-off-description = 思考ログへの投稿をやめます
 
 # コマンドの返答
 kill-stopped = 進行中の返信を止めました。
-kill-stopped-tool = 進行中の返信を止め、ツール `{ $tool }` をキャンセルしました。
-kill-dropped = 破棄した待機メッセージ：{ $count } 件。
+kill-stopped-own = あなたへの進行中の返信を止めました。
+kill-stopped-tool = 実行中のツール `{ $tool }` に停止を指示しました。
+kill-dropped-own = 破棄したあなたの待機メッセージ：{ $count } 件。
+kill-dropped-all = 破棄した待機メッセージ（全員分）：{ $count } 件。
 kill-nothing = ここでは何も実行されていませんでした。
 kill-denied = これを止められるのは、依頼した本人かメッセージの管理権限を持つ人だけです。
 drafting-on = 返信下書きがオンです：返信とツールのリクエストは投稿前に確認されます。

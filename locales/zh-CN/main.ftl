@@ -84,8 +84,10 @@ cmd-thoughtlog-off-description = 停止向思考日志发帖
 
 # 命令回复
 kill-stopped = 已停止正在进行的回复。
-kill-stopped-tool = 已停止正在进行的回复，并取消了工具 `{ $tool }`。
-kill-dropped = 已丢弃的等待消息：{ $count } 条。
+kill-stopped-own = 已停止正在进行的给你的回复。
+kill-stopped-tool = 已通知正在运行的工具 `{ $tool }` 停止。
+kill-dropped-own = 已丢弃你的等待消息：{ $count } 条。
+kill-dropped-all = 已丢弃所有人的等待消息：{ $count } 条。
 kill-nothing = 这里没有正在运行的内容。
 kill-denied = 只有发起请求的人或拥有管理消息权限的人才能停止。
 drafting-on = 回复草稿已开启：回复和工具请求会在发布前经过审核。

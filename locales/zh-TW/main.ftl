@@ -84,8 +84,10 @@ cmd-thoughtlog-off-description = 停止向思考日誌發文
 
 # 指令回覆
 kill-stopped = 已停止進行中的回覆。
-kill-stopped-tool = 已停止進行中的回覆，並取消了工具 `{ $tool }`。
-kill-dropped = 已捨棄的等待訊息：{ $count } 則。
+kill-stopped-own = 已停止進行中給你的回覆。
+kill-stopped-tool = 已通知執行中的工具 `{ $tool }` 停止。
+kill-dropped-own = 已捨棄你的等待訊息：{ $count } 則。
+kill-dropped-all = 已捨棄所有人的等待訊息：{ $count } 則。
 kill-nothing = 這裡沒有正在執行的內容。
 kill-denied = 只有提出請求的人或擁有管理訊息權限的人才能停止。
 drafting-on = 回覆草稿已開啟：回覆和工具請求會在發布前經過審核。
