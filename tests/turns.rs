@@ -21,13 +21,15 @@ use persona_bot::domain::ports::{
 };
 use persona_bot::domain::provider_failure::FailureClass;
 use persona_bot::domain::scope::{ChannelId, MessageId, UserId};
-use persona_bot::domain::turn::{TurnId, TurnStatus};
+use persona_bot::domain::thought_log::{Notice, render};
+use persona_bot::domain::turn::{StoppedTool, ToolEnding, TurnId, TurnStatus};
 use persona_bot::engine::orchestrator::{KillReach, KillReport};
 use persona_bot::engine::passes::TurnEnd;
 use persona_bot::locale::{self, Locale};
 use persona_bot::testkit::{
     Fakes, InMemoryQueue, InMemorySettings, ScriptedModel, ScriptedPass, Step,
 };
+use persona_bot::tool_loop::watchdog::STOP_GRACE;
 use support::bot::{ALICE, BOB, Bot, CHANNEL, SERVER, message, message_in};
 use support::harness::{Behaviour, Harness};
 
@@ -226,7 +228,7 @@ async fn kill_during_streaming_stops_further_output() {
         KillReport::Stopped {
             reach: KillReach::Own,
             turn_stopped: true,
-            active_tool: None,
+            tool: None,
             dropped: 0
         }
     );
@@ -249,10 +251,11 @@ async fn kill_during_streaming_stops_further_output() {
     );
 }
 
-// SPEC C6, T5: a manager's /kill during a slow tool ends the turn at once (no time passes) and
-// cancels the tool's token; the reply names the tool and the dropped messages.
+// SPEC C6, T5: a manager's /kill during a slow tool cancels the tool's token and ends the turn
+// once the tool's short grace has passed (it ignores cancellation: it may still finish); the
+// reply names the tool and the dropped messages.
 #[tokio::test(start_paused = true)]
-async fn kill_during_slow_tool_ends_the_turn_at_once_and_cancels_the_tool() {
+async fn a_managers_kill_during_a_slow_tool_cancels_it_and_clears_the_queue() {
     let probe = Behaviour::Sleep {
         duration: Duration::from_secs(3600),
         honour_cancel: false,
@@ -269,23 +272,90 @@ async fn kill_during_slow_tool_ends_the_turn_at_once_and_cancels_the_tool() {
     assert_eq!(bot.h.probe.runs(), 1);
     let asked = tokio::time::Instant::now();
     let report = bot.orchestrator.kill(CHANNEL, BOB, true).await;
-    assert_eq!(
-        asked.elapsed(),
-        Duration::ZERO,
-        "the turn ended within one scheduler tick"
-    );
+    assert_eq!(asked.elapsed(), STOP_GRACE, "the tool's grace, and no more");
     assert_eq!(
         report,
         KillReport::Stopped {
             reach: KillReach::Channel,
             turn_stopped: true,
-            active_tool: Some("probe".into()),
+            tool: Some(StoppedTool {
+                name: "probe".into(),
+                ending: ToolEnding::MayStillFinish
+            }),
             dropped: 1
         }
     );
     assert!(bot.h.probe.was_cancelled());
     assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
     assert!(bot.queue.entries().is_empty(), "the queue is cleared");
+}
+
+// SPEC C6, T5, row 30: /kill during a tool answers done, cancelled or "may still finish" as the
+// tool behaved within its grace, and the tool event and the thought-log notice say the same.
+#[tokio::test(start_paused = true)]
+async fn kill_answer_event_and_notice_agree_on_how_the_tool_ended() {
+    let sleep = |millis, honour_cancel| Behaviour::Sleep {
+        duration: Duration::from_millis(millis),
+        honour_cancel,
+    };
+    let cases = [
+        (
+            sleep(3_600_000, true),
+            ToolEnding::Cancelled,
+            EventOutcome::Cancelled,
+            "cancelled",
+        ),
+        (
+            sleep(1_500, false),
+            ToolEnding::Done,
+            EventOutcome::Succeeded,
+            "done",
+        ),
+        (
+            sleep(3_600_000, false),
+            ToolEnding::MayStillFinish,
+            EventOutcome::MayStillFinish,
+            "may still finish",
+        ),
+    ];
+    for (behaviour, ending, outcome, word) in cases {
+        let mut bot = Bot::build(
+            ScriptedModel::new(vec![ScriptedPass::call("probe", r#"{"n":1}"#)]),
+            behaviour,
+            |_| {},
+            Fakes::default(),
+        );
+        bot.say(message(1, ALICE, "run the probe")).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let report = bot.orchestrator.kill(CHANNEL, ALICE, false).await;
+        let KillReport::Stopped {
+            tool: Some(tool), ..
+        } = &report
+        else {
+            panic!("{report:?}");
+        };
+        assert_eq!((tool.name.as_str(), tool.ending), ("probe", ending));
+        let events = bot.h.fakes.events.events();
+        assert_eq!(events.last().map(|e| e.outcome), Some(outcome), "{word}");
+        let notices = bot.h.fakes.thought_log.notices();
+        let Some(stop) = notices
+            .iter()
+            .map(|(_, n)| n)
+            .find(|n| matches!(n, Notice::ToolStopped { .. }))
+        else {
+            panic!("a stop notice: {notices:?}");
+        };
+        assert!(matches!(stop, Notice::ToolStopped { ending: e, .. } if *e == ending));
+        let answer = kill_text(&report, Locale::En).to_lowercase();
+        let card = render(stop, Locale::En);
+        let card: Vec<String> = card.fields.iter().map(|(_, v)| v.to_lowercase()).collect();
+        let card = card.join("\n");
+        for said in ["done", "cancelled", "may still finish"] {
+            assert_eq!(answer.contains(said), said == word, "{word}: {answer}");
+            assert_eq!(card.contains(said), said == word, "{word}: {card}");
+        }
+        assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
+    }
 }
 
 // SPEC C6: by default only the requester or a manager may /kill; with nothing running it says so.
@@ -341,7 +411,7 @@ async fn kill_managers_only_denies_the_requester_and_allows_a_manager() {
         KillReport::Stopped {
             reach: KillReach::Channel,
             turn_stopped: true,
-            active_tool: None,
+            tool: None,
             dropped: 0
         }
     );
@@ -364,7 +434,7 @@ async fn kill_anyone_allows_another_member() {
         KillReport::Stopped {
             reach: KillReach::Channel,
             turn_stopped: true,
-            active_tool: None,
+            tool: None,
             dropped: 0
         }
     );
@@ -403,7 +473,10 @@ async fn a_requesters_kill_stops_only_their_own_and_others_are_answered() {
         KillReport::Stopped {
             reach: KillReach::Own,
             turn_stopped: true,
-            active_tool: Some("probe".into()),
+            tool: Some(StoppedTool {
+                name: "probe".into(),
+                ending: ToolEnding::Cancelled
+            }),
             dropped: 1
         }
     );
@@ -452,7 +525,7 @@ async fn a_requesters_kill_of_a_waiting_message_leaves_the_running_turn_alone() 
         KillReport::Stopped {
             reach: KillReach::Own,
             turn_stopped: false,
-            active_tool: None,
+            tool: None,
             dropped: 1
         }
     );
@@ -486,7 +559,7 @@ async fn a_managers_kill_clears_everyones_waiting_messages() {
         KillReport::Stopped {
             reach: KillReach::Channel,
             turn_stopped: true,
-            active_tool: None,
+            tool: None,
             dropped: 2
         }
     );

@@ -9,6 +9,7 @@ use serenity::all::{ChannelId as SerenityChannelId, Permissions};
 use super::{BotData, Context, Error};
 use crate::domain::ports::{ChannelRule, RoleRule, SettingsChange};
 use crate::domain::scope::{ChannelId, ServerId, UserId};
+use crate::domain::turn::ToolEnding;
 use crate::engine::orchestrator::{KillReach, KillReport};
 use crate::locale::{self, Locale};
 
@@ -108,7 +109,7 @@ pub fn kill_text(report: &KillReport, locale: Locale) -> String {
     let KillReport::Stopped {
         reach,
         turn_stopped,
-        active_tool,
+        tool,
         dropped,
     } = report
     else {
@@ -125,11 +126,16 @@ pub fn kill_text(report: &KillReport, locale: Locale) -> String {
     if *turn_stopped {
         lines.push(locale::text(locale, stopped_key));
     }
-    if let Some(tool) = active_tool {
+    if let Some(tool) = tool {
+        let key = match tool.ending {
+            ToolEnding::Done => "kill-tool-done",
+            ToolEnding::Cancelled => "kill-tool-cancelled",
+            ToolEnding::MayStillFinish => "kill-tool-may-still-finish",
+        };
         lines.push(locale::text_with(
             locale,
-            "kill-stopped-tool",
-            &[("tool", tool.clone())],
+            key,
+            &[("tool", tool.name.clone())],
         ));
     }
     if *dropped > 0 || lines.is_empty() {
@@ -956,6 +962,7 @@ pub async fn on_error(error: poise::FrameworkError<'_, std::sync::Arc<BotData>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::turn::StoppedTool;
 
     // SPEC D3: command names and descriptions are localized in every language.
     #[test]
@@ -991,17 +998,21 @@ mod tests {
         let report = KillReport::Stopped {
             reach: KillReach::Channel,
             turn_stopped: true,
-            active_tool: Some("plan_image".into()),
+            tool: Some(StoppedTool {
+                name: "plan_image".into(),
+                ending: ToolEnding::MayStillFinish,
+            }),
             dropped: 2,
         };
         let text = kill_text(&report, Locale::En);
         assert!(text.contains("plan_image") && text.contains('2'), "{text}");
+        assert!(text.contains("may still finish"), "{text}");
         assert!(text.contains("everyone"), "{text}");
         for locale in Locale::ALL {
             let own = KillReport::Stopped {
                 reach: KillReach::Own,
                 turn_stopped: true,
-                active_tool: None,
+                tool: None,
                 dropped: 3,
             };
             let own = kill_text(&own, locale);

@@ -35,7 +35,7 @@ use crate::domain::ports::{
 };
 use crate::domain::role::Role;
 use crate::domain::scope::{ChannelId, MessageId, Scope, ServerId, UserId};
-use crate::domain::turn::{ChannelActivity, Turn, TurnId, TurnStatus};
+use crate::domain::turn::{ChannelActivity, StoppedTool, ToolEnding, Turn, TurnId, TurnStatus};
 use crate::engine::context::Trigger;
 use crate::engine::passes::{TurnDeps, TurnEnd, TurnReport, run_turn};
 use crate::locale;
@@ -63,8 +63,8 @@ pub enum KillReport {
         reach: KillReach,
         /// A turn was running and is now stopped.
         turn_stopped: bool,
-        /// The tool that was running, if one was.
-        active_tool: Option<String>,
+        /// The tool that was running, if one was, and how it ended (SPEC T5, row 30).
+        tool: Option<StoppedTool>,
         /// Waiting messages dropped.
         dropped: usize,
     },
@@ -970,12 +970,14 @@ impl Worker {
         if !stop_turn && dropped.is_empty() {
             return KillReport::Denied;
         }
-        let active_tool = self.activity.active_tool().map(|t| t.to_string());
         let stopped = if stop_turn {
             self.stop_running().await
         } else {
             None
         };
+        let tool = stopped
+            .as_ref()
+            .and_then(|(running, _)| running.turn.state().stopped_tool.clone());
         let stopped_pending = stopped.as_ref().map(|(running, _)| &running.pending);
         for pending in dropped.iter().chain(stopped_pending) {
             self.mark_finished(pending).await;
@@ -988,7 +990,7 @@ impl Worker {
         KillReport::Stopped {
             reach,
             turn_stopped: stop_turn,
-            active_tool: active_tool.filter(|_| stop_turn),
+            tool,
             dropped: dropped.len(),
         }
     }
@@ -1004,7 +1006,8 @@ impl Worker {
     }
 
     /// Stops the running turn for `/kill` and waits, within `turn.kill_grace_ms`, for it to
-    /// wind down; past that it is dropped. Returns it with how it ended.
+    /// wind down; past that it is dropped, and a tool it was running may still finish. Returns
+    /// it with how it ended.
     async fn stop_running(&mut self) -> Option<(RunningTurn, TurnReport)> {
         let mut running = self.running.take()?;
         running.turn.stop.kill();
@@ -1013,6 +1016,16 @@ impl Worker {
             Ok(report) => report,
             Err(_) => {
                 tracing::warn!(channel = %self.channel, "killed turn did not wind down in time; dropped");
+                if let Some(name) = running.turn.channel.active_tool() {
+                    running
+                        .turn
+                        .state()
+                        .stopped_tool
+                        .get_or_insert(StoppedTool {
+                            name: name.to_string(),
+                            ending: ToolEnding::MayStillFinish,
+                        });
+                }
                 released(TurnStatus::StoppedByUser)
             }
         };
