@@ -126,7 +126,11 @@ async fn kill_during_a_slow_tool_stops_it_and_replies_ephemerally() {
         asked.elapsed()
     );
     assert_eq!(response["data"]["flags"], json!(64), "ephemeral");
-    assert!(content_of(&response).contains("probe"), "{response}");
+    let said = content_of(&response);
+    assert!(
+        said.contains("probe") && said.contains("may still finish"),
+        "it ignores cancellation: {response}"
+    );
     assert!(e.probe.was_cancelled());
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(e.texts(GENERAL).is_empty(), "nothing posted after the kill");
@@ -136,6 +140,63 @@ async fn kill_during_a_slow_tool_stops_it_and_replies_ephemerally() {
         1,
         "only the progress line, before the kill: {all:?}"
     );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC C6, D9, row 30 (issue 26): a requester's /kill stops their own turn and drops their own
+// waiting message; another member's waiting message stays and is answered afterwards. The
+// ephemeral answer says whose, with the count, and that the tool was cancelled, as the
+// thought-log notice does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_requesters_kill_leaves_another_members_waiting_message_to_be_answered() {
+    let e = E2e::start(
+        Behaviour::Sleep {
+            duration: Duration::from_secs(600),
+            honour_cancel: true,
+        },
+        vec![
+            Reply::call("call_1", "probe", r#"{"n":1}"#),
+            Reply::text(&["Answer to bob."]),
+        ],
+    )
+    .await;
+    e.set_thought_log().await;
+    e.mention(ALICE, "alice", "run the probe").await;
+    e.until("the tool runs", |e| e.probe.runs() == 1).await;
+    let bobs = e.mention(BOB, "bob", "my own question").await;
+    e.mention(ALICE, "alice", "and this too").await;
+    assert!(e.until_waiting(2).await.contains("waiting here: 2"));
+    let response = e.slash(ALICE, "kill", 0, json!([])).await;
+    assert_eq!(response["data"]["flags"], json!(64), "ephemeral");
+    let said = content_of(&response);
+    assert_eq!(
+        said,
+        "Stopped your reply in progress.\n\
+         The tool `probe` was cancelled before it finished.\n\
+         Your waiting messages dropped: 1."
+    );
+    e.until("bob is answered", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    assert_eq!(e.texts(GENERAL), vec!["Answer to bob."]);
+    let answer = e.posted(GENERAL).last().cloned().unwrap();
+    assert_eq!(
+        answer["message_reference"]["message_id"],
+        json!(bobs.to_string())
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        e.openai.requests().len(),
+        2,
+        "alice's dropped message is not asked"
+    );
+    let stop = e
+        .posted(THOUGHTS)
+        .into_iter()
+        .map(|n| n.to_string())
+        .find(|n| n.contains("Tool stopped by /kill"));
+    let stop = stop.expect("a stop notice in the thought log");
+    assert!(stop.contains("Cancelled: the tool stopped"), "{stop}");
     e.assert_fakes_used();
     e.stop().await;
 }
@@ -160,7 +221,11 @@ async fn kill_by_another_member_is_denied_but_a_moderator_may() {
     );
     assert!(!e.probe.was_cancelled(), "a denied /kill cancels nothing");
     let allowed = e.slash(MODERATOR, "kill", MANAGE_MESSAGES, json!([])).await;
-    assert!(content_of(&allowed).contains("probe"), "{allowed}");
+    let said = content_of(&allowed);
+    assert!(
+        said.contains("probe") && said.contains("was cancelled"),
+        "{allowed}"
+    );
     assert!(
         e.probe.was_cancelled(),
         "the moderator's /kill cancels the tool"

@@ -18,9 +18,12 @@ use persona_bot::domain::provider_failure::ProviderFailure;
 use persona_bot::domain::role::Role;
 use persona_bot::domain::scope::MessageId;
 use persona_bot::domain::thought_log::{FailureKind, Notice};
-use persona_bot::domain::turn::{ExpressionState, ToolAdmission, Turn, TurnStatus};
+use persona_bot::domain::turn::{
+    ExpressionState, StoppedTool, ToolAdmission, ToolEnding, Turn, TurnStatus,
+};
 use persona_bot::locale::Locale;
 use persona_bot::testkit::{Fakes, dm_scope, private_scope, public_scope};
+use persona_bot::tool_loop::watchdog::STOP_GRACE;
 use persona_bot::tool_loop::{ToolCallOutcome, ToolCallRequest, Truncation, execute_tool_call};
 use persona_bot::tools::ToolError;
 use serde_json::json;
@@ -264,32 +267,86 @@ fn with_probe_timeout(behaviour: Behaviour, secs: u64) -> Harness {
     )
 }
 
-// SPEC T5
+// SPEC T5, row 30: a timed-out tool that ignores its cancellation is given a short grace, then
+// dropped: the model, the thought log and the event say it may still finish (not cancelled).
 #[tokio::test(start_paused = true)]
 async fn tool_timeout_becomes_a_failure_the_model_can_react_to() {
     let h = with_probe_timeout(slow(false), 5);
     let turn = h.turn(public_scope());
     let started = tokio::time::Instant::now();
     let entry = entry(h.call(Role::Persona, &turn, "probe", r#"{"n":1}"#).await);
-    assert_eq!(started.elapsed(), Duration::from_secs(5));
+    assert_eq!(started.elapsed(), Duration::from_secs(5) + STOP_GRACE);
     assert_eq!(code(&entry), "tool_timeout");
     assert_eq!(entry.status, EntryStatus::Failed);
+    let reason = entry.response["reason"].as_str().unwrap();
+    assert!(reason.contains("may still finish"), "{reason}");
     assert_eq!(turn.channel.active_tool(), None, "cleared after a timeout");
     assert!(h.probe.was_cancelled(), "the tool is told to stop");
     assert!(!turn.stop.is_killed(), "a timeout does not kill the turn");
     let notices = h.fakes.thought_log.notices();
-    assert!(matches!(
-        &notices[..],
-        [(
-            _,
-            Notice::ToolFailed {
-                kind: FailureKind::TimedOut,
-                effect_unknown: true,
-                ..
-            }
-        )]
-    ));
+    assert!(
+        matches!(
+            &notices[..],
+            [(
+                _,
+                Notice::ToolFailed {
+                    kind: FailureKind::TimedOut,
+                    ending: Some(ToolEnding::MayStillFinish),
+                    ..
+                }
+            )]
+        ),
+        "{notices:?}"
+    );
+    let event = &h.fakes.events.events()[0];
+    assert_eq!(event.outcome, EventOutcome::MayStillFinish);
+    assert_eq!(event.code.as_deref(), Some("tool_timeout"));
+}
+
+// SPEC T5, row 30: a timed-out tool that honours its cancellation is cancelled, and all three
+// audiences say so.
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_tool_that_honours_cancellation_is_cancelled() {
+    let h = with_probe_timeout(slow(true), 5);
+    let turn = h.turn(public_scope());
+    let started = tokio::time::Instant::now();
+    let entry = entry(h.call(Role::Persona, &turn, "probe", r#"{"n":1}"#).await);
+    assert_eq!(started.elapsed(), Duration::from_secs(5), "no grace used");
+    assert_eq!(code(&entry), "tool_timeout");
+    let reason = entry.response["reason"].as_str().unwrap();
+    assert!(reason.contains("cancelled"), "{reason}");
+    let notices = h.fakes.thought_log.notices();
+    assert!(
+        matches!(
+            &notices[..],
+            [(
+                _,
+                Notice::ToolFailed {
+                    ending: Some(ToolEnding::Cancelled),
+                    ..
+                }
+            )]
+        ),
+        "{notices:?}"
+    );
     assert_eq!(h.fakes.events.events()[0].outcome, EventOutcome::TimedOut);
+}
+
+// SPEC T5, R4, row 30: a timed-out tool that comes back with its result within the grace did its
+// work: the model gets the result and the outcome is recorded for reuse; nothing failed.
+#[tokio::test(start_paused = true)]
+async fn a_timed_out_tool_that_finishes_within_the_grace_is_done() {
+    let late = Behaviour::Sleep {
+        duration: Duration::from_millis(5300),
+        honour_cancel: false,
+    };
+    let h = with_probe_timeout(late, 5);
+    let turn = h.turn(public_scope());
+    let entry = entry(h.call(Role::Persona, &turn, "probe", r#"{"n":1}"#).await);
+    assert_eq!(entry.status, EntryStatus::Succeeded);
+    assert!(h.fakes.thought_log.notices().is_empty(), "nothing failed");
+    assert_eq!(h.fakes.events.events()[0].outcome, EventOutcome::Succeeded);
+    assert_eq!(h.fakes.outcomes.outcomes(turn.id).await.unwrap().len(), 1);
 }
 
 // SPEC T5: the active tool name is set while the tool runs.
@@ -305,12 +362,10 @@ async fn active_tool_name_is_set_while_the_tool_runs_and_cleared_after() {
     assert_eq!(turn.channel.active_tool(), None);
 }
 
-// SPEC T5, C6
-#[tokio::test(start_paused = true)]
-async fn kill_during_tool_call_returns_stopped_by_user() {
-    let h = with_probe_timeout(slow(false), 300);
-    let turn = h.turn(public_scope());
-    let session = h.session(Role::Persona, &turn);
+/// Runs `probe` under a 300 s timeout and kills the turn 2 s into it; returns the outcome and
+/// how long the call took.
+async fn killed_after_two_seconds(h: &Harness, turn: &Arc<Turn>) -> (ToolCallOutcome, Duration) {
+    let session = h.session(Role::Persona, turn);
     let killer = {
         let turn = turn.clone();
         tokio::spawn(async move {
@@ -327,6 +382,44 @@ async fn kill_during_tool_call_returns_stopped_by_user() {
     let started = tokio::time::Instant::now();
     let outcome = execute_tool_call(&session, Some(&call), &mut Vec::new()).await;
     killer.await.unwrap();
+    (outcome, started.elapsed())
+}
+
+/// The ending the thought log's stop notice gives, checked against the turn's record for
+/// `/kill`'s answer and the event (row 30: all three say the same).
+fn assert_killed_tool_ended(h: &Harness, turn: &Turn, ending: ToolEnding, outcome: EventOutcome) {
+    let notices = h.fakes.thought_log.notices();
+    let [
+        (
+            _,
+            Notice::ToolStopped {
+                tool, ending: told, ..
+            },
+        ),
+    ] = &notices[..]
+    else {
+        panic!("one stop notice: {notices:?}");
+    };
+    assert_eq!((tool.as_str(), *told), ("probe", ending));
+    assert_eq!(
+        turn.state().stopped_tool,
+        Some(StoppedTool {
+            name: "probe".into(),
+            ending
+        })
+    );
+    let event = &h.fakes.events.events()[0];
+    assert_eq!(event.outcome, outcome);
+    assert_eq!(event.code.as_deref(), Some("killed"));
+}
+
+// SPEC T5, C6, row 30: /kill during a tool that ignores cancellation waits a short grace for it,
+// then drops it: the event, the notice and /kill's record say it may still finish.
+#[tokio::test(start_paused = true)]
+async fn kill_during_a_tool_that_ignores_cancellation_says_it_may_still_finish() {
+    let h = with_probe_timeout(slow(false), 300);
+    let turn = h.turn(public_scope());
+    let (outcome, took) = killed_after_two_seconds(&h, &turn).await;
     assert_eq!(
         outcome,
         ToolCallOutcome::Abort {
@@ -334,17 +427,57 @@ async fn kill_during_tool_call_returns_stopped_by_user() {
         }
     );
     assert_eq!(
-        started.elapsed(),
-        Duration::from_secs(2),
-        "no waiting for the tool"
+        took,
+        Duration::from_secs(2) + STOP_GRACE,
+        "the grace, and no more"
     );
     assert_eq!(turn.channel.active_tool(), None, "cleared after a kill");
     assert!(h.probe.was_cancelled());
-    assert_eq!(h.fakes.events.events()[0].outcome, EventOutcome::Cancelled);
-    assert!(
-        h.fakes.thought_log.notices().is_empty(),
-        "a kill is not a tool failure"
+    assert_killed_tool_ended(
+        &h,
+        &turn,
+        ToolEnding::MayStillFinish,
+        EventOutcome::MayStillFinish,
     );
+}
+
+// SPEC T5, C6, row 30: /kill during a tool that honours cancellation: it is cancelled, at once.
+#[tokio::test(start_paused = true)]
+async fn kill_during_a_tool_that_honours_cancellation_says_cancelled() {
+    let h = with_probe_timeout(slow(true), 300);
+    let turn = h.turn(public_scope());
+    let (outcome, took) = killed_after_two_seconds(&h, &turn).await;
+    assert_eq!(
+        outcome,
+        ToolCallOutcome::Abort {
+            status: TurnStatus::StoppedByUser
+        }
+    );
+    assert_eq!(took, Duration::from_secs(2), "no waiting for the tool");
+    assert_killed_tool_ended(&h, &turn, ToolEnding::Cancelled, EventOutcome::Cancelled);
+    assert!(h.fakes.outcomes.durability().is_empty(), "nothing to reuse");
+}
+
+// SPEC T5, C6, R4, row 30: /kill during a tool that finishes within the grace: it is done, its
+// outcome is recorded so a resumed turn reuses it, and the turn still stops.
+#[tokio::test(start_paused = true)]
+async fn kill_during_a_tool_that_finishes_within_the_grace_says_done() {
+    let late = Behaviour::Sleep {
+        duration: Duration::from_millis(2500),
+        honour_cancel: false,
+    };
+    let h = with_probe_timeout(late, 300);
+    let turn = h.turn(public_scope());
+    let (outcome, took) = killed_after_two_seconds(&h, &turn).await;
+    assert_eq!(
+        outcome,
+        ToolCallOutcome::Abort {
+            status: TurnStatus::StoppedByUser
+        }
+    );
+    assert_eq!(took, Duration::from_millis(2500));
+    assert_killed_tool_ended(&h, &turn, ToolEnding::Done, EventOutcome::Succeeded);
+    assert_eq!(h.fakes.outcomes.outcomes(turn.id).await.unwrap().len(), 1);
 }
 
 // SPEC T5: per-tool timeouts; a tool honouring cancellation stops at the timeout.

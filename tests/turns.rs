@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use persona_bot::config::{Config, KillPermission};
+use persona_bot::discord::commands::kill_text;
 use persona_bot::domain::ports::{
     Attempt, ChatMessage, DeliberateSettings, Delivery, Durability, EventOutcome, HistoryMessage,
     ModelError, OutcomeStore, QueueStore, ServerSettings, SettingsStore, Sticker, StickerSend,
@@ -20,13 +21,15 @@ use persona_bot::domain::ports::{
 };
 use persona_bot::domain::provider_failure::FailureClass;
 use persona_bot::domain::scope::{ChannelId, MessageId, UserId};
-use persona_bot::domain::turn::{TurnId, TurnStatus};
-use persona_bot::engine::orchestrator::KillReport;
+use persona_bot::domain::thought_log::{Notice, render};
+use persona_bot::domain::turn::{StoppedTool, ToolEnding, TurnId, TurnStatus};
+use persona_bot::engine::orchestrator::{KillReach, KillReport};
 use persona_bot::engine::passes::TurnEnd;
 use persona_bot::locale::{self, Locale};
 use persona_bot::testkit::{
     Fakes, InMemoryQueue, InMemorySettings, ScriptedModel, ScriptedPass, Step,
 };
+use persona_bot::tool_loop::watchdog::STOP_GRACE;
 use support::bot::{ALICE, BOB, Bot, CHANNEL, SERVER, message, message_in};
 use support::harness::{Behaviour, Harness};
 
@@ -237,8 +240,9 @@ async fn kill_during_streaming_stops_further_output() {
     assert_eq!(
         report,
         KillReport::Stopped {
+            reach: KillReach::Own,
             turn_stopped: true,
-            active_tool: None,
+            tool: None,
             dropped: 0
         }
     );
@@ -261,10 +265,11 @@ async fn kill_during_streaming_stops_further_output() {
     );
 }
 
-// SPEC C6, T5: /kill during a slow tool ends the turn at once (no time passes) and cancels the
-// tool's token; the reply names the tool and the dropped messages.
+// SPEC C6, T5: a manager's /kill during a slow tool cancels the tool's token and ends the turn
+// once the tool's short grace has passed (it ignores cancellation: it may still finish); the
+// reply names the tool and the dropped messages.
 #[tokio::test(start_paused = true)]
-async fn kill_during_slow_tool_ends_the_turn_at_once_and_cancels_the_tool() {
+async fn a_managers_kill_during_a_slow_tool_cancels_it_and_clears_the_queue() {
     let probe = Behaviour::Sleep {
         duration: Duration::from_secs(3600),
         honour_cancel: false,
@@ -280,23 +285,91 @@ async fn kill_during_slow_tool_ends_the_turn_at_once_and_cancels_the_tool() {
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(bot.h.probe.runs(), 1);
     let asked = tokio::time::Instant::now();
-    let report = bot.orchestrator.kill(CHANNEL, ALICE, false).await;
-    assert_eq!(
-        asked.elapsed(),
-        Duration::ZERO,
-        "the turn ended within one scheduler tick"
-    );
+    let report = bot.orchestrator.kill(CHANNEL, BOB, true).await;
+    assert_eq!(asked.elapsed(), STOP_GRACE, "the tool's grace, and no more");
     assert_eq!(
         report,
         KillReport::Stopped {
+            reach: KillReach::Channel,
             turn_stopped: true,
-            active_tool: Some("probe".into()),
+            tool: Some(StoppedTool {
+                name: "probe".into(),
+                ending: ToolEnding::MayStillFinish
+            }),
             dropped: 1
         }
     );
     assert!(bot.h.probe.was_cancelled());
     assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
     assert!(bot.queue.entries().is_empty(), "the queue is cleared");
+}
+
+// SPEC C6, T5, row 30: /kill during a tool answers done, cancelled or "may still finish" as the
+// tool behaved within its grace, and the tool event and the thought-log notice say the same.
+#[tokio::test(start_paused = true)]
+async fn kill_answer_event_and_notice_agree_on_how_the_tool_ended() {
+    let sleep = |millis, honour_cancel| Behaviour::Sleep {
+        duration: Duration::from_millis(millis),
+        honour_cancel,
+    };
+    let cases = [
+        (
+            sleep(3_600_000, true),
+            ToolEnding::Cancelled,
+            EventOutcome::Cancelled,
+            "cancelled",
+        ),
+        (
+            sleep(1_500, false),
+            ToolEnding::Done,
+            EventOutcome::Succeeded,
+            "done",
+        ),
+        (
+            sleep(3_600_000, false),
+            ToolEnding::MayStillFinish,
+            EventOutcome::MayStillFinish,
+            "may still finish",
+        ),
+    ];
+    for (behaviour, ending, outcome, word) in cases {
+        let mut bot = Bot::build(
+            ScriptedModel::new(vec![ScriptedPass::call("probe", r#"{"n":1}"#)]),
+            behaviour,
+            |_| {},
+            Fakes::default(),
+        );
+        bot.say(message(1, ALICE, "run the probe")).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let report = bot.orchestrator.kill(CHANNEL, ALICE, false).await;
+        let KillReport::Stopped {
+            tool: Some(tool), ..
+        } = &report
+        else {
+            panic!("{report:?}");
+        };
+        assert_eq!((tool.name.as_str(), tool.ending), ("probe", ending));
+        let events = bot.h.fakes.events.events();
+        assert_eq!(events.last().map(|e| e.outcome), Some(outcome), "{word}");
+        let notices = bot.h.fakes.thought_log.notices();
+        let Some(stop) = notices
+            .iter()
+            .map(|(_, n)| n)
+            .find(|n| matches!(n, Notice::ToolStopped { .. }))
+        else {
+            panic!("a stop notice: {notices:?}");
+        };
+        assert!(matches!(stop, Notice::ToolStopped { ending: e, .. } if *e == ending));
+        let answer = kill_text(&report, Locale::En).to_lowercase();
+        let card = render(stop, Locale::En);
+        let card: Vec<String> = card.fields.iter().map(|(_, v)| v.to_lowercase()).collect();
+        let card = card.join("\n");
+        for said in ["done", "cancelled", "may still finish"] {
+            assert_eq!(answer.contains(said), said == word, "{word}: {answer}");
+            assert_eq!(card.contains(said), said == word, "{word}: {card}");
+        }
+        assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
+    }
 }
 
 // SPEC C6: by default only the requester or a manager may /kill; with nothing running it says so.
@@ -350,8 +423,9 @@ async fn kill_managers_only_denies_the_requester_and_allows_a_manager() {
     assert_eq!(
         bot.orchestrator.kill(CHANNEL, BOB, true).await,
         KillReport::Stopped {
+            reach: KillReach::Channel,
             turn_stopped: true,
-            active_tool: None,
+            tool: None,
             dropped: 0
         }
     );
@@ -372,13 +446,220 @@ async fn kill_anyone_allows_another_member() {
     assert_eq!(
         bot.orchestrator.kill(CHANNEL, BOB, false).await,
         KillReport::Stopped {
+            reach: KillReach::Channel,
             turn_stopped: true,
-            active_tool: None,
+            tool: None,
             dropped: 0
         }
     );
     assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
     assert_eq!(bot.transcript(), "", "nothing after the kill");
+}
+
+// SPEC C6: under the default `requester_or_manager`, a requester who cannot manage messages
+// stops their own running turn and drops only their own waiting message; another member's
+// waiting message stays and is answered afterwards. The answer says whose, with the count.
+#[tokio::test(start_paused = true)]
+async fn a_requesters_kill_stops_only_their_own_and_others_are_answered() {
+    let probe = Behaviour::Sleep {
+        duration: Duration::from_secs(3600),
+        honour_cancel: true,
+    };
+    let mut bot = Bot::build(
+        ScriptedModel::new(vec![
+            ScriptedPass::call("probe", r#"{"n":1}"#),
+            ScriptedPass::text(&["Bob answered."]),
+        ]),
+        probe,
+        |_| {},
+        Fakes::default(),
+    );
+    bot.say(message(1, ALICE, "run the probe")).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(bot.h.probe.runs(), 1, "alice's tool chain is running");
+    bot.say(message(2, BOB, "my own question")).await;
+    // Inside the tool chain alice's follow-up waits at the front of the queue (SPEC C7).
+    bot.say(message(3, ALICE, "and this too")).await;
+    settle().await;
+    let report = bot.orchestrator.kill(CHANNEL, ALICE, false).await;
+    assert_eq!(
+        report,
+        KillReport::Stopped {
+            reach: KillReach::Own,
+            turn_stopped: true,
+            tool: Some(StoppedTool {
+                name: "probe".into(),
+                ending: ToolEnding::Cancelled
+            }),
+            dropped: 1
+        }
+    );
+    let answer = kill_text(&report, Locale::En);
+    assert!(
+        answer.contains("your reply") && answer.contains("Your waiting messages dropped: 1"),
+        "{answer}"
+    );
+    assert!(!answer.contains("everyone"), "{answer}");
+    let killed = bot.next().await;
+    assert_eq!(killed.message, MessageId(1));
+    assert_eq!(killed.report.status, TurnStatus::StoppedByUser);
+    let answered = bot.next().await;
+    assert_eq!(answered.message, MessageId(2), "bob is answered afterwards");
+    assert_eq!(bot.transcript(), "Bob answered.");
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(bot.model.remaining(), 0);
+    assert_eq!(
+        bot.model.requests().len(),
+        2,
+        "alice's dropped message is not answered"
+    );
+    assert!(bot.queue.entries().is_empty());
+}
+
+// SPEC C6: a requester whose message only waits drops it and leaves another member's running
+// turn alone; a member with nothing running or waiting is denied.
+#[tokio::test(start_paused = true)]
+async fn a_requesters_kill_of_a_waiting_message_leaves_the_running_turn_alone() {
+    let mut bot = Bot::new(ScriptedModel::new(vec![ScriptedPass::Stream(vec![
+        delay(10),
+        text("Bob answered."),
+    ])]));
+    bot.say(message(1, BOB, "long one")).await;
+    settle().await;
+    bot.say(message(2, ALICE, "waiting")).await;
+    settle().await;
+    assert_eq!(
+        bot.orchestrator.kill(CHANNEL, UserId(77), false).await,
+        KillReport::Denied,
+        "nothing of theirs runs or waits"
+    );
+    let report = bot.orchestrator.kill(CHANNEL, ALICE, false).await;
+    assert_eq!(
+        report,
+        KillReport::Stopped {
+            reach: KillReach::Own,
+            turn_stopped: false,
+            tool: None,
+            dropped: 1
+        }
+    );
+    assert_eq!(
+        kill_text(&report, Locale::En),
+        locale::text_with(Locale::En, "kill-dropped-own", &[("count", "1".into())])
+    );
+    let finished = bot.next().await;
+    assert_eq!(finished.message, MessageId(1));
+    assert_eq!(finished.report.status, TurnStatus::Completed);
+    assert_eq!(bot.transcript(), "Bob answered.");
+    assert!(bot.queue.entries().is_empty());
+}
+
+// SPEC C6: a manager's /kill stops the running turn and clears everyone's waiting messages; the
+// answer says it was everyone's.
+#[tokio::test(start_paused = true)]
+async fn a_managers_kill_clears_everyones_waiting_messages() {
+    let mut bot = Bot::new(ScriptedModel::new(vec![ScriptedPass::Stream(vec![
+        delay(60),
+        text("ok."),
+    ])]));
+    bot.say(message(1, ALICE, "long")).await;
+    settle().await;
+    bot.say(message(2, BOB, "waiting")).await;
+    bot.say(message(3, UserId(77), "waiting too")).await;
+    settle().await;
+    let report = bot.orchestrator.kill(CHANNEL, UserId(99), true).await;
+    assert_eq!(
+        report,
+        KillReport::Stopped {
+            reach: KillReach::Channel,
+            turn_stopped: true,
+            tool: None,
+            dropped: 2
+        }
+    );
+    let answer = kill_text(&report, Locale::En);
+    assert!(
+        answer.contains("Waiting messages dropped for everyone: 2"),
+        "{answer}"
+    );
+    for message in 1..=3 {
+        let marks = finished_marks(&bot, message, 0).await;
+        assert!(marks, "message {message} has its finished mark");
+    }
+    assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    assert_eq!(bot.transcript(), "", "nothing after the kill");
+    assert!(bot.queue.entries().is_empty(), "the queue is cleared");
+}
+
+/// Whether the turn answering `message` (its `edit`-th edit) has a finished mark.
+async fn finished_marks<M: persona_bot::domain::ports::ChatModel>(
+    bot: &Bot<M>,
+    message: u64,
+    edit: u32,
+) -> bool {
+    let turn = TurnId::for_edit(CHANNEL, MessageId(message), edit);
+    bot.h
+        .fakes
+        .outcomes
+        .deliveries(turn)
+        .await
+        .unwrap()
+        .contains(&Delivery::Finished)
+}
+
+// SPEC D5, D9 (issue 26): every message a requester's /kill stops or drops has a finished mark
+// by the time /kill answers (the stopped turn's edit under its own id too), so no catch-up or
+// restart answers it again; its stored entry is gone. Another member's waiting message has no
+// mark and keeps its entry.
+#[tokio::test(start_paused = true)]
+async fn killed_and_dropped_messages_are_marked_finished() {
+    let probe = Behaviour::Sleep {
+        duration: Duration::from_secs(5),
+        honour_cancel: true,
+    };
+    let mut bot = Bot::build(
+        ScriptedModel::new(vec![
+            ScriptedPass::call("probe", r#"{"n":1}"#),
+            ScriptedPass::text(&["First."]),
+            ScriptedPass::call("probe", r#"{"n":2}"#),
+            ScriptedPass::Stream(vec![delay(10), text("Bob answered.")]),
+        ]),
+        probe,
+        |_| {},
+        Fakes::default(),
+    );
+    bot.say(message(1, ALICE, "run the probe")).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    // Inside the tool chain the edit becomes a follow-up turn, after the first (SPEC C7).
+    bot.orchestrator
+        .edited(CHANNEL, MessageId(1), "run it again".into());
+    bot.say(message(2, BOB, "my question")).await;
+    assert_eq!(bot.next().await.message, MessageId(1), "the first turn");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(bot.h.probe.runs(), 2, "the edit's turn runs its tool");
+    bot.say(message(3, ALICE, "and this")).await;
+    settle().await;
+    assert!(!finished_marks(&bot, 1, 1).await);
+    let report = bot.orchestrator.kill(CHANNEL, ALICE, false).await;
+    assert!(
+        matches!(report, KillReport::Stopped { dropped: 1, .. }),
+        "{report:?}"
+    );
+    assert!(finished_marks(&bot, 1, 0).await, "the stopped message");
+    assert!(finished_marks(&bot, 1, 1).await, "the stopped edit's turn");
+    assert!(finished_marks(&bot, 3, 0).await, "the dropped message");
+    assert!(!finished_marks(&bot, 2, 0).await, "bob's is being answered");
+    let stored: Vec<MessageId> = bot
+        .queue
+        .entries()
+        .iter()
+        .map(|q| q.entry.message)
+        .collect();
+    assert_eq!(stored, vec![MessageId(2)], "only bob's entry is left");
+    assert_eq!(bot.next().await.report.status, TurnStatus::StoppedByUser);
+    assert_eq!(bot.next().await.message, MessageId(2));
+    assert!(bot.transcript().ends_with("Bob answered."));
 }
 
 // ---------------------------------------------------------------- C7

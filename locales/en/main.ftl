@@ -1,5 +1,6 @@
 # Thought-log notices (moderators)
 notice-tool-failed-title = Tool call failed
+notice-tool-stopped-title = Tool stopped by /kill
 notice-deliberate-title = Tool admitted by a trigger
 notice-progress-title = Quiet turn progress
 notice-caught-up-title = Caught up on messages sent while the bot was away
@@ -12,7 +13,9 @@ notice-field-effect = Effect
 notice-field-trigger = Trigger
 notice-field-channel = Channel
 notice-field-progress = Progress
-notice-effect-unknown = Unknown: the tool timed out and may still have finished its work. Nothing was rolled back.
+notice-ending-done = Done: the tool finished its work before it stopped.
+notice-ending-cancelled = Cancelled: the tool stopped without finishing its work.
+notice-ending-may-still-finish = May still finish: the tool did not stop when told to, so its work may still happen. Nothing was rolled back.
 notice-kind-unknown-tool = Unknown tool
 notice-kind-invalid-arguments = Invalid arguments
 notice-kind-denied = Permission denied
@@ -84,8 +87,12 @@ cmd-thoughtlog-off-description = Stop posting to the thought log
 
 # Command replies
 kill-stopped = Stopped the reply in progress.
-kill-stopped-tool = Stopped the reply in progress and cancelled the tool `{ $tool }`.
-kill-dropped = Waiting messages dropped: { $count }.
+kill-stopped-own = Stopped your reply in progress.
+kill-tool-done = The tool `{ $tool }` had already finished, so its work is done.
+kill-tool-cancelled = The tool `{ $tool }` was cancelled before it finished.
+kill-tool-may-still-finish = The tool `{ $tool }` did not stop when asked and may still finish its work.
+kill-dropped-own = Your waiting messages dropped: { $count }.
+kill-dropped-all = Waiting messages dropped for everyone: { $count }.
 kill-nothing = Nothing was running here.
 kill-denied = Only the person who asked, or someone who can manage messages, can stop this.
 drafting-on = Response Drafting is on: replies and tool requests are reviewed before they are posted.

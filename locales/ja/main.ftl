@@ -1,5 +1,6 @@
 # 思考ログの通知（モデレーター向け）
 notice-tool-failed-title = ツール呼び出しに失敗しました
+notice-tool-stopped-title = /kill でツールを停止
 notice-deliberate-title = トリガーによりツールが許可されました
 notice-progress-title = 静かなターンの進行状況
 notice-caught-up-title = 不在中に送られたメッセージを確認しました
@@ -12,7 +13,9 @@ notice-field-effect = 影響
 notice-field-trigger = トリガー
 notice-field-channel = チャンネル
 notice-field-progress = 進行状況
-notice-effect-unknown = 不明：ツールがタイムアウトしましたが、処理自体は完了している可能性があります。取り消しは行われていません。
+notice-ending-done = 完了：ツールは停止前に処理を終えていました。
+notice-ending-cancelled = キャンセル：ツールは処理を終えずに停止しました。
+notice-ending-may-still-finish = 完了する可能性あり：ツールが停止の指示に応じなかったため、処理がこの後行われる可能性があります。取り消しは行われていません。
 notice-kind-unknown-tool = 不明なツール
 notice-kind-invalid-arguments = 無効な引数
 notice-kind-denied = 権限がありません
@@ -84,8 +87,12 @@ cmd-thoughtlog-off-description = 思考ログへの投稿をやめます
 
 # コマンドの返答
 kill-stopped = 進行中の返信を止めました。
-kill-stopped-tool = 進行中の返信を止め、ツール `{ $tool }` をキャンセルしました。
-kill-dropped = 破棄した待機メッセージ：{ $count } 件。
+kill-stopped-own = あなたへの進行中の返信を止めました。
+kill-tool-done = ツール `{ $tool }` はすでに完了していたため、処理は実行済みです。
+kill-tool-cancelled = ツール `{ $tool }` は完了前にキャンセルされました。
+kill-tool-may-still-finish = ツール `{ $tool }` は停止の指示に応じなかったため、処理がこの後完了する可能性があります。
+kill-dropped-own = 破棄したあなたの待機メッセージ：{ $count } 件。
+kill-dropped-all = 破棄した待機メッセージ（全員分）：{ $count } 件。
 kill-nothing = ここでは何も実行されていませんでした。
 kill-denied = これを止められるのは、依頼した本人かメッセージの管理権限を持つ人だけです。
 drafting-on = 返信下書きがオンです：返信とツールのリクエストは投稿前に確認されます。

@@ -1,5 +1,6 @@
 # 思考日志通知（管理员可见）
 notice-tool-failed-title = 工具调用失败
+notice-tool-stopped-title = 工具已被 /kill 停止
 notice-deliberate-title = 触发词允许了工具
 notice-progress-title = 静默回合进度
 notice-caught-up-title = 已补读机器人离线期间的消息
@@ -12,7 +13,9 @@ notice-field-effect = 影响
 notice-field-trigger = 触发词
 notice-field-channel = 频道
 notice-field-progress = 进度
-notice-effect-unknown = 未知：工具已超时，但可能仍完成了其操作。没有进行任何回滚。
+notice-ending-done = 已完成：工具在停止前已完成其操作。
+notice-ending-cancelled = 已取消：工具在完成操作前已停止。
+notice-ending-may-still-finish = 可能仍会完成：工具没有响应停止指令，其操作可能仍会发生。没有进行任何回滚。
 notice-kind-unknown-tool = 未知工具
 notice-kind-invalid-arguments = 参数无效
 notice-kind-denied = 权限被拒绝
@@ -84,8 +87,12 @@ cmd-thoughtlog-off-description = 停止向思考日志发帖
 
 # 命令回复
 kill-stopped = 已停止正在进行的回复。
-kill-stopped-tool = 已停止正在进行的回复，并取消了工具 `{ $tool }`。
-kill-dropped = 已丢弃的等待消息：{ $count } 条。
+kill-stopped-own = 已停止正在进行的给你的回复。
+kill-tool-done = 工具 `{ $tool }` 已经完成，其操作已执行。
+kill-tool-cancelled = 工具 `{ $tool }` 在完成前已被取消。
+kill-tool-may-still-finish = 工具 `{ $tool }` 没有响应停止请求，其操作可能仍会完成。
+kill-dropped-own = 已丢弃你的等待消息：{ $count } 条。
+kill-dropped-all = 已丢弃所有人的等待消息：{ $count } 条。
 kill-nothing = 这里没有正在运行的内容。
 kill-denied = 只有发起请求的人或拥有管理消息权限的人才能停止。
 drafting-on = 回复草稿已开启：回复和工具请求会在发布前经过审核。

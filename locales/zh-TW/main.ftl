@@ -1,5 +1,6 @@
 # 思考日誌通知（管理員可見）
 notice-tool-failed-title = 工具呼叫失敗
+notice-tool-stopped-title = 工具已被 /kill 停止
 notice-deliberate-title = 觸發詞允許了工具
 notice-progress-title = 靜默回合進度
 notice-caught-up-title = 已補讀機器人離線期間的訊息
@@ -12,7 +13,9 @@ notice-field-effect = 影響
 notice-field-trigger = 觸發詞
 notice-field-channel = 頻道
 notice-field-progress = 進度
-notice-effect-unknown = 未知：工具已逾時，但可能仍完成了其操作。沒有進行任何復原。
+notice-ending-done = 已完成：工具在停止前已完成其操作。
+notice-ending-cancelled = 已取消：工具在完成操作前已停止。
+notice-ending-may-still-finish = 可能仍會完成：工具沒有回應停止指令，其操作可能仍會發生。沒有進行任何復原。
 notice-kind-unknown-tool = 未知工具
 notice-kind-invalid-arguments = 參數無效
 notice-kind-denied = 權限遭拒
@@ -84,8 +87,12 @@ cmd-thoughtlog-off-description = 停止向思考日誌發文
 
 # 指令回覆
 kill-stopped = 已停止進行中的回覆。
-kill-stopped-tool = 已停止進行中的回覆，並取消了工具 `{ $tool }`。
-kill-dropped = 已捨棄的等待訊息：{ $count } 則。
+kill-stopped-own = 已停止進行中給你的回覆。
+kill-tool-done = 工具 `{ $tool }` 已經完成，其操作已執行。
+kill-tool-cancelled = 工具 `{ $tool }` 在完成前已被取消。
+kill-tool-may-still-finish = 工具 `{ $tool }` 沒有回應停止要求，其操作可能仍會完成。
+kill-dropped-own = 已捨棄你的等待訊息：{ $count } 則。
+kill-dropped-all = 已捨棄所有人的等待訊息：{ $count } 則。
 kill-nothing = 這裡沒有正在執行的內容。
 kill-denied = 只有提出請求的人或擁有管理訊息權限的人才能停止。
 drafting-on = 回覆草稿已開啟：回覆和工具請求會在發布前經過審核。

@@ -9,7 +9,8 @@ use serenity::all::{ChannelId as SerenityChannelId, Permissions};
 use super::{BotData, Context, Error};
 use crate::domain::ports::{ChannelRule, RoleRule, SettingsChange};
 use crate::domain::scope::{ChannelId, ServerId, UserId};
-use crate::engine::orchestrator::KillReport;
+use crate::domain::turn::ToolEnding;
+use crate::engine::orchestrator::{KillReach, KillReport};
 use crate::locale::{self, Locale};
 
 /// Every command, localized.
@@ -102,36 +103,49 @@ pub(super) async fn reply(ctx: Context<'_>, text: String) -> Result<(), Error> {
     Ok(())
 }
 
-/// What `/kill` says, in the invoker's language.
+/// What `/kill` says, in the invoker's language: whose reply it stopped and how many waiting
+/// messages it dropped, the requester's own or everyone's (SPEC C6).
 pub fn kill_text(report: &KillReport, locale: Locale) -> String {
-    match report {
-        KillReport::Denied => locale::text(locale, "kill-denied"),
-        KillReport::NothingRunning => locale::text(locale, "kill-nothing"),
-        KillReport::Stopped {
-            turn_stopped,
-            active_tool,
-            dropped,
-        } => {
-            let mut lines = Vec::new();
-            match (turn_stopped, active_tool) {
-                (_, Some(tool)) => lines.push(locale::text_with(
-                    locale,
-                    "kill-stopped-tool",
-                    &[("tool", tool.clone())],
-                )),
-                (true, None) => lines.push(locale::text(locale, "kill-stopped")),
-                (false, None) => {}
-            }
-            if *dropped > 0 || lines.is_empty() {
-                lines.push(locale::text_with(
-                    locale,
-                    "kill-dropped",
-                    &[("count", dropped.to_string())],
-                ));
-            }
-            lines.join("\n")
-        }
+    let KillReport::Stopped {
+        reach,
+        turn_stopped,
+        tool,
+        dropped,
+    } = report
+    else {
+        return match report {
+            KillReport::Denied => locale::text(locale, "kill-denied"),
+            _ => locale::text(locale, "kill-nothing"),
+        };
+    };
+    let (stopped_key, dropped_key) = match reach {
+        KillReach::Own => ("kill-stopped-own", "kill-dropped-own"),
+        KillReach::Channel => ("kill-stopped", "kill-dropped-all"),
+    };
+    let mut lines = Vec::new();
+    if *turn_stopped {
+        lines.push(locale::text(locale, stopped_key));
     }
+    if let Some(tool) = tool {
+        let key = match tool.ending {
+            ToolEnding::Done => "kill-tool-done",
+            ToolEnding::Cancelled => "kill-tool-cancelled",
+            ToolEnding::MayStillFinish => "kill-tool-may-still-finish",
+        };
+        lines.push(locale::text_with(
+            locale,
+            key,
+            &[("tool", tool.name.clone())],
+        ));
+    }
+    if *dropped > 0 || lines.is_empty() {
+        lines.push(locale::text_with(
+            locale,
+            dropped_key,
+            &[("count", dropped.to_string())],
+        ));
+    }
+    lines.join("\n")
 }
 
 /// Stop the bot's reply in this channel.
@@ -948,6 +962,7 @@ pub async fn on_error(error: poise::FrameworkError<'_, std::sync::Arc<BotData>, 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::turn::StoppedTool;
 
     // SPEC D3: command names and descriptions are localized in every language.
     #[test]
@@ -977,16 +992,33 @@ mod tests {
         assert_eq!(ja.map(|(_, name)| name.as_ref()), Some("停止"));
     }
 
-    // SPEC C6: the /kill reply says what was stopped.
+    // SPEC C6: the /kill reply says what was stopped, whose, and how many waiting messages went.
     #[test]
     fn kill_replies_say_what_was_stopped() {
         let report = KillReport::Stopped {
+            reach: KillReach::Channel,
             turn_stopped: true,
-            active_tool: Some("plan_image".into()),
+            tool: Some(StoppedTool {
+                name: "plan_image".into(),
+                ending: ToolEnding::MayStillFinish,
+            }),
             dropped: 2,
         };
         let text = kill_text(&report, Locale::En);
         assert!(text.contains("plan_image") && text.contains('2'), "{text}");
+        assert!(text.contains("may still finish"), "{text}");
+        assert!(text.contains("everyone"), "{text}");
+        for locale in Locale::ALL {
+            let own = KillReport::Stopped {
+                reach: KillReach::Own,
+                turn_stopped: true,
+                tool: None,
+                dropped: 3,
+            };
+            let own = kill_text(&own, locale);
+            assert!(own.contains('3') && !own.contains("kill-"), "{own}");
+            assert_ne!(own, kill_text(&report, locale));
+        }
         assert!(kill_text(&KillReport::NothingRunning, Locale::Ja).contains("何も"));
         assert!(!kill_text(&KillReport::Denied, Locale::ZhTw).starts_with("kill-"));
     }

@@ -5,6 +5,7 @@
 //! T11); the Discord adapter turns a rendered [`Card`] into an embed.
 
 use crate::domain::scope::{ChannelId, UserId};
+use crate::domain::turn::ToolEnding;
 use crate::locale::{self, Locale};
 pub use crate::redact::cut;
 use crate::redact::redact_text;
@@ -64,8 +65,15 @@ pub enum Notice {
         code: String,
         reason: String,
         arguments: String,
-        /// A timed-out tool may still finish its external work: its effect is unknown (T5).
-        effect_unknown: bool,
+        /// A timed-out tool, told to stop: how it ended within its grace (SPEC T5, row 30).
+        ending: Option<ToolEnding>,
+    },
+    /// `/kill` stopped a running tool: how it ended within its grace (SPEC C6, T5, row 30).
+    /// `arguments` are already redacted.
+    ToolStopped {
+        tool: String,
+        ending: ToolEnding,
+        arguments: String,
     },
     /// Deliberate tool mode admitted a tool because the user's message matched a trigger.
     DeliberateTrigger { tool: String, trigger: String },
@@ -141,6 +149,22 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
     let t = |key: &str| locale::text(locale, key);
     let mut card = match notice {
         Notice::ToolFailed { .. } => tool_failed(notice, &t),
+        Notice::ToolStopped {
+            tool,
+            ending,
+            arguments,
+        } => Card {
+            title: t("notice-tool-stopped-title"),
+            fields: vec![
+                (t("notice-field-tool"), format!("`{tool}`")),
+                (t("notice-field-effect"), t(ending_key(*ending))),
+                (
+                    t("notice-field-arguments"),
+                    format!("```json\n{arguments}\n```"),
+                ),
+            ],
+            colour: GREY,
+        },
         Notice::DeliberateTrigger { tool, trigger } => Card {
             title: t("notice-deliberate-title"),
             fields: vec![
@@ -223,7 +247,7 @@ fn tool_failed(notice: &Notice, t: &dyn Fn(&str) -> String) -> Card {
         code,
         reason,
         arguments,
-        effect_unknown,
+        ending,
     } = notice
     else {
         return Card::empty();
@@ -238,13 +262,22 @@ fn tool_failed(notice: &Notice, t: &dyn Fn(&str) -> String) -> Card {
             format!("```json\n{arguments}\n```"),
         ),
     ];
-    if *effect_unknown {
-        fields.push((t("notice-field-effect"), t("notice-effect-unknown")));
+    if let Some(ending) = ending {
+        fields.push((t("notice-field-effect"), t(ending_key(*ending))));
     }
     Card {
         title: t("notice-tool-failed-title"),
         fields,
         colour: RED,
+    }
+}
+
+/// What a stopped tool's ending means, for moderators.
+fn ending_key(ending: ToolEnding) -> &'static str {
+    match ending {
+        ToolEnding::Done => "notice-ending-done",
+        ToolEnding::Cancelled => "notice-ending-cancelled",
+        ToolEnding::MayStillFinish => "notice-ending-may-still-finish",
     }
 }
 
@@ -300,7 +333,7 @@ mod tests {
             code: "tool_timeout".into(),
             reason: "timed out".into(),
             arguments: "{}".into(),
-            effect_unknown: true,
+            ending: Some(ToolEnding::MayStillFinish),
         };
         let en = render(&notice, Locale::En);
         let ja = render(&notice, Locale::Ja);

@@ -207,6 +207,27 @@ impl Drop for ActiveToolGuard<'_> {
     }
 }
 
+/// How a tool told to stop (by `/kill` or its timeout) ended within its short grace (SPEC T5,
+/// feature row 30). The tool event, the thought log and `/kill`'s answer all say the same.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolEnding {
+    /// It came back with its result: its work is done.
+    Done,
+    /// It came back with an error: it stopped without finishing its work.
+    Cancelled,
+    /// It was still running when the grace ran out and was dropped: it ignored its
+    /// cancellation, and its work may still happen. Nothing is rolled back.
+    MayStillFinish,
+}
+
+/// A tool `/kill` stopped, and how it ended (SPEC C6, T5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoppedTool {
+    pub name: String,
+    pub ending: ToolEnding,
+}
+
 /// When the turn last made progress, and whether it is inside a phase that has its own timeout
 /// (a provider call, a tool). The stale-turn guard reads it (SPEC C10).
 #[derive(Debug)]
@@ -330,6 +351,8 @@ pub struct TurnState {
     pub in_tool_chain: bool,
     /// Tool-request review state and verdicts (SPEC R1-R5).
     pub review: ReviewLedger,
+    /// The tool a kill stopped, and how it ended, for `/kill`'s answer (SPEC C6, T5).
+    pub stopped_tool: Option<StoppedTool>,
 }
 
 /// One turn.

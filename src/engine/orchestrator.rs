@@ -35,7 +35,7 @@ use crate::domain::ports::{
 };
 use crate::domain::role::Role;
 use crate::domain::scope::{ChannelId, MessageId, Scope, ServerId, UserId};
-use crate::domain::turn::{ChannelActivity, Turn, TurnId, TurnStatus};
+use crate::domain::turn::{ChannelActivity, StoppedTool, ToolEnding, Turn, TurnId, TurnStatus};
 use crate::engine::context::Trigger;
 use crate::engine::passes::{TurnDeps, TurnEnd, TurnReport, run_turn};
 use crate::locale;
@@ -54,18 +54,31 @@ pub struct OrchestratorDeps {
 /// What `/kill` did (SPEC C6).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KillReport {
-    /// The caller may not stop this turn.
+    /// The caller may not stop this turn, and nothing of theirs runs or waits here.
     Denied,
     /// No turn was running and nothing was waiting.
     NothingRunning,
     Stopped {
+        /// Whose messages it stopped.
+        reach: KillReach,
         /// A turn was running and is now stopped.
         turn_stopped: bool,
-        /// The tool that was running, if one was.
-        active_tool: Option<String>,
+        /// The tool that was running, if one was, and how it ended (SPEC T5, row 30).
+        tool: Option<StoppedTool>,
         /// Waiting messages dropped.
         dropped: usize,
     },
+}
+
+/// Whose messages a `/kill` stops (SPEC C6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KillReach {
+    /// The requester's own: their running turn, and their waiting messages only; other
+    /// members' stay and are answered.
+    Own,
+    /// Everyone's: the running turn and the channel's whole queue (a member who can manage
+    /// messages, or anyone under `kill_permission = "anyone"`).
+    Channel,
 }
 
 /// A finished (or released) turn, as broadcast to subscribers.
@@ -272,8 +285,9 @@ impl Orchestrator {
     }
 
     /// `/kill` in `channel` by `requester`: stops the running turn, its provider stream and its
-    /// tool, and clears the channel's queue. Returns once the turn has ended (or the grace
-    /// period ran out and it was dropped).
+    /// tool, and clears the channel's queue; a requester who cannot manage messages stops only
+    /// their own turn and waiting messages (see [`KillReach`]). Returns once the turn has ended
+    /// (or the grace period ran out and it was dropped) and what it stopped is marked finished.
     pub async fn kill(
         &self,
         channel: ChannelId,
@@ -930,46 +944,120 @@ impl Worker {
         });
     }
 
+    /// `/kill` (SPEC C6): stops what the requester may stop (see [`KillReach`]). Every message
+    /// it stops or drops is marked finished before its entry goes and before `/kill` answers,
+    /// so no restart or catch-up answers it again (SPEC D5, D9).
     async fn kill(&mut self, requester: UserId, can_manage: bool) -> KillReport {
         if self.running.is_none() && self.queue.is_empty() {
             return KillReport::NothingRunning;
         }
-        let allowed = match self.deps.config.turn.kill_permission {
-            KillPermission::Anyone => true,
-            KillPermission::ManagersOnly => can_manage,
-            KillPermission::RequesterOrManager => {
-                can_manage
-                    || self
-                        .running
-                        .as_ref()
-                        .is_some_and(|r| r.turn.scope.user == requester)
+        let Some(reach) = self.kill_reach(can_manage) else {
+            return KillReport::Denied;
+        };
+        let stop_turn = self
+            .running
+            .as_ref()
+            .is_some_and(|r| reach == KillReach::Channel || r.turn.scope.user == requester);
+        let dropped: Vec<Pending> = match reach {
+            KillReach::Channel => self.queue.drain(..).collect(),
+            KillReach::Own => {
+                let (own, others): (VecDeque<Pending>, _) = std::mem::take(&mut self.queue)
+                    .into_iter()
+                    .partition(|p| p.message.author == requester);
+                self.queue = others;
+                own.into()
             }
         };
-        if !allowed {
+        if !stop_turn && dropped.is_empty() {
             return KillReport::Denied;
         }
-        let active_tool = self.activity.active_tool().map(|t| t.to_string());
-        let dropped = self.queue.len();
-        self.queue.clear();
-        if let Err(error) = self.deps.queue.clear(self.channel).await {
-            tracing::warn!(channel = %self.channel, %error, "could not clear the stored queue");
+        let stopped = if stop_turn {
+            self.stop_running().await
+        } else {
+            None
+        };
+        let tool = stopped
+            .as_ref()
+            .and_then(|(running, _)| running.turn.state().stopped_tool.clone());
+        let stopped_pending = stopped.as_ref().map(|(running, _)| &running.pending);
+        for pending in dropped.iter().chain(stopped_pending) {
+            self.mark_finished(pending).await;
         }
-        let turn_stopped = self.running.is_some();
-        if let Some(mut running) = self.running.take() {
-            running.turn.stop.kill();
-            let grace = Duration::from_millis(self.deps.config.turn.kill_grace_ms);
-            match tokio::time::timeout(grace, &mut running.future).await {
-                Ok(report) => self.announce(&running, report),
-                Err(_) => {
-                    tracing::warn!(channel = %self.channel, "killed turn did not wind down in time; dropped");
-                    self.announce(&running, released(TurnStatus::StoppedByUser));
-                }
-            }
+        self.remove_killed(reach, stopped_pending.into_iter().chain(&dropped))
+            .await;
+        if let Some((running, report)) = stopped {
+            self.announce(&running, report);
         }
         KillReport::Stopped {
-            turn_stopped,
-            active_tool,
-            dropped,
+            reach,
+            turn_stopped: stop_turn,
+            tool,
+            dropped: dropped.len(),
+        }
+    }
+
+    /// Whose messages this `/kill` may stop; `None`: none (SPEC C6).
+    fn kill_reach(&self, can_manage: bool) -> Option<KillReach> {
+        match self.deps.config.turn.kill_permission {
+            KillPermission::Anyone => Some(KillReach::Channel),
+            KillPermission::ManagersOnly => can_manage.then_some(KillReach::Channel),
+            KillPermission::RequesterOrManager if can_manage => Some(KillReach::Channel),
+            KillPermission::RequesterOrManager => Some(KillReach::Own),
+        }
+    }
+
+    /// Stops the running turn for `/kill` and waits, within `turn.kill_grace_ms`, for it to
+    /// wind down; past that it is dropped, and a tool it was running may still finish. Returns
+    /// it with how it ended.
+    async fn stop_running(&mut self) -> Option<(RunningTurn, TurnReport)> {
+        let mut running = self.running.take()?;
+        running.turn.stop.kill();
+        let grace = Duration::from_millis(self.deps.config.turn.kill_grace_ms);
+        let report = match tokio::time::timeout(grace, &mut running.future).await {
+            Ok(report) => report,
+            Err(_) => {
+                tracing::warn!(channel = %self.channel, "killed turn did not wind down in time; dropped");
+                if let Some(name) = running.turn.channel.active_tool() {
+                    running
+                        .turn
+                        .state()
+                        .stopped_tool
+                        .get_or_insert(StoppedTool {
+                            name: name.to_string(),
+                            ending: ToolEnding::MayStillFinish,
+                        });
+                }
+                released(TurnStatus::StoppedByUser)
+            }
+        };
+        Some((running, report))
+    }
+
+    /// The finished mark of a message `/kill` stopped or dropped, and of its edit's own turn
+    /// when it answers an edit (SPEC C7), so no catch-up revives it (SPEC D9).
+    async fn mark_finished(&mut self, pending: &Pending) {
+        let ports = &self.deps.turn.env.ports;
+        let message = pending.message.message;
+        let mut turns = vec![TurnId::for_edit(self.channel, message, 0)];
+        if pending.edit > 0 {
+            turns.push(TurnId::for_edit(self.channel, message, pending.edit));
+        }
+        for turn in turns {
+            remember_delivery(ports, turn, Delivery::Finished).await;
+        }
+    }
+
+    /// Removes what `/kill` stopped from the store: the channel's whole queue for everyone's,
+    /// else each of the requester's entries by its row, as [`forget`] does.
+    async fn remove_killed(&mut self, reach: KillReach, killed: impl Iterator<Item = &Pending>) {
+        if reach == KillReach::Channel {
+            if let Err(error) = self.deps.queue.clear(self.channel).await {
+                tracing::warn!(channel = %self.channel, %error, "could not clear the stored queue");
+            }
+            return;
+        }
+        for pending in killed {
+            self.forget(pending).await;
         }
     }
 

@@ -265,7 +265,7 @@ impl ImageWorker {
                 code: built.code.clone(),
                 reason: built.reason.clone(),
                 arguments: json!({ "prompt": cut(&plan.prompt, 200) }).to_string(),
-                effect_unknown: false,
+                ending: None,
             };
             self.ports.thought_log.post(server, notice).await;
         }

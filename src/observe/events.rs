@@ -44,6 +44,7 @@ impl ToolEvents for MeteredEvents {
                 | EventOutcome::Failed
                 | EventOutcome::TimedOut
                 | EventOutcome::Cancelled
+                | EventOutcome::MayStillFinish
         );
         if ran {
             // Milliseconds to seconds; a u64 of milliseconds fits an f64 closely enough.

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::expression::{self, StickerDelivery};
 use super::payload::{Failure, StickerWithheld, review_rejected, success_payload};
 use super::review_gate::{self, Rejection, Review};
-use super::watchdog::{Watched, run_under_watchdog};
+use super::watchdog::{Stopped, Watched, run_under_watchdog};
 use super::{ToolCallOutcome, ToolCallRequest};
 use crate::domain::history::{EntryStatus, ToolHistoryEntry};
 use crate::domain::ports::{
@@ -17,8 +17,8 @@ use crate::domain::ports::{
 };
 use crate::domain::review::ReviewedCall;
 use crate::domain::role::Role;
-use crate::domain::thought_log::{FailureKind, Notice};
-use crate::domain::turn::{Turn, TurnStatus};
+use crate::domain::thought_log::Notice;
+use crate::domain::turn::{StoppedTool, ToolEnding, Turn, TurnStatus};
 use crate::locale;
 use crate::redact::{redact_arguments, redact_text};
 use crate::tools::registry::canonical_json;
@@ -243,15 +243,21 @@ impl Stage<'_> {
         announce_trigger(session, prepared.name).await;
         announce_progress(session, tool).await;
         match run_under_watchdog(session, prepared, tool.timeout).await {
-            Watched::Killed => {
-                self.record(EventOutcome::Cancelled, None).await;
-                ToolCallOutcome::Abort {
-                    status: TurnStatus::StoppedByUser,
-                }
+            Watched::Killed(stopped) => self.killed(prepared, stopped).await,
+            Watched::TimedOut(Stopped::Done(output)) => {
+                tracing::info!(turn = %turn.id, tool = prepared.name, "tool came back with its result within the grace after its timeout");
+                self.complete(prepared, output).await
             }
-            Watched::TimedOut => {
-                let failure = Failure::timed_out(prepared.name, tool.timeout.as_secs());
-                self.fail(failure, EventOutcome::TimedOut).await
+            Watched::TimedOut(stopped) => {
+                let still_running = matches!(stopped, Stopped::MayStillFinish);
+                let secs = tool.timeout.as_secs();
+                let failure = Failure::timed_out(prepared.name, secs, still_running);
+                let outcome = if still_running {
+                    EventOutcome::MayStillFinish
+                } else {
+                    EventOutcome::TimedOut
+                };
+                self.fail(failure, outcome).await
             }
             Watched::Finished(Err(error)) => {
                 if let ToolError::Port(detail) = &error {
@@ -334,7 +340,7 @@ impl Stage<'_> {
                 code: failure.code.clone(),
                 reason,
                 arguments: self.redacted.clone(),
-                effect_unknown: failure.kind == FailureKind::TimedOut,
+                ending: failure.ending,
             };
             self.session
                 .env()
@@ -346,6 +352,48 @@ impl Stage<'_> {
         self.record(outcome, Some(failure.code.clone())).await;
         let response = failure.payload(&self.call.name);
         self.history(response, EntryStatus::Failed)
+    }
+
+    /// A tool `/kill` (or the process stopping) stopped: how it ended within its grace is what
+    /// the event, the thought-log notice and `/kill`'s answer say (SPEC C6, T5, row 30). A tool
+    /// that came back with its result did its work: its outcome is recorded, so a resumed turn
+    /// reuses it (SPEC R4, D5); a sticker it chose is not sent, so that one counts as cancelled.
+    async fn killed(self, prepared: &PreparedCall, stopped: Stopped) -> ToolCallOutcome {
+        let turn = self.session.turn();
+        let ending = match &stopped {
+            Stopped::Done(output) if output.sticker.is_some() => ToolEnding::Cancelled,
+            other => other.ending(),
+        };
+        if let (ToolEnding::Done, Stopped::Done(output)) = (ending, &stopped) {
+            let response = success_payload(output);
+            self.record_use(prepared.name).await;
+            self.remember_outcome(prepared, &response).await;
+        }
+        let outcome = match ending {
+            ToolEnding::Done => EventOutcome::Succeeded,
+            ToolEnding::Cancelled => EventOutcome::Cancelled,
+            ToolEnding::MayStillFinish => EventOutcome::MayStillFinish,
+        };
+        let shutdown = turn.stop.is_shutdown();
+        let by = if shutdown { "shutdown" } else { "killed" };
+        self.record(outcome, Some(by.to_owned())).await;
+        turn.state().stopped_tool = Some(StoppedTool {
+            name: self.call.name.clone(),
+            ending,
+        });
+        // A stopping process is no moderator's doing: the event says it.
+        if let Some(server) = turn.scope.thought_log_server().filter(|_| !shutdown) {
+            let notice = Notice::ToolStopped {
+                tool: self.call.name.clone(),
+                ending,
+                arguments: self.redacted.clone(),
+            };
+            let log = &self.session.env().ports.thought_log;
+            log.post(server, notice).await;
+        }
+        ToolCallOutcome::Abort {
+            status: TurnStatus::StoppedByUser,
+        }
     }
 
     /// What follows a successful run.

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::domain::provider_failure::recovery_tips;
 use crate::domain::thought_log::FailureKind;
+use crate::domain::turn::ToolEnding;
 use crate::locale::Locale;
 use crate::tool_loop::Truncation;
 use crate::tools::{SessionError, ToolError, ToolOutput};
@@ -90,6 +91,8 @@ pub struct Failure {
     pub code: String,
     pub reason: String,
     pub suggested_actions: Vec<String>,
+    /// A tool told to stop (its timeout): how it ended within its grace (SPEC T5, row 30).
+    pub ending: Option<ToolEnding>,
 }
 
 impl Failure {
@@ -99,6 +102,7 @@ impl Failure {
             code: code.to_owned(),
             reason: reason.into(),
             suggested_actions: Vec::new(),
+            ending: None,
         }
     }
 
@@ -143,6 +147,7 @@ impl Failure {
                     code: class.code().to_owned(),
                     reason: failure.model_reason(),
                     suggested_actions: recovery_tips(class, locale),
+                    ending: None,
                 }
             }
             ToolError::Port(_) => Self::new(
@@ -211,16 +216,31 @@ impl Failure {
         )
     }
 
-    /// The watchdog gave up on the tool (SPEC T5).
-    pub fn timed_out(tool: &str, secs: u64) -> Self {
-        Self::new(
-            FailureKind::TimedOut,
-            "tool_timeout",
-            format!(
-                "`{tool}` did not finish within {secs} s and was abandoned; its effect is \
-                 unknown. Do not assume it happened."
-            ),
-        )
+    /// The tool outlived its timeout and, told to stop, came back with an error (`cancelled`)
+    /// or was still running after its grace (`may still finish`, SPEC T5, row 30).
+    pub fn timed_out(tool: &str, secs: u64, still_running: bool) -> Self {
+        let (ending, reason) = if still_running {
+            (
+                ToolEnding::MayStillFinish,
+                format!(
+                    "`{tool}` did not finish within {secs} s and did not stop when told to: it \
+                     may still finish its work later. Its effect is unknown; do not assume it \
+                     happened."
+                ),
+            )
+        } else {
+            (
+                ToolEnding::Cancelled,
+                format!(
+                    "`{tool}` did not finish within {secs} s and was cancelled: it stopped \
+                     without finishing its work. Do not assume it happened."
+                ),
+            )
+        };
+        Self {
+            ending: Some(ending),
+            ..Self::new(FailureKind::TimedOut, "tool_timeout", reason)
+        }
     }
 
     /// A second (third, ...) call in one provider answer: only the first runs (SPEC C9).

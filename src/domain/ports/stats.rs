@@ -59,8 +59,13 @@ pub enum EventOutcome {
     Blocked,
     /// The drafting reviewer rejected the request; nothing ran (SPEC R2).
     ReviewRejected,
+    /// The tool outlived its timeout and stopped when told to (SPEC T5).
     TimedOut,
+    /// `/kill` (or the process stopping) stopped the tool, and it stopped when told to.
     Cancelled,
+    /// The tool was told to stop (by `/kill` or its timeout; the code says which) and was still
+    /// running after its grace: it ignored its cancellation and its work may still happen.
+    MayStillFinish,
 }
 
 impl EventOutcome {
@@ -77,6 +82,7 @@ impl EventOutcome {
             Self::ReviewRejected => "review_rejected",
             Self::TimedOut => "timed_out",
             Self::Cancelled => "cancelled",
+            Self::MayStillFinish => "may_still_finish",
         }
     }
 }
@@ -93,7 +99,7 @@ pub struct ToolEvent {
     /// Arguments after redaction ([`crate::redact::redact_arguments`]).
     pub arguments: String,
     pub outcome: EventOutcome,
-    /// The failure code, when there is one.
+    /// The failure code, or what stopped the tool (`killed`, `shutdown`), when there is one.
     pub code: Option<String>,
     pub duration_ms: u64,
     pub at_ms: i64,
