@@ -1036,14 +1036,10 @@ impl Worker {
     /// The finished mark of a message `/kill` stopped or dropped, and of its edit's own turn
     /// when it answers an edit (SPEC C7), so no catch-up revives it (SPEC D9).
     async fn mark_finished(&mut self, pending: &Pending) {
-        let ports = &self.deps.turn.env.ports;
-        let message = pending.message.message;
-        let mut turns = vec![TurnId::for_edit(self.channel, message, 0)];
+        self.close_unanswered(pending).await;
         if pending.edit > 0 {
-            turns.push(TurnId::for_edit(self.channel, message, pending.edit));
-        }
-        for turn in turns {
-            remember_delivery(ports, turn, Delivery::Finished).await;
+            let turn = TurnId::for_edit(self.channel, pending.message.message, pending.edit);
+            remember_delivery(&self.deps.turn.env.ports, turn, Delivery::Finished).await;
         }
     }
 
