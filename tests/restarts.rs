@@ -42,6 +42,8 @@ on_both_databases!(
     a_start_on_an_empty_database_answers_nothing_twice,
     a_webhook_post_whose_record_was_lost_is_posted_once,
     a_refused_mention_stays_unanswered_after_a_crash,
+    a_killed_question_stays_stopped_after_a_crash,
+    a_killed_question_stays_stopped_after_a_clean_stop,
 );
 
 /// The bot as a child process, with its stderr kept in a file for a failure's message.
@@ -1119,21 +1121,103 @@ async fn a_refused_mention_stays_unanswered_after_a_crash(db: TestDb) {
     stage.mention("and again").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     bot.kill();
+    lose_the_seen_marks(&stage.db).await;
+    let reads = count_requests(
+        &stage,
+        "GET",
+        &format!("/channels/{GENERAL}/messages?limit=50"),
+    );
+
+    stage.openai.push(Reply::text(&["Should not be asked."]));
+    let bot = stage.start_bot(2).await;
+    until_caught_up(&stage, &bot, reads).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(stage.openai.requests().len(), 1, "{}", bot.log());
+}
+
+/// Removes the stored last-seen marks, as a crash within the few seconds before they are
+/// stored leaves them: a catch-up then reads the channel from the window's start.
+async fn lose_the_seen_marks(db: &TestDb) {
     sqlx::any::install_default_drivers();
-    let mut conn = sqlx::AnyConnection::connect(&stage.db.url).await.unwrap();
+    let mut conn = sqlx::AnyConnection::connect(&db.url).await.unwrap();
     sqlx::query("DELETE FROM seen_channels")
         .execute(&mut conn)
         .await
         .unwrap();
     conn.close().await.ok();
+}
 
-    stage.openai.push(Reply::text(&["Should not be asked."]));
-    let bot = stage.start_bot(2).await;
+/// The start after a restart has read the general channel back (its catch-up).
+async fn until_caught_up(stage: &Stage, bot: &Bot, reads_before: usize) {
+    let path = format!("/channels/{GENERAL}/messages?limit=50");
     stage
-        .until(&bot, "the catch-up read the channel", |s| {
-            count_requests(s, "GET", "/channels/200/messages?limit=50") > 0
+        .until(bot, "the catch-up read the channel", |s| {
+            count_requests(s, "GET", &path) > reads_before
         })
         .await;
+}
+
+/// A question stopped with `/kill` by its asker, then a stop of the process (SIGKILL with the
+/// marks lost, or SIGTERM) and a start: the model is asked once in all.
+async fn killed_then_restarted(db: TestDb, hard: bool) {
+    let stage = Stage::new(db).await;
+    stage.openai.push(Reply::Stream(vec![Sse::Hang]));
+    let bot = stage.start_bot(1).await;
+    stage.mention("a question to stop").await;
+    stage
+        .until(&bot, "the model is asked", |s| {
+            s.openai.requests().len() == 1
+        })
+        .await;
+    let kill = stage
+        .discord
+        .slash(Slash {
+            name: "kill".into(),
+            options: serde_json::json!([]),
+            guild_id: Some(GUILD),
+            channel_id: GENERAL,
+            user_id: ALICE,
+            user_name: "alice".into(),
+            permissions: 0,
+            locale: "en-US".into(),
+        })
+        .await;
+    stage
+        .until(&bot, "the /kill answer", |s| {
+            s.discord
+                .interaction_responses()
+                .iter()
+                .any(|(i, _)| *i == kill)
+        })
+        .await;
+    if hard {
+        bot.kill();
+        lose_the_seen_marks(&stage.db).await;
+    } else {
+        assert!(bot.terminate().success());
+    }
+    let reads = count_requests(
+        &stage,
+        "GET",
+        &format!("/channels/{GENERAL}/messages?limit=50"),
+    );
+    stage.openai.push(Reply::text(&["Should not be asked."]));
+    let bot = stage.start_bot(2).await;
+    if hard {
+        until_caught_up(&stage, &bot, reads).await;
+    }
+    // (after SIGTERM the stored marks say the channel has nothing new: it is not read)
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(stage.openai.requests().len(), 1, "{}", bot.log());
+    assert!(stage.texts().is_empty(), "{:?}", stage.texts());
+}
+
+// SPEC C6, D12: /kill, then SIGKILL before the marks were stored, then a start.
+async fn a_killed_question_stays_stopped_after_a_crash(db: TestDb) {
+    killed_then_restarted(db, true).await;
+}
+
+// SPEC C6, D12: /kill, then SIGTERM, then a start.
+async fn a_killed_question_stays_stopped_after_a_clean_stop(db: TestDb) {
+    killed_then_restarted(db, false).await;
 }
