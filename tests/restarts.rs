@@ -4,7 +4,8 @@
 //! `create_reminder`) and started again on the same database, after Discord's five-minute nonce
 //! memory is over (so only the bot's own records stand between a resumed turn and a repeat). The
 //! resumed turn must post no message and no sticker twice and create no reminder twice. Each case
-//! runs on SQLite and on PostgreSQL.
+//! runs on SQLite and on PostgreSQL. Gateway sessions the bot does not choose (a rolling deploy,
+//! a RESUME Discord refuses) are in `restart_cases/sessions.rs`.
 
 // The shared fakes this binary uses (tests/support/). Public, so that what it leaves
 // unused of them is not dead code.
@@ -39,7 +40,18 @@ on_both_databases!(
     sigterm_mid_turn_exits_0_and_the_next_start_goes_on,
     two_processes_split_the_shards_and_a_stopped_ones_messages_are_taken_over,
     messages_sent_while_the_bot_was_down_are_answered_once_after_it_starts,
+    a_rolling_deploy_asks_the_model_once,
+    a_mention_sent_while_the_session_could_not_resume_is_answered_once,
+    a_mention_sent_while_no_session_is_answered_once_without_last_message_ids,
 );
+
+#[path = "restart_cases/sessions.rs"]
+mod sessions;
+use sessions::{
+    a_mention_sent_while_no_session_is_answered_once_without_last_message_ids,
+    a_mention_sent_while_the_session_could_not_resume_is_answered_once,
+    a_rolling_deploy_asks_the_model_once,
+};
 
 /// The bot as a child process, with its stderr kept in a file for a failure's message.
 struct Bot {
