@@ -1,18 +1,19 @@
 //! The fake Discord's gateway is sharded as Discord's, driven with a raw websocket client: each
 //! IDENTIFY's `shard` is a session of its own, a guild's READY entry, GUILD_CREATE and dispatches
-//! go to the session of shard `(guild_id >> 22) % count` only, DMs to shard 0, RESUME is per
-//! shard, a second IDENTIFY for a live shard replaces it, and an invalid shard is closed with
-//! 4010. Then the real serenity client: two clients running a shard each, as two bot processes
-//! would, and one autosharded client.
+//! go to the sessions of shard `(guild_id >> 22) % count` only, DMs to shard 0, RESUME is per
+//! session, a second IDENTIFY for a live shard is a session beside the first (both get the
+//! shard's dispatches: `fake_discord_sessions.rs` tells more), and an invalid shard is closed
+//! with 4010. Then the real serenity client: two clients running a shard each, as two bot
+//! processes would, and one autosharded client.
 // The shared fakes this binary uses (tests/support/). Public, so that what it leaves
 // unused of them is not dead code.
 pub mod support {
     pub mod fake_discord;
+    pub mod gateway_client;
 }
 
 use std::time::Duration;
 
-use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use serenity::all::{
     Client, ClientBuilder, Context, EventHandler, GatewayIntents, Guild, HttpBuilder, Message,
@@ -20,148 +21,12 @@ use serenity::all::{
 };
 use serenity::model::event::Event;
 use support::fake_discord::{self as fd, FakeDiscord, Incoming, SHARD_1_GUILD, World};
-use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::Message as WsMessage;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
+use support::gateway_client::{PATIENCE, Shard, guild_ids, id};
 
 const GUILD_0: u64 = 100;
 const GENERAL_0: u64 = 200;
 const GENERAL_1: u64 = 210;
 const ALICE: u64 = 300;
-/// GUILDS, GUILD_MESSAGES, DIRECT_MESSAGES, MESSAGE_CONTENT.
-const INTENTS: u64 = 1 | fd::GUILD_MESSAGES | fd::DIRECT_MESSAGES | fd::MESSAGE_CONTENT;
-/// How long a frame the test waits for may take (a generous deadline, not a timing check).
-const PATIENCE: Duration = Duration::from_secs(20);
-
-/// What the gateway sent next.
-#[derive(Debug)]
-enum Got {
-    Frame(Value),
-    /// The connection was closed, with this close code.
-    Closed(Option<u16>),
-}
-
-/// One gateway connection, as a shard of a bot would hold it.
-struct Shard {
-    ws: WebSocketStream<MaybeTlsStream<TcpStream>>,
-    /// The `s` of the last dispatch read.
-    seq: u64,
-}
-
-impl Shard {
-    /// Connects and reads HELLO.
-    async fn connect(fake: &FakeDiscord) -> Self {
-        let (ws, _) = connect_async(fake.ws_url())
-            .await
-            .expect("the gateway upgrades");
-        let mut shard = Self { ws, seq: 0 };
-        match shard.next().await {
-            Got::Frame(hello) => assert_eq!(hello["op"], 10, "HELLO first: {hello}"),
-            other => panic!("no HELLO: {other:?}"),
-        }
-        shard
-    }
-
-    /// Connects and identifies, with this `shard` (none: the field is left out).
-    async fn identify(fake: &FakeDiscord, shard: Option<[u64; 2]>) -> Self {
-        let mut conn = Self::connect(fake).await;
-        let mut d = json!({
-            "token": "Bot test-token",
-            "intents": INTENTS,
-            "properties": {"os": "linux", "browser": "test", "device": "test"},
-        });
-        if let Some(shard) = shard {
-            d["shard"] = json!(shard);
-        }
-        conn.send(json!({"op": 2, "d": d})).await;
-        conn
-    }
-
-    async fn send(&mut self, frame: Value) {
-        self.ws
-            .send(WsMessage::Text(frame.to_string().into()))
-            .await
-            .expect("the gateway takes a frame");
-    }
-
-    async fn next(&mut self) -> Got {
-        loop {
-            let msg = tokio::time::timeout(PATIENCE, self.ws.next())
-                .await
-                .expect("the gateway sends something within 20 s");
-            match msg {
-                Some(Ok(WsMessage::Text(text))) => {
-                    let frame: Value = serde_json::from_str(&text).expect("JSON frames");
-                    if let Some(s) = frame["s"].as_u64() {
-                        self.seq = s;
-                    }
-                    return Got::Frame(frame);
-                }
-                Some(Ok(WsMessage::Close(frame))) => {
-                    return Got::Closed(frame.map(|f| u16::from(f.code)));
-                }
-                Some(Ok(_)) => continue,
-                Some(Err(_)) | None => return Got::Closed(None),
-            }
-        }
-    }
-
-    /// The next dispatch (op 0): (type, frame).
-    async fn dispatch(&mut self) -> (String, Value) {
-        loop {
-            match self.next().await {
-                Got::Frame(f) if f["op"] == 0 => {
-                    return (f["t"].as_str().unwrap_or_default().to_owned(), f);
-                }
-                Got::Frame(_) => continue,
-                Got::Closed(code) => panic!("closed ({code:?}) while a dispatch was awaited"),
-            }
-        }
-    }
-
-    /// The next dispatch, which must be of type `t`: its `d`.
-    async fn expect(&mut self, t: &str) -> Value {
-        let (got, frame) = self.dispatch().await;
-        assert_eq!(got, t, "expected {t}, got {frame}");
-        frame["d"].clone()
-    }
-
-    /// READY and the GUILD_CREATEs it announces: (READY's `d`, ids of the created guilds).
-    async fn ready(&mut self) -> (Value, Vec<u64>) {
-        let ready = self.expect("READY").await;
-        let count = ready["guilds"].as_array().map_or(0, Vec::len);
-        let mut created = Vec::new();
-        for _ in 0..count {
-            created.push(id(&self.expect("GUILD_CREATE").await["id"]));
-        }
-        (ready, created)
-    }
-
-    /// How the gateway closed the connection (frames before the close are skipped).
-    async fn close_code(&mut self) -> Option<u16> {
-        loop {
-            if let Got::Closed(code) = self.next().await {
-                return code;
-            }
-        }
-    }
-}
-
-fn id(v: &Value) -> u64 {
-    v.as_str()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("a snowflake string: {v}"))
-}
-
-fn guild_ids(ready: &Value) -> Vec<u64> {
-    ready["guilds"]
-        .as_array()
-        .expect("READY's guilds")
-        .iter()
-        .map(|g| id(&g["id"]))
-        .collect()
-}
-
 fn says(channel: u64, guild: u64, content: &str) -> Incoming {
     Incoming::new(channel, Some(guild), ALICE, "alice", content)
 }
@@ -359,32 +224,36 @@ async fn an_invalid_shard_is_closed_with_4010() {
     assert_eq!(id(&zero.expect("MESSAGE_CREATE").await["id"]), a);
 }
 
+// As on Discord during a rolling deploy: the old session is not closed, both are live, and each
+// gets the shard's dispatches with its own seq numbers; the other shard is untouched.
 #[tokio::test]
-async fn a_second_identify_for_a_live_shard_replaces_its_session() {
-    let (fake, _zero, mut one) = two_shards().await;
-    let replaced = fake.shard_dispatches(1, "READY")[0]["session_id"].clone();
+async fn a_second_identify_for_a_live_shard_is_a_session_beside_it() {
+    let (fake, mut zero, mut one) = two_shards().await;
+    let first = fake.shard_dispatches(1, "READY")[0]["session_id"].clone();
     let mut again = Shard::identify(&fake, Some([1, 2])).await;
     let (ready, created) = again.ready().await;
     assert_eq!(created, [SHARD_1_GUILD]);
-    assert_eq!(one.close_code().await, Some(fd::REPLACED_CLOSE_CODE));
-    fake.wait_shards_ready(2).await;
+    assert_ne!(ready["session_id"], first);
+    fake.wait_sessions_ready(3).await;
+    assert_eq!(fake.live_sessions(), [(0, 2), (1, 2), (1, 2)]);
     assert_eq!(fake.live_shards(), [(0, 2), (1, 2)]);
     let b = fake
-        .send_message(says(GENERAL_1, SHARD_1_GUILD, "to the new one"))
+        .send_message(says(GENERAL_1, SHARD_1_GUILD, "to both"))
         .await;
-    assert_eq!(id(&again.expect("MESSAGE_CREATE").await["id"]), b);
-    // the replaced session is gone: it cannot be resumed
-    assert_ne!(ready["session_id"], replaced);
-    let mut stale = Shard::connect(&fake).await;
-    stale
-        .send(json!({"op": 6, "d": {
-            "token": "Bot test-token", "session_id": replaced, "seq": 2,
-        }}))
-        .await;
-    match stale.next().await {
-        Got::Frame(f) => assert_eq!((f["op"].clone(), f["d"].clone()), (json!(9), json!(false))),
-        other => panic!("expected INVALID_SESSION, got {other:?}"),
-    }
+    let a = fake.send_message(says(GENERAL_0, GUILD_0, "to zero")).await;
+    let (old, new) = (
+        one.expect("MESSAGE_CREATE").await,
+        again.expect("MESSAGE_CREATE").await,
+    );
+    assert_eq!((id(&old["id"]), id(&new["id"])), (b, b));
+    // READY 1, GUILD_CREATE 2, the message 3: on each session
+    assert_eq!((one.seq, again.seq), (3, 3));
+    assert_eq!(id(&zero.expect("MESSAGE_CREATE").await["id"]), a);
+    // the newest session of the shard is the one `shard_dispatches` reads
+    assert_eq!(
+        fake.shard_dispatches(1, "READY")[0]["session_id"],
+        ready["session_id"]
+    );
 }
 
 #[tokio::test]
@@ -407,11 +276,7 @@ async fn resume_is_per_shard_and_replays_only_that_shards_dispatches() {
     let a = fake.send_message(says(GENERAL_0, GUILD_0, "live")).await;
     assert_eq!(id(&zero.expect("MESSAGE_CREATE").await["id"]), a);
 
-    let mut back = Shard::connect(&fake).await;
-    back.send(json!({"op": 6, "d": {
-        "token": "Bot test-token", "session_id": session_1, "seq": seq_1,
-    }}))
-    .await;
+    let mut back = Shard::resume(&fake, &session_1, seq_1).await;
     assert_eq!(id(&back.expect("MESSAGE_CREATE").await["id"]), missed);
     back.expect("RESUMED").await;
     fake.wait_shards_ready(2).await;

@@ -4,7 +4,8 @@
 //! `create_reminder`) and started again on the same database, after Discord's five-minute nonce
 //! memory is over (so only the bot's own records stand between a resumed turn and a repeat). The
 //! resumed turn must post no message and no sticker twice and create no reminder twice. Each case
-//! runs on SQLite and on PostgreSQL.
+//! runs on SQLite and on PostgreSQL. Gateway sessions the bot does not choose (a rolling deploy,
+//! a RESUME Discord refuses) are in `restart_cases/sessions.rs`.
 
 // The shared fakes this binary uses (tests/support/). Public, so that what it leaves
 // unused of them is not dead code.
@@ -44,7 +45,18 @@ on_both_databases!(
     a_refused_mention_stays_unanswered_after_a_crash,
     a_killed_question_stays_stopped_after_a_crash,
     a_killed_question_stays_stopped_after_a_clean_stop,
+    a_rolling_deploy_asks_the_model_once,
+    a_mention_sent_while_the_session_could_not_resume_is_answered_once,
+    a_mention_sent_while_no_session_is_answered_once_without_last_message_ids,
 );
+
+#[path = "restart_cases/sessions.rs"]
+mod sessions;
+use sessions::{
+    a_mention_sent_while_no_session_is_answered_once_without_last_message_ids,
+    a_mention_sent_while_the_session_could_not_resume_is_answered_once,
+    a_rolling_deploy_asks_the_model_once,
+};
 
 /// The bot as a child process, with its stderr kept in a file for a failure's message.
 struct Bot {

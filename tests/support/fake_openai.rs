@@ -1,7 +1,7 @@
 //! A fake OpenAI-compatible server on 127.0.0.1, serving `/v1/chat/completions` from a script:
-//! SSE streams of text chunks and tool-call fragments, delays, cut or aborted streams, error
-//! statuses, and hangs. It records every request (its `Authorization` header and JSON body) and
-//! counts streams the client dropped before their end. A request nobody scripted gets a 500 and
+//! SSE streams of text chunks and tool-call fragments, delays, gates the test opens, cut or
+//! aborted streams, error statuses, and hangs. It records every request (its `Authorization`
+//! header and JSON body) and counts streams the client dropped before their end. A request nobody scripted gets a 500 and
 //! is counted, so a test can fail loudly on it. A [`Profile`] makes it speak as llama.cpp,
 //! Ollama or vLLM do (see `fake_openai/profile.rs`), with helpers for their error bodies.
 
@@ -33,6 +33,9 @@ pub enum Sse {
     /// `data: [DONE]`.
     Done,
     Delay(Duration),
+    /// Wait until the test opens this gate (sends `true`): a model that answers when the test
+    /// says, not after a guessed delay.
+    Until(tokio::sync::watch::Receiver<bool>),
     /// Stop sending, keeping the connection open, forever.
     Hang,
     /// Break the connection mid-stream.
@@ -465,6 +468,11 @@ fn sse(shared: Arc<Shared>, steps: Vec<Sse>) -> Response {
                 Sse::Done => "data: [DONE]\n\n".to_owned(),
                 Sse::Delay(d) => {
                     tokio::time::sleep(d).await;
+                    continue;
+                }
+                Sse::Until(mut gate) => {
+                    // a dropped sender opens it too: the test is over
+                    let _ = gate.wait_for(|open| *open).await;
                     continue;
                 }
                 Sse::Hang => {

@@ -20,7 +20,8 @@ use super::rate_limits::{AsScripted, ScriptedRateLimit};
 use super::rest::{
     SEND, channel_guild, error, invalid_form_body, ok, parse_id, refusal_without, server_error,
 };
-use super::state::{Inner, NONCE_LIFETIME, Scripted, Shared, dispatch_locked};
+use super::session::dispatch_locked;
+use super::state::{Inner, NONCE_LIFETIME, Scripted, Shared};
 use super::world::World;
 
 pub(super) const SETTABLE_MESSAGE_FLAGS: u64 = 1 << 2 | 1 << 12 | 1 << 13 | 1 << 15;

@@ -2,12 +2,14 @@
 //! its intents kept for the session), heartbeats, RESUME with replay of missed dispatches; and the
 //! frames it sends.
 //!
-//! Sharded as on Discord: an IDENTIFY's `shard` `[id, count]` (absent: `[0, 1]`) makes its own
-//! session, live beside the other shards' sessions; a guild belongs to shard
-//! `(guild_id >> 22) % count`, and DMs to shard 0. A new IDENTIFY for a shard whose session is
-//! live on another connection replaces that session and closes that connection (4009); a shard
-//! id not under the count, or a count other than the other live shards', is closed with 4010
-//! (invalid shard).
+//! Sharded as on Discord: an IDENTIFY's `shard` `[id, count]` (absent: `[0, 1]`) makes a session
+//! of its own (see `session`), live beside every other, including other sessions of the same
+//! shard id, as during a rolling deploy: each gets every dispatch of its shard. A guild belongs to
+//! shard `(guild_id >> 22) % count`, and DMs to shard 0. A shard id not under the count, or a
+//! count other than that of the sessions live on other connections, is closed with 4010 (invalid
+//! shard). A RESUME of a known session replays what it missed, unless resumes are refused
+//! ([`super::FakeDiscord::refuse_resumes`]): then, as for an unknown or expired session, op 9
+//! with `d: false`, and the session is gone.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -18,12 +20,11 @@ use axum::extract::ws::{CloseFrame, Message as WsMessage, WebSocket, WebSocketUp
 use axum::response::Response;
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
-use super::state::{Connection, Inner, Outgoing, Session, Shared, dispatch_to};
+use super::session::{Connection, Outgoing, Session};
+use super::state::{Inner, Shared};
 
-/// The close code of a connection whose shard was identified again on another one.
-pub const REPLACED_CLOSE_CODE: u16 = 4009;
 /// The close code of an IDENTIFY with an invalid shard.
 pub const INVALID_SHARD_CLOSE_CODE: u16 = 4010;
 
@@ -39,37 +40,38 @@ async fn run_gateway(shared: Arc<Shared>, socket: WebSocket) {
     shared.lock().connections += 1;
     let (mut sink, mut stream) = socket.split();
     let (tx, mut rx) = mpsc::unbounded_channel::<Outgoing>();
+    // Told by the writer that the connection is cut: the reader stops too, and with both halves
+    // dropped the socket closes without a close frame.
+    let cut = Arc::new(Notify::new());
+    let cut_by_writer = cut.clone();
     let writer = tokio::spawn(async move {
         while let Some(out) = rx.recv().await {
-            match out {
-                Outgoing::Frame(frame) => {
-                    if sink
-                        .send(WsMessage::Text(frame.to_string().into()))
-                        .await
-                        .is_err()
-                    {
-                        break;
-                    }
-                }
-                Outgoing::Raw(text) => {
-                    if sink.send(WsMessage::Text(text.into())).await.is_err() {
-                        break;
-                    }
-                }
+            let text = match out {
+                Outgoing::Frame(frame) => frame.to_string(),
+                Outgoing::Raw(text) => text,
                 Outgoing::Close(code) => {
-                    let _ = sink
-                        .send(WsMessage::Close(Some(CloseFrame {
-                            code,
-                            reason: "".into(),
-                        })))
-                        .await;
+                    let reason = "".into();
+                    let close = WsMessage::Close(Some(CloseFrame { code, reason }));
+                    let _ = sink.send(close).await;
                     break;
                 }
+                Outgoing::Cut => {
+                    cut_by_writer.notify_one();
+                    break;
+                }
+            };
+            if sink.send(WsMessage::Text(text.into())).await.is_err() {
+                break;
             }
         }
     });
     let _ = tx.send(Outgoing::Frame(hello_frame()));
-    while let Some(Ok(msg)) = stream.next().await {
+    loop {
+        let msg = tokio::select! {
+            msg = stream.next() => msg,
+            () = cut.notified() => break,
+        };
+        let Some(Ok(msg)) = msg else { break };
         let text = match msg {
             WsMessage::Text(t) => t.to_string(),
             WsMessage::Binary(b) => String::from_utf8_lossy(&b).into_owned(),
@@ -104,9 +106,9 @@ async fn run_gateway(shared: Arc<Shared>, socket: WebSocket) {
     let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
 }
 
-/// The connection no longer carries any session.
+/// The connection no longer carries any session (they wait for a RESUME).
 fn detach(inner: &mut Inner, conn_id: u64) {
-    for session in inner.shards.values_mut() {
+    for session in &mut inner.sessions {
         if session.live.as_ref().is_some_and(|c| c.id == conn_id) {
             session.live = None;
             session.ready = false;
@@ -123,51 +125,60 @@ fn requested_shard(d: &Value) -> Option<[u64; 2]> {
     }
 }
 
-/// Whether Discord takes this shard: an id under the count, and the count of the other shards'
-/// live sessions (the session of the same shard id is replaced, whatever its count).
+/// Whether Discord takes this shard: an id under the count, and the count of every session live
+/// on another connection (whatever its shard id: sessions of one shard live side by side).
 fn valid_shard(inner: &Inner, conn_id: u64, [id, total]: [u64; 2]) -> bool {
     id < total
-        && inner.shards.values().all(|s| {
-            s.shard[0] == id
-                || s.shard[1] == total
-                || s.live.as_ref().is_none_or(|c| c.id == conn_id)
-        })
+        && inner
+            .sessions
+            .iter()
+            .all(|s| s.shard[1] == total || s.live.as_ref().is_none_or(|c| c.id == conn_id))
 }
 
-fn identify(shared: &Arc<Shared>, conn_id: u64, tx: &mpsc::UnboundedSender<Outgoing>, d: &Value) {
+/// Whether the IDENTIFY is refused before its shard is looked at: a missing or refused token
+/// (4004), or every IDENTIFY closed with a test's code.
+fn refused_identify(shared: &Shared, tx: &mpsc::UnboundedSender<Outgoing>, d: &Value) -> bool {
     let token = d["token"].as_str().unwrap_or_default();
-    let rejected = shared
-        .lock()
+    let inner = shared.lock();
+    let rejected = inner
         .rejected_token
         .as_deref()
         .is_some_and(|t| token.trim_start_matches("Bot ") == t);
-    if token.is_empty() || rejected {
-        let _ = tx.send(Outgoing::Close(4004)); // authentication failed
-        return;
-    }
-    if let Some(code) = shared.lock().identify_close {
+    let code = if token.is_empty() || rejected {
+        Some(4004) // authentication failed
+    } else {
+        inner.identify_close
+    };
+    if let Some(code) = code {
         let _ = tx.send(Outgoing::Close(code));
+    }
+    code.is_some()
+}
+
+fn identify(shared: &Arc<Shared>, conn_id: u64, tx: &mpsc::UnboundedSender<Outgoing>, d: &Value) {
+    if refused_identify(shared, tx, d) {
         return;
     }
     let mut inner = shared.lock();
     inner.identifies.push(d.clone());
     let shard = requested_shard(d).filter(|s| valid_shard(&inner, conn_id, *s));
-    let Some(shard @ [id, total]) = shard else {
+    let Some(shard @ [_, total]) = shard else {
         let _ = tx.send(Outgoing::Close(INVALID_SHARD_CLOSE_CODE));
         return;
     };
     detach(&mut inner, conn_id);
     if total != inner.shard_total {
-        // a new shard count: the sessions of the old one are gone (none of them is live but
-        // the one this IDENTIFY replaces)
+        // a new shard count: the sessions of the old one are gone (none is live: see
+        // `valid_shard`)
         inner.shard_total = total;
-        for old in std::mem::take(&mut inner.shards).into_values() {
-            close_replaced(old);
-        }
+        inner.sessions.clear();
     }
-    inner.sessions += 1;
-    let session = Session {
-        id: format!("fake-session-{}", inner.sessions),
+    // the stand-in kept before any IDENTIFY is no session
+    inner.sessions.retain(Session::identified);
+    inner.identified += 1;
+    let id = format!("fake-session-{}", inner.identified);
+    inner.sessions.push(Session {
+        id,
         shard,
         // Discord requires `intents` in an IDENTIFY; without them the session gets no message
         intents: Some(d["intents"].as_u64().unwrap_or(0)),
@@ -176,77 +187,95 @@ fn identify(shared: &Arc<Shared>, conn_id: u64, tx: &mpsc::UnboundedSender<Outgo
             tx: tx.clone(),
         }),
         ..Session::default()
-    };
-    let session_id = session.id.clone();
-    if let Some(old) = inner.shards.insert(id, session) {
-        close_replaced(old);
-    }
-    send_ready(shared, &mut inner, &session_id, shard);
+    });
+    send_ready(shared, &mut inner);
     shared.publish_ready(&inner);
 }
 
-/// Closes the connection of a session another IDENTIFY replaced, as Discord invalidates it.
-fn close_replaced(old: Session) {
-    if let Some(conn) = old.live {
-        let _ = conn.tx.send(Outgoing::Close(REPLACED_CLOSE_CODE));
+/// READY and the GUILD_CREATEs of the shard's guilds, on the newest session (just identified).
+fn send_ready(shared: &Shared, inner: &mut Inner) {
+    let world = &shared.world;
+    let bot_id = inner.bot_id;
+    let Some(session) = inner.sessions.last() else {
+        return;
+    };
+    let [id, total] = session.shard;
+    let ready = world.shard_ready_json(&session.id, &shared.ws_url, id, total);
+    let created: Vec<Value> = world
+        .shard_guilds(id, total)
+        .map(|guild| guild_create(inner, world.guild_create_json(guild)))
+        .collect();
+    let Some(session) = inner.sessions.last_mut() else {
+        return;
+    };
+    session.dispatch(bot_id, "READY", ready, None);
+    for guild in created {
+        session.dispatch(bot_id, "GUILD_CREATE", guild, None);
     }
+    session.ready = true;
 }
 
-/// READY and the GUILD_CREATEs of the shard's guilds, on the shard's new session.
-fn send_ready(shared: &Shared, inner: &mut Inner, session_id: &str, [id, total]: [u64; 2]) {
-    let world = &shared.world;
-    let ready = world.shard_ready_json(session_id, &shared.ws_url, id, total);
-    dispatch_to(inner, id, "READY", ready, None);
-    for guild in world.shard_guilds(id, total) {
-        let mut created = world.guild_create_json(guild);
-        // Each channel's newest message, as Discord sends it.
-        if let Some(channels) = created["channels"].as_array_mut() {
-            for channel in channels {
-                let newest = channel["id"]
-                    .as_str()
-                    .and_then(|c| c.parse::<u64>().ok())
-                    .and_then(|c| inner.history.get(&c))
-                    .and_then(|h| h.iter().max_by_key(|m| id_of(m)))
-                    .map(|m| m["id"].clone());
-                if let Some(newest) = newest {
-                    channel["last_message_id"] = newest;
-                }
+/// A GUILD_CREATE with each channel's newest message as Discord sends it, or none at all when a
+/// test asks for that.
+fn guild_create(inner: &Inner, mut created: Value) -> Value {
+    let Some(channels) = created["channels"].as_array_mut() else {
+        return created;
+    };
+    for channel in channels {
+        if inner.omit_last_message_ids {
+            if let Some(channel) = channel.as_object_mut() {
+                channel.remove("last_message_id");
             }
+            continue;
         }
-        dispatch_to(inner, id, "GUILD_CREATE", created, None);
+        let newest = channel["id"]
+            .as_str()
+            .and_then(|c| c.parse::<u64>().ok())
+            .and_then(|c| inner.history.get(&c))
+            .and_then(|h| h.iter().max_by_key(|m| id_of(m)))
+            .map(|m| m["id"].clone());
+        if let Some(newest) = newest {
+            channel["last_message_id"] = newest;
+        }
     }
-    if let Some(session) = inner.shards.get_mut(&id) {
-        session.ready = true;
-    }
+    created
 }
 
 fn resume(shared: &Arc<Shared>, conn_id: u64, tx: &mpsc::UnboundedSender<Outgoing>, d: &Value) {
     let mut inner = shared.lock();
     let known = inner
-        .shards
-        .values()
-        .find(|s| !s.id.is_empty() && d["session_id"] == json!(s.id))
-        .map(|s| s.shard[0]);
-    let Some(shard) = known else {
+        .sessions
+        .iter()
+        .position(|s| s.identified() && d["session_id"] == json!(s.id));
+    let Some(index) = known else {
         let _ = tx.send(Outgoing::Frame(invalid_session_frame(false)));
         return;
     };
+    if inner.refuse_resumes {
+        // as for an expired session: it is gone, and the client must identify anew
+        let mut refused = inner.sessions.remove(index);
+        refused.take_live(Outgoing::Close(4009)); // session timed out
+        inner.refused_resumes += 1;
+        let _ = tx.send(Outgoing::Frame(invalid_session_frame(false)));
+        shared.publish_ready(&inner);
+        return;
+    }
     detach(&mut inner, conn_id);
     let after = d["seq"].as_u64().unwrap_or(0);
-    if let Some(session) = inner.shards.get_mut(&shard) {
-        for (seq, frame) in &session.frames {
-            if *seq > after {
-                let _ = tx.send(Outgoing::Frame(frame.clone()));
-            }
+    let bot_id = inner.bot_id;
+    let session = &mut inner.sessions[index];
+    for (seq, frame) in &session.frames {
+        if *seq > after {
+            let _ = tx.send(Outgoing::Frame(frame.clone()));
         }
-        session.live = Some(Connection {
-            id: conn_id,
-            tx: tx.clone(),
-        });
-        session.ready = true;
     }
+    session.live = Some(Connection {
+        id: conn_id,
+        tx: tx.clone(),
+    });
+    session.ready = true;
+    session.dispatch(bot_id, "RESUMED", resumed_json(), None);
     inner.resumes += 1;
-    dispatch_to(&mut inner, shard, "RESUMED", resumed_json(), None);
     shared.publish_ready(&inner);
 }
 

@@ -14,7 +14,8 @@ use super::channel_messages::{
 };
 use super::message_objects::now;
 use super::rest::{error, invalid_form_body_at, no_content, ok};
-use super::state::{INTERACTION_TOKEN_LIFETIME, Inner, InteractionState, Shared, dispatch_locked};
+use super::session::dispatch_locked;
+use super::state::{INTERACTION_TOKEN_LIFETIME, Inner, InteractionState, Shared};
 
 /// Where an interaction's messages go.
 #[derive(Clone, Copy)]

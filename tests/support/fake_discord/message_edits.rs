@@ -14,7 +14,8 @@ use super::mentions::pings;
 use super::message_objects::now;
 use super::permissions::VIEW_CHANNEL;
 use super::rest::{channel_guild, error, invalid_form_body, ok, parse_id, refusal_without};
-use super::state::{Shared, dispatch_locked};
+use super::session::dispatch_locked;
+use super::state::Shared;
 
 const SUPPRESS_EMBEDS: u64 = 1 << 2;
 

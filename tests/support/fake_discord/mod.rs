@@ -7,9 +7,12 @@
 //! the test pushes MESSAGE_CREATE and INTERACTION_CREATE dispatches through it.
 //!
 //! The gateway is sharded as Discord's: each IDENTIFY with `shard: [id, count]` is a session of
-//! its own, live beside the others; a guild's dispatches go to the session of shard
-//! `(guild_id >> 22) % count` only, DMs to shard 0 (see `gateway`). `GET /gateway/bot` recommends
-//! [`FakeDiscord::set_recommended_shards`] shards (1 by default).
+//! its own, live beside the others, also beside other sessions of the same shard (two processes
+//! of a rolling deploy); a guild's dispatches go to every session of shard
+//! `(guild_id >> 22) % count` only, DMs to shard 0's (see `gateway` and `session`).
+//! `GET /gateway/bot` recommends [`FakeDiscord::set_recommended_shards`] shards (1 by default).
+//! A test can cut or close connections, refuse RESUMEs (op 9, `d: false`) and leave
+//! `last_message_id` out of GUILD_CREATE (see `gateway_control`).
 //!
 //! Every payload is complete for serenity 0.12.5's model types: serenity drops a gateway event
 //! that misses a required field (only a `warn!` log line), so `fake_discord_smoke.rs` checks each
@@ -29,9 +32,11 @@
 //!   `mention_everyone`), and contradictory settings are refused;
 //! - a session without the MESSAGE_CONTENT intent gets message events with their content empty,
 //!   unless the message mentions the bot, is in a DM or is the bot's own;
-//! - an interaction answered more than 3 s after its dispatch, or answered twice, is refused;
+//! - an interaction answered more than 3 s after its dispatch, or answered twice (also by two
+//!   sessions that both got it), is refused;
 //! - a created message is dispatched as MESSAGE_CREATE; an `enforce_nonce` create whose nonce
-//!   matches a recent message of the channel returns that message and creates nothing;
+//!   matches a message of the channel from the last five minutes returns that message and
+//!   creates nothing;
 //! - a message create where the bot lacks VIEW_CHANNEL or SEND_MESSAGES is refused (50001,
 //!   50013);
 //! - channel webhooks are listed and made only with MANAGE_WEBHOOKS (15 per channel at most,
@@ -45,7 +50,8 @@
 //! Here: what tests send and read back. Beside it: `world` (guilds, channels, members) and
 //! `permissions` (Discord's permission algorithm over them); `objects` and `message_objects`
 //! (the payload builders); `state` (what the server keeps) and `server` (the [`FakeDiscord`]
-//! handle a test drives); `gateway` (the websocket and its frames) and `intents` (what a
+//! handle a test drives); `gateway` (the websocket and its frames), `session` (a session and
+//! what it is sent), `gateway_control` (what a test does to the gateway) and `intents` (what a
 //! session's intents let through); `rest` (request parsing and answers), `rate_limits` (buckets,
 //! the global budget, their headers and 429s), `routes` (the REST routes), `channel_messages`
 //! (message creation and Discord's checks), `mentions` (`allowed_mentions`), `message_edits`
@@ -56,6 +62,7 @@
 mod cdn;
 mod channel_messages;
 mod gateway;
+mod gateway_control;
 mod intents;
 mod interactions;
 mod mentions;
@@ -68,6 +75,7 @@ mod rate_limits;
 mod rest;
 mod routes;
 mod server;
+mod session;
 mod state;
 mod validation;
 mod webhooks;
@@ -78,9 +86,9 @@ use serde_json::Value;
 
 pub use cdn::FakeFile;
 pub use gateway::{
-    HEARTBEAT_INTERVAL_MS, INVALID_SHARD_CLOSE_CODE, REPLACED_CLOSE_CODE, dispatch_frame,
-    gateway_bot_json, gateway_json, heartbeat_ack_frame, hello_frame, invalid_session_frame,
-    reconnect_frame, resumed_json,
+    HEARTBEAT_INTERVAL_MS, INVALID_SHARD_CLOSE_CODE, dispatch_frame, gateway_bot_json,
+    gateway_json, heartbeat_ack_frame, hello_frame, invalid_session_frame, reconnect_frame,
+    resumed_json,
 };
 pub use intents::{DIRECT_MESSAGES, GUILD_MESSAGES, MESSAGE_CONTENT};
 pub use permissions::*;

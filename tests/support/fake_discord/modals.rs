@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::rest::invalid_form_body_at;
 use super::server::FakeDiscord;
-use super::state::{InteractionState, dispatch_locked};
+use super::session::dispatch_locked;
+use super::state::InteractionState;
 
 /// Discord's limits on a modal (title, custom id, rows) and its text inputs.
 const TITLE_MAX: usize = 45;

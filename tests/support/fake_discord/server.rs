@@ -1,7 +1,7 @@
 //! [`FakeDiscord`]: starts the server, and is what a test drives (dispatches, scripted answers,
 //! how strict it is) and reads back (requests, messages, pings, rate limits, interactions).
+//! What a test does to the gateway sessions and reads of them is in `gateway_control`.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -11,13 +11,11 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::gateway::{gateway, reconnect_frame};
+use super::gateway::gateway;
 use super::rate_limits::{RateLimit, RateLimitCounts};
 use super::rest::{parse_id, rest};
-use super::state::{
-    INTERACTION_DEADLINE, Inner, InteractionState, Outgoing, Scripted, Session, Shared,
-    dispatch_locked, dispatch_to, shard_for,
-};
+use super::session::{Session, dispatch_locked, dispatch_to, shard_for};
+use super::state::{INTERACTION_DEADLINE, Inner, InteractionState, Scripted, Shared};
 use super::validation::check_options;
 use super::world::World;
 use super::{FIRST_SNOWFLAKE, Incoming, Recorded, Slash};
@@ -41,13 +39,13 @@ impl FakeDiscord {
             .await
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
-        let (ready, _) = watch::channel(BTreeSet::new());
+        let (ready, _) = watch::channel(Vec::new());
         let inner = Inner {
             bot_id: world.bot_id,
             interaction_deadline: INTERACTION_DEADLINE,
             shard_total: 1,
             recommended_shards: 1,
-            shards: BTreeMap::from([(0, Session::default())]),
+            sessions: vec![Session::default()],
             ..Inner::default()
         };
         let shared = Arc::new(Shared {
@@ -81,81 +79,6 @@ impl FakeDiscord {
     /// `ws://127.0.0.1:<port>/gateway`
     pub fn ws_url(&self) -> &str {
         &self.shared.ws_url
-    }
-
-    /// Waits until a client identified (or resumed) and READY + GUILD_CREATEs were sent on a
-    /// connection that is still open (any shard). Panics after 20 s.
-    pub async fn wait_ready(&self) {
-        self.wait_for_ready("no client became ready", |r| !r.is_empty())
-            .await;
-    }
-
-    /// Waits until every shard `0..total` (of `total`) has a ready session on an open connection.
-    /// Panics after 20 s.
-    pub async fn wait_shards_ready(&self, total: u64) {
-        self.wait_for_ready(&format!("not all of {total} shards became ready"), |r| {
-            (0..total).all(|id| r.contains(&(id, total)))
-        })
-        .await;
-    }
-
-    async fn wait_for_ready(&self, what: &str, done: impl FnMut(&BTreeSet<(u64, u64)>) -> bool) {
-        let mut rx = self.shared.ready.subscribe();
-        let waited = tokio::time::timeout(Duration::from_secs(20), rx.wait_for(done)).await;
-        if !matches!(waited, Ok(Ok(_))) {
-            let (answered, identifies) = {
-                let inner = self.shared.lock();
-                (inner.gateway_answered, inner.identifies.len())
-            };
-            let requests: Vec<String> = self
-                .requests()
-                .iter()
-                .map(|r| format!("{} {}", r.method, r.path))
-                .collect();
-            panic!(
-                "fake Discord: {what} within 20 s (gateway answered: {answered}, identifies: \
-                 {identifies}, live shards: {:?}, requests: {requests:?})",
-                self.live_shards()
-            );
-        }
-    }
-
-    /// `shards` in `GET /gateway/bot` from now on (1 at start).
-    pub fn set_recommended_shards(&self, shards: u64) {
-        self.shared.lock().recommended_shards = shards;
-    }
-
-    /// `(shard id, shard count)` of every session live on an open connection, by shard id.
-    pub fn live_shards(&self) -> Vec<(u64, u64)> {
-        self.shared
-            .lock()
-            .shards
-            .values()
-            .filter(|s| s.live.is_some())
-            .map(|s| (s.shard[0], s.shard[1]))
-            .collect()
-    }
-
-    /// `GET /gateway` was answered and a websocket client identified.
-    pub fn gateway_used(&self) -> bool {
-        let inner = self.shared.lock();
-        inner.gateway_answered && !inner.identifies.is_empty()
-    }
-
-    /// The `d` of every IDENTIFY received with a token, of every shard, oldest first (also those
-    /// refused for an invalid shard).
-    pub fn identifies(&self) -> Vec<Value> {
-        self.shared.lock().identifies.clone()
-    }
-
-    /// How many RESUMEs succeeded.
-    pub fn resumes(&self) -> usize {
-        self.shared.lock().resumes
-    }
-
-    /// How many websocket connections were opened.
-    pub fn connections(&self) -> usize {
-        self.shared.lock().connections
     }
 
     /// Dispatches MESSAGE_CREATE (waiting for a ready client first); returns the message id. The
@@ -333,37 +256,6 @@ impl FakeDiscord {
         dispatch_locked(&mut self.shared.lock(), t, d);
     }
 
-    /// Asks every live client to reconnect (op 7); serenity then resumes on a new connection.
-    pub fn request_reconnect(&self) {
-        self.take_live(None, Outgoing::Frame(reconnect_frame()));
-    }
-
-    /// Closes every live connection with this close code.
-    pub fn close_gateway(&self, code: u16) {
-        self.take_live(None, Outgoing::Close(code));
-    }
-
-    /// Closes the connection of this shard's session with this close code.
-    pub fn close_shard(&self, shard_id: u64, code: u16) {
-        self.take_live(Some(shard_id), Outgoing::Close(code));
-    }
-
-    /// Sends `last` on the live connections of every session (or this shard's) and takes the
-    /// connections from their sessions.
-    fn take_live(&self, shard_id: Option<u64>, last: Outgoing) {
-        let mut inner = self.shared.lock();
-        for (id, session) in inner.shards.iter_mut() {
-            if shard_id.is_some_and(|s| s != *id) {
-                continue;
-            }
-            session.ready = false;
-            if let Some(conn) = session.live.take() {
-                let _ = conn.tx.send(last.clone());
-            }
-        }
-        self.shared.publish_ready(&inner);
-    }
-
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.lock().requests.clone()
     }
@@ -528,13 +420,6 @@ impl FakeDiscord {
         self.shared.lock().nonces.clear();
     }
 
-    /// Answers every IDENTIFY from now on by closing the connection with `code` (Discord's
-    /// 4014 for intents the bot may not use, 4010 for a shard it may not run), or takes them
-    /// again (`None`).
-    pub fn close_identifies_with(&self, code: Option<u16>) {
-        self.shared.lock().identify_close = code;
-    }
-
     /// Refuses the bot token `token` as Discord does a wrong or reset one: close 4004 on the
     /// gateway, and 401 on every REST request when `on_rest`.
     pub fn reject_token(&self, token: &str, on_rest: bool) {
@@ -598,32 +483,6 @@ impl FakeDiscord {
                     .collect();
                 (id_of(&m["id"]), users)
             })
-            .collect()
-    }
-
-    /// The `d` of every dispatch of type `t` in the current sessions (shard by shard), as sent
-    /// (after each session's intents), oldest first.
-    pub fn dispatches(&self, t: &str) -> Vec<Value> {
-        let inner = self.shared.lock();
-        inner
-            .shards
-            .values()
-            .flat_map(|s| s.frames.iter())
-            .filter(|(_, f)| f["t"] == json!(t))
-            .map(|(_, f)| f["d"].clone())
-            .collect()
-    }
-
-    /// [`Self::dispatches`] of this shard's current session only.
-    pub fn shard_dispatches(&self, shard_id: u64, t: &str) -> Vec<Value> {
-        let inner = self.shared.lock();
-        inner
-            .shards
-            .get(&shard_id)
-            .into_iter()
-            .flat_map(|s| s.frames.iter())
-            .filter(|(_, f)| f["t"] == json!(t))
-            .map(|(_, f)| f["d"].clone())
             .collect()
     }
 

@@ -1,20 +1,19 @@
-//! What the server keeps between requests: the gateway sessions (one per shard), the recorded
+//! What the server keeps between requests: the gateway sessions (see `session`), the recorded
 //! requests, channel histories, scripted answers, rate-limit windows, nonces, interactions,
 //! registered commands and channel webhooks.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::Recorded;
-use super::gateway::dispatch_frame;
-use super::intents::as_seen;
 use super::rate_limits::RateLimiter;
+use super::session::Session;
 use super::world::World;
 
 /// How long after its dispatch an interaction may still be answered, as on Discord.
@@ -23,50 +22,6 @@ pub(super) const INTERACTION_DEADLINE: Duration = Duration::from_secs(3);
 pub(super) const INTERACTION_TOKEN_LIFETIME: Duration = Duration::from_secs(15 * 60);
 /// How long a message's nonce makes an `enforce_nonce` create with the same nonce return it.
 pub(super) const NONCE_LIFETIME: Duration = Duration::from_secs(5 * 60);
-
-#[derive(Clone)]
-pub(super) enum Outgoing {
-    Frame(Value),
-    /// A frame's JSON text, sent as is (it may hold what no `Value` can, such as `\ud800`).
-    Raw(String),
-    Close(u16),
-}
-
-pub(super) struct Connection {
-    pub(super) id: u64,
-    pub(super) tx: mpsc::UnboundedSender<Outgoing>,
-}
-
-pub(super) struct Session {
-    pub(super) id: String,
-    /// `[shard id, shard count]`, as in the IDENTIFY (`[0, 1]` when it had none).
-    pub(super) shard: [u64; 2],
-    pub(super) seq: u64,
-    /// The IDENTIFY's `intents`: which dispatches this session gets, and with what in them.
-    /// `None` before any IDENTIFY: nobody receives the dispatches, which are kept whole.
-    pub(super) intents: Option<u64>,
-    /// Every dispatch frame of this session, for replay on RESUME.
-    pub(super) frames: Vec<(u64, Value)>,
-    /// The connection the session is live on, if any.
-    pub(super) live: Option<Connection>,
-    /// READY and the GUILD_CREATEs (or RESUMED) went out on the live connection.
-    pub(super) ready: bool,
-}
-
-impl Default for Session {
-    /// Shard 0's session before any IDENTIFY: it keeps what is dispatched, nobody receives it.
-    fn default() -> Self {
-        Self {
-            id: String::new(),
-            shard: [0, 1],
-            seq: 0,
-            intents: None,
-            frames: Vec::new(),
-            live: None,
-            ready: false,
-        }
-    }
-}
 
 /// A scripted answer to the next `POST /channels/{id}/messages` of a channel.
 pub(super) enum Scripted {
@@ -144,10 +99,17 @@ pub(super) struct Inner {
     pub(super) shard_total: u64,
     /// `shards` in `GET /gateway/bot`.
     pub(super) recommended_shards: u64,
-    /// Shard id -> the latest session identified for it (live or waiting for a RESUME).
-    pub(super) shards: BTreeMap<u64, Session>,
+    /// Every session there is, live or waiting for a RESUME, oldest first: several may be of
+    /// one shard (see `session`). Before any IDENTIFY, shard 0's stand-in.
+    pub(super) sessions: Vec<Session>,
     /// How many sessions were identified (for their ids).
-    pub(super) sessions: u64,
+    pub(super) identified: u64,
+    /// Every RESUME is refused (op 9, `d: false`) as for an expired session, which is dropped.
+    pub(super) refuse_resumes: bool,
+    /// How many RESUMEs were refused so.
+    pub(super) refused_resumes: usize,
+    /// GUILD_CREATE's channels carry no `last_message_id`.
+    pub(super) omit_last_message_ids: bool,
     /// Full message objects per channel, oldest first.
     pub(super) history: HashMap<u64, Vec<Value>>,
     /// Request bodies of successful `POST /channels/{id}/messages`.
@@ -180,8 +142,8 @@ pub(super) struct Shared {
     pub(super) next_conn: AtomicU64,
     pub(super) inner: Mutex<Inner>,
     /// `(shard id, shard count)` of every live session that has had READY and its
-    /// GUILD_CREATEs (or RESUMED).
-    pub(super) ready: watch::Sender<BTreeSet<(u64, u64)>>,
+    /// GUILD_CREATEs (or RESUMED), once per session, in order.
+    pub(super) ready: watch::Sender<Vec<(u64, u64)>>,
 }
 
 /// Discord's epoch (2015-01-01) in unix milliseconds.
@@ -222,14 +184,15 @@ impl Shared {
         id
     }
 
-    /// Tells the waiters which shards are ready now.
+    /// Tells the waiters which sessions are ready now.
     pub(super) fn publish_ready(&self, inner: &Inner) {
-        let ready: BTreeSet<(u64, u64)> = inner
-            .shards
-            .values()
-            .filter(|s| s.ready && s.live.is_some())
+        let mut ready: Vec<(u64, u64)> = inner
+            .sessions
+            .iter()
+            .filter(|s| s.is_ready())
             .map(|s| (s.shard[0], s.shard[1]))
             .collect();
+        ready.sort_unstable();
         self.ready.send_if_modified(|r| {
             let changed = *r != ready;
             *r = ready;
@@ -244,68 +207,4 @@ impl Shared {
             .find(|(_, c)| **c == channel_id)
             .map(|(u, _)| *u)
     }
-}
-
-/// The shard a guild belongs to among `total`, as on Discord.
-pub fn shard_of(guild_id: u64, total: u64) -> u64 {
-    (guild_id >> 22) % total.max(1)
-}
-
-/// The guild a dispatch is about: its `guild_id`, or the `id` of a guild event.
-fn guild_of(t: &str, d: &Value) -> Option<u64> {
-    let id = match t {
-        "GUILD_CREATE" | "GUILD_UPDATE" | "GUILD_DELETE" => &d["id"],
-        _ => &d["guild_id"],
-    };
-    match id {
-        Value::String(s) => s.parse().ok(),
-        other => other.as_u64(),
-    }
-}
-
-/// The shard whose session gets this dispatch: the guild's, or shard 0 without a guild (DMs).
-pub(super) fn shard_for(inner: &Inner, t: &str, d: &Value) -> u64 {
-    guild_of(t, d).map_or(0, |g| shard_of(g, inner.shard_total))
-}
-
-/// Sends a dispatch to the session of its guild's shard (shard 0 without a guild), to its live
-/// connection if any, and keeps it there for replay, as the session's intents let it through (a
-/// message event they do not ask for is not sent at all).
-pub(super) fn dispatch_locked(inner: &mut Inner, t: &str, d: Value) {
-    let shard = shard_for(inner, t, &d);
-    dispatch_to(inner, shard, t, d, None);
-}
-
-/// Sends a dispatch to this shard's session (nothing when the shard has none). With `raw`
-/// `(marker, text)`, every marker in the frame's JSON text is replaced by the text as sent; the
-/// kept frame keeps the markers.
-pub(super) fn dispatch_to(
-    inner: &mut Inner,
-    shard: u64,
-    t: &str,
-    d: Value,
-    raw: Option<(&str, &str)>,
-) {
-    let bot_id = inner.bot_id;
-    let Some(session) = inner.shards.get_mut(&shard) else {
-        return;
-    };
-    let d = match session.intents {
-        Some(intents) => match as_seen(intents, bot_id, t, d) {
-            Some(d) => d,
-            None => return,
-        },
-        None => d,
-    };
-    session.seq += 1;
-    let seq = session.seq;
-    let frame = dispatch_frame(seq, t, d);
-    if let Some(conn) = &session.live {
-        let out = match raw {
-            Some((marker, text)) => Outgoing::Raw(frame.to_string().replace(marker, text)),
-            None => Outgoing::Frame(frame.clone()),
-        };
-        let _ = conn.tx.send(out);
-    }
-    session.frames.push((seq, frame));
 }

@@ -20,7 +20,8 @@ use super::permissions::{MANAGE_WEBHOOKS, VIEW_CHANNEL};
 use super::rest::{
     channel_guild, error, invalid_form_body, no_content, ok, refusal_without, server_error,
 };
-use super::state::{Shared, dispatch_locked};
+use super::session::dispatch_locked;
+use super::state::Shared;
 use super::world::World;
 
 /// How many webhooks a channel may have.

@@ -1,6 +1,6 @@
 //! The world the fake serves: the bot, its guilds, their channels, members and stickers.
 
-pub use super::state::shard_of;
+pub use super::session::shard_of;
 
 /// The guild of [`World::sharded`] on shard 1 of 2 (`(id >> 22) % 2 == 1`); guild 100 is on
 /// shard 0.
