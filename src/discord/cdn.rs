@@ -39,6 +39,11 @@ impl CdnFetcher {
     }
 }
 
+/// A transport error, without its URL (signed, though not with the bot's token): its cause.
+fn transport(error: reqwest::Error) -> PortError {
+    unavailable(format!("{}", error.without_url()))
+}
+
 fn unavailable(detail: impl Into<String>) -> PortError {
     PortError::Unavailable {
         what: "attachment",
@@ -55,20 +60,72 @@ impl AttachmentFetcher for CdnFetcher {
         }
         let max = usize::try_from(max_bytes).unwrap_or(usize::MAX);
         let download = async {
-            let response = self.http.get(url).send().await?.error_for_status()?;
-            read_bounded(response, max).await
+            let response = self.http.get(url).send().await.map_err(transport)?;
+            // Only a 2xx is the file: a redirect (not followed) or an error is no attachment.
+            let status = response.status();
+            if !status.is_success() {
+                return Err(unavailable(format!("the CDN answered {status}")));
+            }
+            read_bounded(response, max).await.map_err(transport)
         };
         let body = tokio::time::timeout(self.timeout, download)
             .await
-            .map_err(|_| unavailable(format!("no answer within {:?}", self.timeout)))?
-            // The error's text carries the URL (signed, but not the bot's): status or cause only.
-            .map_err(|e| match e.status() {
-                Some(status) => unavailable(format!("the CDN answered {status}")),
-                None => unavailable(format!("{}", e.without_url())),
-            })?;
+            .map_err(|_| unavailable(format!("no answer within {:?}", self.timeout)))??;
         Ok(Fetched {
             bytes: body.bytes,
             complete: !body.cut,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PNG: &[u8] = b"\x89PNG\r\n\x1a\n rest of a png";
+
+    /// A CDN on 127.0.0.1 answering every download with `status`, a `Location` and a picture.
+    async fn cdn_answering(status: u16) -> String {
+        let app = axum::Router::new().fallback(move || async move {
+            let status = http::StatusCode::from_u16(status).unwrap_or(http::StatusCode::OK);
+            (
+                status,
+                [(http::header::LOCATION, "http://127.0.0.1:9/x.png")],
+                PNG,
+            )
+        });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{address}")
+    }
+
+    fn fetcher(origin: &str) -> CdnFetcher {
+        crate::http_body::install_crypto_provider();
+        let config = AttachmentsConfig {
+            origins: vec![origin.to_owned()],
+            ..crate::config::Config::shipped_defaults().attachments
+        };
+        CdnFetcher::new(&config).unwrap()
+    }
+
+    // SPEC D7 (issue 27): a redirect from the CDN is no file: "unavailable", its body unread,
+    // its target never asked; a 200 is the file.
+    #[tokio::test]
+    async fn a_redirect_is_unavailable_never_the_file() {
+        for status in [301, 302, 307] {
+            let origin = cdn_answering(status).await;
+            let url = format!("{origin}/attachments/1/2/a.png");
+            match fetcher(&origin).fetch(&url, 1024).await {
+                Err(PortError::Unavailable { detail, .. }) => {
+                    assert!(detail.contains(&status.to_string()), "{detail}");
+                }
+                other => panic!("{status}: {other:?}"),
+            }
+        }
+        let origin = cdn_answering(200).await;
+        let url = format!("{origin}/attachments/1/2/a.png");
+        let fetched = fetcher(&origin).fetch(&url, 1024).await.unwrap();
+        assert_eq!(fetched.bytes, PNG);
     }
 }

@@ -5,12 +5,11 @@
 
 use std::sync::Arc;
 
-use base64::Engine as _;
-
 use crate::domain::ports::{Attachment, AttachmentFetcher, ImagePart};
+use crate::engine::pictures::{Picture, Pictures};
 
 /// How much of which files a request may carry (from `[attachments]` and `provider.vision`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct AttachmentPolicy {
     /// Some model may be sent pictures; otherwise none is downloaded.
     pub see_images: bool,
@@ -18,6 +17,8 @@ pub struct AttachmentPolicy {
     pub image_max_bytes: u64,
     pub max_text_files: usize,
     pub text_max_bytes: u64,
+    /// Pictures already looked at: shared by every turn of the process.
+    pub pictures: Arc<Pictures>,
 }
 
 impl AttachmentPolicy {
@@ -29,6 +30,7 @@ impl AttachmentPolicy {
             image_max_bytes: a.image_max_bytes,
             max_text_files: usize::from(a.max_text_files),
             text_max_bytes: a.text_max_bytes,
+            pictures: Arc::default(),
         }
     }
 }
@@ -42,6 +44,7 @@ impl Default for AttachmentPolicy {
             image_max_bytes: 8 * 1024 * 1024,
             max_text_files: 3,
             text_max_bytes: 32 * 1024,
+            pictures: Arc::default(),
         }
     }
 }
@@ -66,9 +69,6 @@ const TEXT_EXTENSIONS: [&str; 24] = [
     "txt", "md", "markdown", "csv", "tsv", "json", "jsonl", "yaml", "yml", "toml", "xml", "html",
     "css", "log", "ini", "rs", "py", "js", "ts", "c", "cpp", "h", "java", "sh",
 ];
-/// Largest picture, in pixels, a gif's first frame is drawn at (2048 x 2048, 16 MB to draw): a
-/// gif's header may claim 65535 x 65535, which would take 17 GB.
-const GIF_MAX_PIXELS: u64 = 2048 * 2048;
 
 fn claim(a: &Attachment) -> Claim {
     let kind = a.content_type.as_deref().unwrap_or_default();
@@ -195,96 +195,27 @@ async fn picture(
     a: &Attachment,
     read: &mut ReadFiles,
 ) {
-    let fetched = match fetcher.fetch(&a.url, policy.image_max_bytes).await {
-        Ok(fetched) if fetched.complete => fetched.bytes,
-        Ok(_) => return read.text.push_str(&named(a, "not shown: too large")),
-        Err(error) => {
-            tracing::warn!(%error, "a picture could not be downloaded");
-            return read.text.push_str(&named(a, "not shown: unavailable"));
-        }
+    let seen = match policy.pictures.get(&a.url) {
+        Some(seen) => seen,
+        None => match fetcher.fetch(&a.url, policy.image_max_bytes).await {
+            Ok(fetched) if fetched.complete => policy.pictures.convert(&a.url, fetched.bytes).await,
+            Ok(_) => Picture::TooLarge,
+            Err(error) => {
+                tracing::warn!(%error, "a picture could not be downloaded");
+                return read.text.push_str(&named(a, "not shown: unavailable"));
+            }
+        },
     };
-    let Some(part) = image_part(&fetched) else {
-        return read
+    match seen {
+        Picture::Shown(part) => {
+            read.text.push_str(&format!(" [image: {}]", shown_name(a)));
+            read.images.push(part);
+        }
+        Picture::TooLarge => read.text.push_str(&named(a, "not shown: too large")),
+        Picture::NotAPicture => read
             .text
-            .push_str(&named(a, "not shown: not a png, jpeg, webp or gif picture"));
-    };
-    read.text.push_str(&format!(" [image: {}]", shown_name(a)));
-    read.images.push(part);
-}
-
-/// The picture as an image part: png, jpeg and webp as they are, a gif as its first frame in
-/// png (animation is lost; many models refuse gifs). `None`: the bytes are no such picture.
-pub fn image_part(bytes: &[u8]) -> Option<ImagePart> {
-    let (mime, converted) = match bytes {
-        [0x89, b'P', b'N', b'G', 0x0d, 0x0a, 0x1a, 0x0a, ..] => ("image/png", None),
-        [0xff, 0xd8, 0xff, ..] => ("image/jpeg", None),
-        [
-            b'R',
-            b'I',
-            b'F',
-            b'F',
-            _,
-            _,
-            _,
-            _,
-            b'W',
-            b'E',
-            b'B',
-            b'P',
-            ..,
-        ] => ("image/webp", None),
-        [b'G', b'I', b'F', b'8', b'7' | b'9', b'a', ..] => {
-            ("image/png", Some(gif_first_frame_png(bytes)?))
-        }
-        _ => return None,
-    };
-    let data =
-        base64::engine::general_purpose::STANDARD.encode(converted.as_deref().unwrap_or(bytes));
-    Some(ImagePart {
-        data_url: Arc::from(format!("data:{mime};base64,{data}")),
-    })
-}
-
-/// A gif's first frame drawn on its canvas (transparent around it), encoded as png.
-fn gif_first_frame_png(bytes: &[u8]) -> Option<Vec<u8>> {
-    let mut options = gif::DecodeOptions::new();
-    options.set_color_output(gif::ColorOutput::RGBA);
-    let mut decoder = options.read_info(bytes).ok()?;
-    let (width, height) = (usize::from(decoder.width()), usize::from(decoder.height()));
-    if (width as u64) * (height as u64) > GIF_MAX_PIXELS || width == 0 || height == 0 {
-        return None;
+            .push_str(&named(a, "not shown: not a png, jpeg, webp or gif picture")),
     }
-    let frame = decoder.read_next_frame().ok()??;
-    let mut canvas = vec![0u8; width * height * 4];
-    let (left, top) = (usize::from(frame.left), usize::from(frame.top));
-    let frame_width = usize::from(frame.width);
-    let drawn = frame_width.min(width.saturating_sub(left));
-    for (row, line) in frame.buffer.chunks(frame_width.max(1) * 4).enumerate() {
-        let y = top + row;
-        if y >= height {
-            break;
-        }
-        let start = (y * width + left) * 4;
-        let (Some(to), Some(from)) = (
-            canvas.get_mut(start..start + drawn * 4),
-            line.get(..drawn * 4),
-        ) else {
-            continue;
-        };
-        to.copy_from_slice(from);
-    }
-    let mut png_bytes = Vec::new();
-    let mut encoder = png::Encoder::new(
-        &mut png_bytes,
-        u32::try_from(width).ok()?,
-        u32::try_from(height).ok()?,
-    );
-    encoder.set_color(png::ColorType::Rgba);
-    encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().ok()?;
-    writer.write_image_data(&canvas).ok()?;
-    writer.finish().ok()?;
-    Some(png_bytes)
 }
 
 async fn text_file(
@@ -333,9 +264,7 @@ pub fn as_text(bytes: &[u8]) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
-    use std::borrow::Cow;
 
-    use base64::Engine as _;
     use proptest::prelude::*;
 
     use super::*;
@@ -357,82 +286,6 @@ mod tests {
             see_images: true,
             ..AttachmentPolicy::default()
         }
-    }
-
-    fn decoded(part: &ImagePart) -> (String, Vec<u8>) {
-        let (head, data) = part.data_url.split_once(";base64,").unwrap();
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(data)
-            .unwrap();
-        (head.trim_start_matches("data:").to_owned(), bytes)
-    }
-
-    /// A 4 x 3 gif whose first frame is a 2 x 2 blue square at (1, 1), then an all-red frame.
-    fn two_frame_gif() -> Vec<u8> {
-        let mut out = Vec::new();
-        {
-            let palette = [255, 0, 0, 0, 0, 255];
-            let mut encoder = gif::Encoder::new(&mut out, 4, 3, &palette).unwrap();
-            let blue = gif::Frame {
-                left: 1,
-                top: 1,
-                width: 2,
-                height: 2,
-                buffer: Cow::Borrowed(&[1, 1, 1, 1]),
-                ..gif::Frame::default()
-            };
-            encoder.write_frame(&blue).unwrap();
-            let red = gif::Frame {
-                width: 4,
-                height: 3,
-                buffer: Cow::Borrowed(&[0; 12]),
-                ..gif::Frame::default()
-            };
-            encoder.write_frame(&red).unwrap();
-        }
-        out
-    }
-
-    // Issue 14 (vision): what a picture is comes from its bytes; a gif becomes its first frame.
-    #[test]
-    fn pictures_are_known_by_their_bytes_and_a_gif_by_its_first_frame() {
-        let (mime, bytes) = decoded(&image_part(PNG).unwrap());
-        assert_eq!((mime.as_str(), bytes.as_slice()), ("image/png", PNG));
-        let jpeg = image_part(&[0xff, 0xd8, 0xff, 0xe0, 0]).unwrap();
-        assert!(jpeg.data_url.starts_with("data:image/jpeg;base64,"));
-        let webp = image_part(b"RIFF\x10\0\0\0WEBPVP8 ").unwrap();
-        assert!(webp.data_url.starts_with("data:image/webp;base64,"));
-        assert_eq!(image_part(b"<html>not a picture</html>"), None);
-        assert_eq!(image_part(b"GIF89a broken"), None);
-
-        let (mime, png_bytes) = decoded(&image_part(&two_frame_gif()).unwrap());
-        assert_eq!(mime, "image/png");
-        let mut reader = png::Decoder::new(std::io::Cursor::new(png_bytes))
-            .read_info()
-            .unwrap();
-        let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
-        let info = reader.next_frame(&mut pixels).unwrap();
-        assert_eq!((info.width, info.height), (4, 3));
-        let at = |x: usize, y: usize| pixels[(y * 4 + x) * 4..(y * 4 + x) * 4 + 4].to_vec();
-        assert_eq!(
-            at(1, 1),
-            [0, 0, 255, 255],
-            "the first frame, drawn where it lies"
-        );
-        assert_eq!(at(2, 2), [0, 0, 255, 255]);
-        assert_eq!(
-            at(0, 0),
-            [0, 0, 0, 0],
-            "the canvas around it is transparent"
-        );
-    }
-
-    // Issue 14 (vision): a gif claiming a canvas too large to draw is refused, not drawn.
-    #[test]
-    fn a_gif_too_large_to_draw_is_no_picture() {
-        let mut gif = two_frame_gif();
-        gif[6..10].copy_from_slice(&[0xff, 0xff, 0xff, 0xff]); // 65535 x 65535
-        assert_eq!(image_part(&gif), None);
     }
 
     // Issue 14 (attachments): pictures and text files within their budgets, the trigger's
@@ -489,6 +342,23 @@ mod tests {
         );
     }
 
+    // SPEC D7 (issue 27): the next turn showing the same picture (its address re-signed)
+    // neither downloads nor converts it again.
+    #[tokio::test]
+    async fn a_picture_shown_again_is_not_downloaded_again() {
+        let files = FixedFiles::default();
+        let first = file("cat.png", Some("image/png"), PNG.len() as u64);
+        files.put(&first.url, PNG.to_vec());
+        let policy = seeing();
+        let mut again = first.clone();
+        again.url.push_str("?ex=2");
+        for shown in [&first, &again] {
+            let read = read(&files, &policy, &[std::slice::from_ref(shown)]).await;
+            assert_eq!(read[0].images.len(), 1, "{}", read[0].text);
+        }
+        assert_eq!(files.asked(), vec![first.url.clone()]);
+    }
+
     // Issue 14 (vision): with no model that sees, pictures are named and never downloaded.
     #[tokio::test]
     async fn without_vision_no_picture_is_downloaded() {
@@ -534,10 +404,10 @@ mod tests {
         // text is a prefix of the bytes.
         #[test]
         fn any_bytes_are_safe(bytes in proptest::collection::vec(any::<u8>(), 0..512)) {
-            let _ = image_part(&bytes);
+            let _ = crate::engine::pictures::image_part(&bytes);
             let mut gif = b"GIF89a".to_vec();
             gif.extend_from_slice(&bytes);
-            let _ = image_part(&gif);
+            let _ = crate::engine::pictures::image_part(&gif);
             if let Some(text) = as_text(&bytes) {
                 prop_assert!(bytes.starts_with(text.as_bytes()));
             }

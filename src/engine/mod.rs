@@ -10,6 +10,7 @@ pub mod budget;
 pub mod context;
 pub mod orchestrator;
 pub mod passes;
+pub mod pictures;
 pub mod reminders;
 pub mod resume;
 pub mod reviewer;

@@ -8,11 +8,29 @@ pub mod openai_images;
 
 use std::time::Duration;
 
-/// The HTTP client image backends share.
+/// The HTTP client image backends share. A redirect is followed only within the backend's own
+/// origin (a few hops): one to another origin would carry the request, and the images it
+/// answers with, somewhere the operator never named; it is answered as the 3xx it is.
 pub(crate) fn http() -> Result<reqwest::Client, reqwest::Error> {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::custom(same_origin_only))
         .build()
+}
+
+/// At most this many redirects within the origin.
+const REDIRECTS: usize = 3;
+
+fn same_origin_only(attempt: reqwest::redirect::Attempt<'_>) -> reqwest::redirect::Action {
+    let same = attempt
+        .previous()
+        .first()
+        .is_some_and(|first| first.origin() == attempt.url().origin());
+    if same && attempt.previous().len() <= REDIRECTS {
+        attempt.follow()
+    } else {
+        attempt.stop()
+    }
 }
 
 /// A backend failure from an HTTP answer (status and text) or a transport error.
@@ -83,4 +101,39 @@ pub fn backend(
             )?)
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    /// A server on 127.0.0.1: `/here` redirects to its own `/there`, `/away` to `elsewhere`, and
+    /// `/there` answers 200.
+    async fn server(elsewhere: String) -> String {
+        use axum::response::Redirect;
+        use axum::routing::get;
+        let app = axum::Router::new()
+            .route("/here", get(|| async { Redirect::temporary("/there") }))
+            .route(
+                "/away",
+                get(move || async move { Redirect::temporary(&elsewhere) }),
+            )
+            .route("/there", get(|| async { "image" }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        format!("http://{address}")
+    }
+
+    // SPEC D13 (issue 27): an image backend follows a redirect within its own origin, never to
+    // another one (the 3xx is the answer, a failure).
+    #[tokio::test]
+    async fn backends_follow_no_redirect_to_another_origin() {
+        crate::http_body::install_crypto_provider();
+        let other = server("http://127.0.0.1:9/".into()).await;
+        let backend = server(format!("{other}/there")).await;
+        let http = super::http().unwrap();
+        let own = http.get(format!("{backend}/here")).send().await.unwrap();
+        assert_eq!(own.status(), 200);
+        let away = http.get(format!("{backend}/away")).send().await.unwrap();
+        assert_eq!(away.status(), 307, "not followed to {other}");
+    }
 }
