@@ -380,6 +380,25 @@ pub struct TurnConfig {
     pub kill_permission: KillPermission,
     /// Most messages one user may start turns with in any 60 s (SPEC C2); 0: no limit.
     pub user_messages_per_minute: u32,
+    /// How a reply is cut into messages (SPEC C4).
+    pub reply_style: ReplyStyle,
+    /// Most messages a reply takes beyond what its length needs (one per ~1,900 characters).
+    pub max_messages_per_reply: u32,
+    /// A paragraph shorter than this many characters waits for the next one (`paragraphs`).
+    pub short_paragraph_chars: u32,
+    /// A waiting short paragraph is posted when the stream pauses this long, in milliseconds.
+    pub paragraph_wait_ms: u64,
+}
+
+/// How a reply is cut into messages (SPEC C4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplyStyle {
+    /// A message a paragraph, as a person texting, short paragraphs together, and at most
+    /// `turn.max_messages_per_reply` messages beyond what the reply's length needs.
+    Paragraphs,
+    /// As few messages as the reply's length needs (one per ~1,900 characters).
+    Compact,
 }
 
 /// Who may stop a turn with `/kill` (SPEC C6).
@@ -738,6 +757,16 @@ impl Config {
             ),
             ("turn.max_follow_ups", self.turn.max_follow_ups as u64, 20),
             (
+                "turn.max_messages_per_reply",
+                self.turn.max_messages_per_reply as u64,
+                50,
+            ),
+            (
+                "turn.short_paragraph_chars",
+                self.turn.short_paragraph_chars as u64,
+                2000,
+            ),
+            (
                 "turn.user_messages_per_minute",
                 self.turn.user_messages_per_minute as u64,
                 1000,
@@ -809,6 +838,7 @@ impl Config {
             ("turn.stale_after_secs", t.stale_after_secs, false),
             ("turn.typing_interval_secs", t.typing_interval_secs, false),
             ("turn.typing_delay_ms", t.typing_delay_ms, true),
+            ("turn.paragraph_wait_ms", t.paragraph_wait_ms, true),
             ("turn.worker_idle_secs", t.worker_idle_secs, false),
             ("turn.kill_grace_ms", t.kill_grace_ms, true),
             (
@@ -1019,6 +1049,15 @@ impl Config {
             return Err(key(name, "must be greater than 0"));
         }
         self.check_service_settings()?;
+        if t.max_messages_per_reply == 0 {
+            return Err(key("turn.max_messages_per_reply", "must be greater than 0"));
+        }
+        if t.paragraph_wait_ms > 60_000 {
+            return Err(key(
+                "turn.paragraph_wait_ms",
+                "must be at most 60000 (a minute)",
+            ));
+        }
         if t.typing_delay_ms > 60_000 {
             return Err(key(
                 "turn.typing_delay_ms",

@@ -82,7 +82,12 @@ async fn a_burst_across_fifty_channels_draws_no_429() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_twelve_message_reply_paces_itself_without_429s() {
     let paragraphs: Vec<String> = (1..=12).map(|n| format!("Paragraph {n}.")).collect();
-    let e = E2e::start(Behaviour::succeed(), vec![answer(&paragraphs.join("\n\n"))]).await;
+    let e = E2e::start_with(
+        Behaviour::succeed(),
+        vec![answer(&paragraphs.join("\n\n"))],
+        E2e::every_paragraph_a_message,
+    )
+    .await;
     e.mention(ALICE, "alice", "tell me a long story").await;
     e.until("twelve messages", |e| e.texts(GENERAL).len() == 12)
         .await;
@@ -279,5 +284,78 @@ async fn a_second_turn_reads_history_without_asking_discord() {
         "{all}"
     );
     e.assert_fakes_used();
+    e.stop().await;
+}
+
+/// The words of a text, whatever the white space between them.
+fn words(text: &str) -> Vec<String> {
+    text.split_whitespace().map(str::to_owned).collect()
+}
+
+// SPEC C4 (issue 28): a chatty answer of 300 one-line paragraphs, streamed in small chunks as a
+// real model server sends it, takes at most ceil(len / 1900) + 4 messages in the default
+// configuration (it took 300 before), with every word kept in order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chatty_reply_takes_a_few_messages() {
+    let text = (0..300)
+        .map(|i| format!("He loved them too, line {i}."))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let mut steps: Vec<Sse> = text
+        .as_bytes()
+        .chunks(40)
+        .map(|c| Sse::text(std::str::from_utf8(c).unwrap()))
+        .collect();
+    steps.extend([Sse::finish("stop"), Sse::Done]);
+    let e = E2e::start(Behaviour::succeed(), vec![Reply::Stream(steps)]).await;
+    e.mention(ALICE, "alice", "tell me how he felt").await;
+    e.until("the last line", |e| {
+        e.texts(GENERAL)
+            .last()
+            .is_some_and(|t| t.ends_with("line 299."))
+    })
+    .await;
+    let texts = e.texts(GENERAL);
+    let bound = text.chars().count().div_ceil(1900) + 4;
+    assert!(
+        texts.len() <= bound,
+        "{} messages, at most {bound}",
+        texts.len()
+    );
+    assert_eq!(words(&texts.join("\n\n")), words(&text));
+    e.assert_no_429();
+    e.stop().await;
+}
+
+// SPEC C4 (issue 28): a short paragraph waits for the next, unless the model pauses: then it is
+// shown before the rest comes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_paragraph_is_shown_when_the_model_pauses() {
+    let pause = Duration::from_secs(4);
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![Reply::Stream(vec![
+            Sse::text("Hmm, let me think.\n\n"),
+            Sse::Delay(pause),
+            Sse::text("Here is what I think."),
+            Sse::finish("stop"),
+            Sse::Done,
+        ])],
+    )
+    .await;
+    let asked = Instant::now();
+    e.mention(ALICE, "alice", "what do you think?").await;
+    e.until("the first paragraph", |e| e.texts(GENERAL).len() == 1)
+        .await;
+    assert!(
+        asked.elapsed() < pause,
+        "shown during the pause: {:?}",
+        asked.elapsed()
+    );
+    e.until("the second", |e| e.texts(GENERAL).len() == 2).await;
+    assert_eq!(
+        e.texts(GENERAL),
+        vec!["Hmm, let me think.", "Here is what I think."]
+    );
     e.stop().await;
 }

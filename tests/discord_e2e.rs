@@ -31,7 +31,7 @@ use support::harness::Behaviour;
 // SPEC C1, C4: a mention gets a streamed reply cut at paragraphs, with safe mentions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mention_gets_a_streamed_reply_cut_at_paragraphs() {
-    let e = E2e::start(
+    let e = E2e::start_with(
         Behaviour::succeed(),
         vec![Reply::Stream(vec![
             Sse::text("First paragraph, "),
@@ -40,6 +40,7 @@ async fn a_mention_gets_a_streamed_reply_cut_at_paragraphs() {
             Sse::finish("stop"),
             Sse::Done,
         ])],
+        E2e::every_paragraph_a_message,
     )
     .await;
     e.mention(ALICE, "alice", "hello there").await;
@@ -400,9 +401,10 @@ async fn drafting_is_stored_per_server() {
 // SPEC C4: a 429 from Discord is waited out (its retry_after) and no text is lost.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_discord_429_is_waited_out_and_no_text_is_lost() {
-    let e = E2e::start(
+    let e = E2e::start_with(
         Behaviour::succeed(),
         vec![Reply::text(&["One.\n\nTwo.\n\nThree."])],
+        E2e::every_paragraph_a_message,
     )
     .await;
     e.discord.rate_limit_next(GENERAL, 2, 0.3);
@@ -435,12 +437,13 @@ async fn a_discord_429_is_waited_out_and_no_text_is_lost() {
 // or negative wait is no wait, and that message is delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_discord_429_with_a_junk_retry_after_neither_panics_nor_waits() {
-    let e = E2e::start(
+    let e = E2e::start_with(
         Behaviour::succeed(),
         vec![
             Reply::text(&["One.\n\nTwo.\n\nThree."]),
             Reply::text(&["Still here."]),
         ],
+        E2e::every_paragraph_a_message,
     )
     .await;
     let body = |retry_after: &str| {

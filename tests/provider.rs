@@ -795,8 +795,13 @@ async fn an_aborted_stream_is_retried() {
 #[tokio::test]
 async fn kill_during_streaming_drops_the_http_request() {
     let fake = FakeOpenAi::start().await;
+    // A paragraph long enough to go out as it completes (a short one waits for the next).
+    let before = format!(
+        "Before the kill. {}",
+        "Still before. ".repeat(25).trim_end()
+    );
     fake.push(Reply::Stream(vec![
-        Sse::text("Before the kill.\n\n"),
+        Sse::text(&format!("{before}\n\n")),
         Sse::Delay(Duration::from_millis(300)),
         Sse::text("After."),
         Sse::Delay(Duration::from_secs(30)),
@@ -831,5 +836,5 @@ async fn kill_during_streaming_drops_the_http_request() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(bot.transcript(), "Before the kill.");
+    assert_eq!(bot.transcript(), before);
 }

@@ -230,7 +230,12 @@ impl<'a> TurnRun<'a> {
         let session = persona_session(deps, turn, &context, &stickers);
         let reply_to = trigger.reply.then_some(trigger.message);
         let pings = Pings::answering(trigger.author, &trigger.content);
-        let mut delivery = ReplyDelivery::new(turn, ports, reply_to, pings, delivered_before);
+        let pacing = crate::engine::segment::Pacing::from_config(config, config.reply_style);
+        let wait = (config.paragraph_wait_ms > 0)
+            .then(|| std::time::Duration::from_millis(config.paragraph_wait_ms));
+        let pacing = (pacing, wait);
+        let mut delivery =
+            ReplyDelivery::new(turn, ports, reply_to, pings, delivered_before, pacing);
         let holding = turn.drafting && turn.review.replies && deps.env.reviewer.is_some();
         if holding {
             delivery.hold();

@@ -18,6 +18,11 @@ use std::sync::LazyLock;
 use regex::Regex;
 use unicode_segmentation::UnicodeSegmentation;
 
+use self::pacing::Pacer;
+pub use self::pacing::{FULL, Pacing};
+
+mod pacing;
+
 /// Discord's message length limit, in characters.
 pub const DISCORD_LIMIT: usize = 2000;
 
@@ -85,6 +90,8 @@ pub struct Segmenter {
     fence: Option<String>,
     /// How far `buf` has been searched for a paragraph break.
     scan: LineScan,
+    /// When the messages cut go out, and how many (SPEC C4).
+    pacer: Pacer,
 }
 
 impl Default for Segmenter {
@@ -94,15 +101,48 @@ impl Default for Segmenter {
 }
 
 impl Segmenter {
-    /// `limit` is in characters; it must leave room for fence lines (at least 64).
+    /// `limit` is in characters; it must leave room for fence lines (at least 64). Every
+    /// paragraph goes out as it completes ([`Pacing::UNPACED`]).
     pub fn new(limit: usize) -> Self {
+        Self::paced(limit, Pacing::UNPACED)
+    }
+
+    /// A cutter for one reply, paced by `pacing` (SPEC C4).
+    pub fn paced(limit: usize, pacing: Pacing) -> Self {
+        let limit = limit.max(64);
         Self {
             buf: String::new(),
             buf_chars: 0,
-            limit: limit.max(64),
+            limit,
             fence: None,
             scan: LineScan::at(0, false),
+            pacer: Pacer::new(limit, pacing),
         }
+    }
+
+    /// Complete text waits to go out with what comes next (see [`Self::pause`]).
+    pub fn holding(&self) -> bool {
+        self.pacer.holding()
+    }
+
+    /// The stream paused: complete text that waits goes out, while the reply's spare messages
+    /// last.
+    pub fn pause(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        self.pacer.pause(&mut out);
+        out
+    }
+
+    /// The cut pieces, paced.
+    fn paced_out(&mut self, pieces: Vec<Piece>, end: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        for piece in pieces {
+            self.pacer.take(piece, &mut out);
+        }
+        if end {
+            self.pacer.flush(&mut out);
+        }
+        out
     }
 
     /// The text not yet handed out.
@@ -110,12 +150,10 @@ impl Segmenter {
         &self.buf
     }
 
-    /// Adds streamed text; returns the messages it completed.
+    /// Adds streamed text; returns the messages to send now.
     pub fn push(&mut self, text: &str) -> Vec<String> {
-        self.push_pieces(text)
-            .into_iter()
-            .map(Piece::into_message)
-            .collect()
+        let pieces = self.push_pieces(text);
+        self.paced_out(pieces, false)
     }
 
     pub(crate) fn push_pieces(&mut self, text: &str) -> Vec<Piece> {
@@ -126,7 +164,13 @@ impl Segmenter {
         loop {
             if let Some((end, next)) = self.scan.next_break(&self.buf) {
                 let paragraph = self.buf.get(start..end).unwrap_or_default();
-                cut_into(paragraph, &mut self.fence, self.limit, &mut out);
+                cut_into(
+                    paragraph,
+                    &mut self.fence,
+                    self.limit,
+                    self.limit / 2,
+                    &mut out,
+                );
                 start = self.consume(start, next);
                 continue;
             }
@@ -134,7 +178,8 @@ impl Segmenter {
             if prefix_len(self.fence.as_deref()) + self.buf_chars <= self.limit {
                 break;
             }
-            let Some(cut) = next_cut(rest, self.fence.as_deref(), self.limit) else {
+            let Some(cut) = next_cut(rest, self.fence.as_deref(), self.limit, self.limit / 2)
+            else {
                 break;
             };
             out.extend(cut.piece);
@@ -157,31 +202,31 @@ impl Segmenter {
     /// The end of a pass: everything left, cut to the limit.
     pub fn finish(&mut self) -> Vec<String> {
         let rest = std::mem::take(&mut self.buf);
-        self.emit_rest(&rest)
-            .into_iter()
-            .map(Piece::into_message)
-            .collect()
+        let pieces = self.emit_rest(&rest);
+        self.paced_out(pieces, true)
     }
 
-    /// A user stop: the complete sentences of what is pending; a partial sentence is dropped.
+    /// A user stop: what waits, and the complete sentences of what is pending; a partial
+    /// sentence is dropped.
     pub fn finish_complete_sentences(&mut self) -> Vec<String> {
         let rest = std::mem::take(&mut self.buf);
         let end = sentence_ends(&rest).last().copied().unwrap_or(0);
-        self.emit_rest(rest.get(..end).unwrap_or_default())
-            .into_iter()
-            .map(Piece::into_message)
-            .collect()
+        let pieces = self.emit_rest(rest.get(..end).unwrap_or_default());
+        self.paced_out(pieces, true)
     }
 
-    /// A follow-up interrupt: the pending text is thrown away.
-    pub fn discard(&mut self) {
+    /// A follow-up interrupt or a failed stream: the pending text is thrown away. Complete
+    /// paragraphs that waited are returned, to go out as they would have.
+    #[must_use]
+    pub fn discard(&mut self) -> Vec<String> {
         self.reset();
+        self.paced_out(Vec::new(), true)
     }
 
     /// Cuts `rest` (taken out of the buffer) into pieces and starts afresh.
     pub(crate) fn emit_rest(&mut self, rest: &str) -> Vec<Piece> {
         let mut out = Vec::new();
-        cut_into(rest, &mut self.fence, self.limit, &mut out);
+        cut_into(rest, &mut self.fence, self.limit, self.limit / 2, &mut out);
         self.reset();
         out
     }
@@ -244,9 +289,16 @@ fn prefix_len(fence: Option<&str>) -> usize {
     fence.map_or(0, |tag| FENCE.len() + tag.chars().count() + 1)
 }
 
-/// Cuts one paragraph (or the rest of a pass) into pieces, carrying the open code block.
-fn cut_into(mut text: &str, fence: &mut Option<String>, limit: usize, out: &mut Vec<Piece>) {
-    while let Some(cut) = next_cut(text, fence.as_deref(), limit) {
+/// Cuts one paragraph (or the rest of a pass) into pieces, carrying the open code block. A cut
+/// lands at a boundary at least `min` characters in when one is there.
+fn cut_into(
+    mut text: &str,
+    fence: &mut Option<String>,
+    limit: usize,
+    min: usize,
+    out: &mut Vec<Piece>,
+) {
+    while let Some(cut) = next_cut(text, fence.as_deref(), limit, min) {
         out.extend(cut.piece);
         *fence = cut.fence;
         text = text.get(cut.next..).unwrap_or_default();
@@ -265,13 +317,13 @@ struct Cut {
 }
 
 /// The first cut of `text`, or `None` when it fits in one message.
-fn next_cut(text: &str, fence: Option<&str>, limit: usize) -> Option<Cut> {
+fn next_cut(text: &str, fence: Option<&str>, limit: usize, min: usize) -> Option<Cut> {
     let prefix = prefix_len(fence);
     if prefix + text.chars().take(limit + 1).count() <= limit {
         return None;
     }
     let budget = limit - prefix - CLOSE.len();
-    let (end, next) = choose_cut(text, budget, limit / 2);
+    let (end, next) = choose_cut(text, budget, min.min(budget));
     let head = text.get(..end).unwrap_or_default();
     let open = open_block(head, fence);
     let body = if open.is_some() {

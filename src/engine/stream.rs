@@ -13,7 +13,7 @@ use crate::domain::ports::{
 };
 use crate::domain::scope::MessageId;
 use crate::domain::turn::{Turn, TurnStatus};
-use crate::engine::segment::Segmenter;
+use crate::engine::segment::{DISCORD_LIMIT, Pacing, Segmenter};
 
 /// How a pass ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,6 +50,10 @@ pub struct ReplyDelivery<'a> {
     pub usage: TokenUsage,
     /// With Response Drafting On, the reply is held here instead of posted (SPEC C8).
     held: Option<String>,
+    /// How the reply is cut into messages (SPEC C4).
+    pacing: Pacing,
+    /// Text waiting for the next paragraph goes out when the stream pauses this long.
+    paragraph_wait: Option<std::time::Duration>,
 }
 
 impl<'a> ReplyDelivery<'a> {
@@ -59,12 +63,15 @@ impl<'a> ReplyDelivery<'a> {
         reply_to: Option<MessageId>,
         pings: Pings,
         delivered_before: u32,
+        (pacing, paragraph_wait): (Pacing, Option<std::time::Duration>),
     ) -> Self {
         Self {
             turn,
             ports,
             delivered_before,
-            segmenter: Segmenter::default(),
+            segmenter: Segmenter::paced(DISCORD_LIMIT, pacing),
+            pacing,
+            paragraph_wait,
             reply_to,
             pings,
             sent: 0,
@@ -86,7 +93,7 @@ impl<'a> ReplyDelivery<'a> {
 
     /// Posts an approved draft, cut into messages, unless `/kill` comes first.
     pub async fn release(&mut self, draft: &str) {
-        let mut segmenter = Segmenter::default();
+        let mut segmenter = Segmenter::paced(DISCORD_LIMIT, self.pacing);
         let mut messages = segmenter.push(draft);
         messages.extend(segmenter.finish());
         let held = self.held.take();
@@ -98,7 +105,9 @@ impl<'a> ReplyDelivery<'a> {
 
     /// Starts a new pass (or a retry of one).
     pub fn begin_pass(&mut self) {
-        self.segmenter.discard();
+        // Nothing waits at a pass's start: every end of a pass sent what waited (a stop for
+        // the shutdown leaves it for the resumed turn, which cuts the same way).
+        let _ = self.segmenter.discard();
         self.sent_this_pass.clear();
     }
 
@@ -217,7 +226,8 @@ impl<'a> ReplyDelivery<'a> {
             return Some(TurnStatus::StoppedByUser);
         }
         if interruptible && self.turn.stop.follow_up_pending() {
-            self.segmenter.discard();
+            let waited = self.segmenter.discard();
+            self.send_all(waited).await;
             if self.held.is_some() {
                 self.held = Some(String::new());
             }
@@ -255,10 +265,17 @@ impl<'a> ReplyDelivery<'a> {
             let event = {
                 // The provider has its own first-token and idle timeouts (SPEC C10).
                 let _guarded = self.turn.progress.guard();
+                let pause = self.paragraph_wait.filter(|_| self.segmenter.holding());
                 tokio::select! {
                     biased;
                     () = self.turn.stop.kill_token().cancelled() => continue,
                     event = stream.next() => event,
+                    () = sleep_for(pause) => {
+                        // A pause a person would notice: what waits goes out (SPEC C4).
+                        let waited = self.segmenter.pause();
+                        self.send_all(waited).await;
+                        continue;
+                    }
                 }
             };
             match event {
@@ -294,12 +311,14 @@ impl<'a> ReplyDelivery<'a> {
                     };
                 }
                 Some(Err(error)) => {
-                    self.segmenter.discard();
+                    let waited = self.segmenter.discard();
+                    self.send_all(waited).await;
                     return PassEnd::Failed(error);
                 }
                 None => {
                     // The provider always ends with `End`; a bare end is a cut stream.
-                    self.segmenter.discard();
+                    let waited = self.segmenter.discard();
+                    self.send_all(waited).await;
                     return PassEnd::Failed(ModelError::new(
                         crate::domain::provider_failure::FailureClass::Network,
                         None,
@@ -311,5 +330,13 @@ impl<'a> ReplyDelivery<'a> {
                 return PassEnd::Stopped(status);
             }
         }
+    }
+}
+
+/// Sleeps for `wait`, or for ever.
+async fn sleep_for(wait: Option<std::time::Duration>) {
+    match wait {
+        Some(wait) => tokio::time::sleep(wait).await,
+        None => std::future::pending().await,
     }
 }

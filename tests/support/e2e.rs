@@ -38,6 +38,13 @@ pub struct E2e {
 }
 
 impl E2e {
+    /// Every paragraph a message of its own, up to 50 (SPEC C4's pacing let go): for tests of
+    /// how single messages are delivered.
+    pub fn every_paragraph_a_message(config: &mut Config) {
+        config.turn.short_paragraph_chars = 0;
+        config.turn.max_messages_per_reply = 50;
+    }
+
     pub async fn start(probe: Behaviour, replies: Vec<Reply>) -> Self {
         Self::start_with(probe, replies, |_| {}).await
     }
