@@ -188,11 +188,7 @@ pub(super) async fn a_refused_mention_stays_unanswered_after_a_crash(db: TestDb)
     tokio::time::sleep(Duration::from_millis(500)).await;
     bot.kill();
     lose_the_seen_marks(&stage.db).await;
-    let reads = count_requests(
-        &stage,
-        "GET",
-        &format!("/channels/{GENERAL}/messages?limit=50"),
-    );
+    let reads = catch_up_reads(&stage);
 
     stage.openai.push(Reply::text(&["Should not be asked."]));
     let bot = stage.start_bot(2).await;
@@ -213,12 +209,20 @@ async fn lose_the_seen_marks(db: &TestDb) {
     conn.close().await.ok();
 }
 
+/// How often the general channel was read back as a catch-up reads it.
+fn catch_up_reads(stage: &Stage) -> usize {
+    count_requests(
+        stage,
+        "GET",
+        &format!("/channels/{GENERAL}/messages?limit=50"),
+    )
+}
+
 /// The start after a restart has read the general channel back (its catch-up).
 async fn until_caught_up(stage: &Stage, bot: &Bot, reads_before: usize) {
-    let path = format!("/channels/{GENERAL}/messages?limit=50");
     stage
         .until(bot, "the catch-up read the channel", |s| {
-            count_requests(s, "GET", &path) > reads_before
+            catch_up_reads(s) > reads_before
         })
         .await;
 }
@@ -262,11 +266,7 @@ async fn killed_then_restarted(db: TestDb, hard: bool) {
     } else {
         assert!(bot.terminate().success());
     }
-    let reads = count_requests(
-        &stage,
-        "GET",
-        &format!("/channels/{GENERAL}/messages?limit=50"),
-    );
+    let reads = catch_up_reads(&stage);
     stage.openai.push(Reply::text(&["Should not be asked."]));
     let bot = stage.start_bot(2).await;
     if hard {

@@ -127,15 +127,7 @@ impl Pacer {
             return;
         }
         if self.packed {
-            let mut fence = None;
-            let mut pieces = Vec::new();
-            cut_into(
-                &held,
-                &mut fence,
-                self.limit,
-                Self::full(self.limit),
-                &mut pieces,
-            );
+            let pieces = self.packed_pieces(&held);
             out.extend(pieces.into_iter().map(Piece::into_message));
         } else {
             self.emit(held, out);
@@ -177,21 +169,26 @@ impl Pacer {
         }
     }
 
+    /// `text` cut into full messages (the last may be short).
+    fn packed_pieces(&self, text: &str) -> Vec<Piece> {
+        let mut pieces = Vec::new();
+        cut_into(
+            text,
+            &mut None,
+            self.limit,
+            Self::full(self.limit),
+            &mut pieces,
+        );
+        pieces
+    }
+
     /// Packed: full messages go out as soon as what is held fills one; the rest waits.
     fn pack(&mut self, out: &mut Vec<String>) {
         if chars(&self.held) <= self.limit {
             return;
         }
         let held = self.take_held();
-        let mut fence = None;
-        let mut pieces = Vec::new();
-        cut_into(
-            &held,
-            &mut fence,
-            self.limit,
-            Self::full(self.limit),
-            &mut pieces,
-        );
+        let mut pieces = self.packed_pieces(&held);
         let last = pieces.pop();
         out.extend(pieces.into_iter().map(Piece::into_message));
         if let Some(last) = last {
