@@ -17,6 +17,7 @@ use crate::discord::recent::RecentMessages;
 use crate::discord::{self, BotData, Connection, DiscordClient, guild, sink};
 use crate::domain::admission::RateLimit;
 use crate::domain::ports::{ChatPorts, ChatSink, Persona, PersonaStore, SystemClock, ThoughtLog};
+use crate::domain::review::reviewer_choices;
 use crate::domain::scope::PersonaId;
 use crate::domain::thought_log::Notice;
 use crate::engine::attachments::AttachmentPolicy;
@@ -227,6 +228,7 @@ pub async fn start(
         reminders: storage.reminders.clone(),
         memory: storage.memory.clone(),
         model_name: config.provider.models.first().cloned().unwrap_or_default(),
+        review_models: reviewer_choices(&config.review.models, &config.provider.models),
         cache: cache.clone(),
         bot: bot.clone(),
         recent,
@@ -477,17 +479,22 @@ fn orchestrator(
         .context("provider HTTP client")?;
     let mut review_provider = config.provider.clone();
     review_provider.models = config.review.models.clone();
-    let reviewer: Arc<dyn Reviewer> = Arc::new(ModelReviewer::new(
-        Arc::new(MeteredModel::new(
-            Arc::new(
-                OpenAiProvider::new(review_provider, &secrets.provider_keys)
-                    .context("reviewer HTTP client")?,
-            ),
-            "reviewer",
-        )),
-        config.review.prompt.clone(),
-        Duration::from_secs(config.review.timeout_secs),
-    ));
+    let configured = reviewer_choices(&config.review.models, &config.provider.models);
+    let reviewer: Arc<dyn Reviewer> = Arc::new(
+        ModelReviewer::new(
+            Arc::new(MeteredModel::new(
+                Arc::new(
+                    OpenAiProvider::new(review_provider, &secrets.provider_keys)
+                        .context("reviewer HTTP client")?,
+                ),
+                "reviewer",
+                configured.clone(),
+            )),
+            config.review.prompt.clone(),
+            Duration::from_secs(config.review.timeout_secs),
+        )
+        .with_server_models(configured.clone()),
+    );
     let chat_sink: Arc<dyn ChatSink> = sink.clone();
     let registry = Arc::new(extend(Registry::builtin(config)));
     let mut ports = storage.ports(ChatPorts {
@@ -506,7 +513,7 @@ fn orchestrator(
     ));
     Ok(Orchestrator::new(OrchestratorDeps {
         turn: TurnDeps {
-            model: Arc::new(MeteredModel::new(Arc::new(provider), "persona")),
+            model: Arc::new(MeteredModel::new(Arc::new(provider), "persona", configured)),
             registry,
             env: Arc::new(ToolEnv {
                 ports,

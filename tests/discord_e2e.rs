@@ -1944,9 +1944,11 @@ async fn tools_commands_gate_tools_behind_phrases() {
 // Manage Server is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drafting_sets_what_is_checked_and_the_reviewer_model() {
-    let e = E2e::start(
+    // A second configured reviewer model, for the server to choose (SPEC D13).
+    let e = E2e::start_with(
         Behaviour::succeed(),
         vec![Reply::text(&["Reviewed hello."])],
+        |config| config.review.models.push("small-reviewer".into()),
     )
     .await;
     e.set_thought_log().await;
