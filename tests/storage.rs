@@ -17,7 +17,8 @@ use persona_bot::domain::ports::{
     AccessLists, Attachment, DeliberateSettings, Delivery, Durability, EventOutcome, FactAdded,
     MemoryStore, Mention, Metric, NewFact, NewImagePlan, NewQueuedMessage, OutcomeStore, Persona,
     PersonaStore, PlanId, PlanStore, Pushed, QueueStore, ServerSettings, SettingsChange,
-    SettingsStore, StoredOutcome, TaskStore, ToolEvent, ToolEvents, UsageRecord, UsageStats,
+    SettingsStore, StoredOutcome, SummaryMode, TaskStore, ToolEvent, ToolEvents, UsageRecord,
+    UsageStats,
 };
 use persona_bot::domain::role::Role;
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
@@ -163,16 +164,19 @@ fn sample_settings() -> ServerSettings {
             trigger_words: vec!["mira".into(), "ミラ".into()],
             avatar_url: Some("https://example.com/mira.png".into()),
         }),
+        // Issue 27: which turns the thought log summarizes.
+        summaries: SummaryMode::All,
     }
 }
 
-// SPEC D1
+// SPEC D1; issue 27: a server never configured summarizes only troubled turns.
 async fn settings_round_trip_with_defaults_for_unknown_servers(db: TestDb) {
     let s = db.open().await;
     assert_eq!(
         s.settings.settings(SERVER).await.unwrap(),
         ServerSettings::default()
     );
+    assert_eq!(ServerSettings::default().summaries, SummaryMode::Problems);
     s.settings
         .save_settings(SERVER, &sample_settings())
         .await
@@ -183,6 +187,7 @@ async fn settings_round_trip_with_defaults_for_unknown_servers(db: TestDb) {
     );
     let off = ServerSettings {
         drafting: false,
+        summaries: SummaryMode::Off,
         ..sample_settings()
     };
     s.settings.save_settings(SERVER, &off).await.unwrap();

@@ -84,6 +84,10 @@ cmd-thoughtlog-set-channel-name = 頻道
 cmd-thoughtlog-set-channel-description = @everyone 無法檢視的頻道
 cmd-thoughtlog-off-name = 關閉
 cmd-thoughtlog-off-description = 停止向思考日誌發文
+cmd-thoughtlog-summaries-name = 摘要
+cmd-thoughtlog-summaries-description = 哪些結束的回合向思考日誌發布摘要
+cmd-thoughtlog-summaries-mode-name = 範圍
+cmd-thoughtlog-summaries-mode-description = off、problems（未正常結束的回合，預設）或 all
 
 # 指令回覆
 kill-stopped = 已停止進行中的回覆。
@@ -100,6 +104,10 @@ drafting-off = 回覆草稿已關閉：回覆會邊寫邊傳送。
 thoughtlog-set = 思考日誌已設為 { $channel }。
 thoughtlog-public = { $channel } 對所有人可見，不能用作思考日誌。請選擇 @everyone 無法檢視的頻道。
 thoughtlog-off = 思考日誌已關閉。
+thoughtlog-summaries = 思考日誌的回合摘要：{ $mode }。
+summaries-off = 不發布
+summaries-problems = 僅未正常結束的回合（錯誤、上限、停止）
+summaries-all = 每個回合
 command-needs-manage-server = 此操作需要「管理伺服器」權限。
 command-server-only = 此指令只能在伺服器中使用。
 command-failed = 執行此指令時出錯，請再試一次。
@@ -212,6 +220,7 @@ status-text = **狀態**
     - 模型：{ $model }
     - 回覆審核：{ $drafting }
     - 思考日誌：{ $thought_log }
+    - 回合摘要：{ $summaries }
     - 此處正在回答：{ $running }；等待中：{ $waiting }
     - 我能在此發言：{ $can_post }
     - 你的提醒：{ $reminders }

@@ -1,6 +1,6 @@
-//! Slash commands (poise): `/kill` (SPEC C6), `/random on|off`, `/thoughtlog set` and
-//! `/thoughtlog off` (SPEC T11), `/reminders list|cancel` and the rest; `/drafting` is in
-//! `drafting_commands`, `/persona` in `persona_commands`. Each parses, calls one core function,
+//! Slash commands (poise): `/kill` (SPEC C6), `/random on|off`, `/reminders list|cancel`,
+//! `/status` and the rest; `/drafting` is in `drafting_commands`, `/thoughtlog` in
+//! `thoughtlog_commands`, `/persona` in `persona_commands`. Each parses, calls one core function,
 //! and renders a localized, ephemeral reply. Names and descriptions are localized from
 //! `locales/` (SPEC D3). Permission checks read the member permissions Discord computed for the
 //! interaction.
@@ -21,7 +21,7 @@ pub fn all() -> Vec<poise::Command<std::sync::Arc<BotData>, Error>> {
         kill(),
         super::drafting_commands::drafting(),
         random(),
-        thoughtlog(),
+        super::thoughtlog_commands::thoughtlog(),
         reminders(),
         memory(),
         forget_me(),
@@ -247,58 +247,6 @@ pub async fn random(
         locale::text(locale_of(ctx), "random-off")
     };
     reply(ctx, text).await
-}
-
-/// Choose the hidden channel where moderators see what the bot did.
-#[poise::command(
-    slash_command,
-    subcommands("set", "off"),
-    default_member_permissions = "MANAGE_GUILD"
-)]
-pub async fn thoughtlog(_ctx: Context<'_>) -> Result<(), Error> {
-    // Discord only invokes the subcommands.
-    Ok(())
-}
-
-/// Use a channel as the thought log.
-#[poise::command(slash_command)]
-pub async fn set(ctx: Context<'_>, channel: SerenityChannelId) -> Result<(), Error> {
-    let Some(server) = managed_server(ctx).await? else {
-        return Ok(());
-    };
-    let locale = locale_of(ctx);
-    let target = ChannelId(channel.get());
-    let mention = format!("<#{}>", target.0);
-    // Refused when @everyone can view it (or the bot cannot tell), said once, to the setter.
-    if ctx.data().cache.everyone_can_view(server, target) != Some(false) {
-        return reply(
-            ctx,
-            locale::text_with(locale, "thoughtlog-public", &[("channel", mention)]),
-        )
-        .await;
-    }
-    ctx.data()
-        .settings
-        .update(server, SettingsChange::ThoughtLog(Some(target)))
-        .await?;
-    reply(
-        ctx,
-        locale::text_with(locale, "thoughtlog-set", &[("channel", mention)]),
-    )
-    .await
-}
-
-/// Stop posting to the thought log.
-#[poise::command(slash_command)]
-pub async fn off(ctx: Context<'_>) -> Result<(), Error> {
-    let Some(server) = managed_server(ctx).await? else {
-        return Ok(());
-    };
-    ctx.data()
-        .settings
-        .update(server, SettingsChange::ThoughtLog(None))
-        .await?;
-    reply(ctx, locale::text(locale_of(ctx), "thoughtlog-off")).await
 }
 
 /// List or cancel your reminders.
@@ -670,6 +618,10 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
             settings
                 .thought_log_channel
                 .map_or_else(|| "-".to_owned(), |c| format!("<#{}>", c.0)),
+        ),
+        (
+            "summaries",
+            super::thoughtlog_commands::summaries_text(locale, settings.summaries),
         ),
         ("running", yes_no(running)),
         ("waiting", waiting.to_string()),

@@ -35,6 +35,7 @@ pub mod registration;
 pub mod rest;
 pub mod sink;
 pub mod thought_log;
+pub mod thoughtlog_commands;
 pub mod webhooks;
 
 pub type Error = anyhow::Error;

@@ -15,4 +15,5 @@ pub mod resume;
 pub mod reviewer;
 pub mod segment;
 pub mod stream;
+pub mod summaries;
 pub mod worker;
