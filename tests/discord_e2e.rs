@@ -1949,7 +1949,7 @@ async fn tools_commands_gate_tools_behind_phrases() {
 // Manage Server is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drafting_sets_what_is_checked_and_the_reviewer_model() {
-    // A second configured reviewer model, for the server to choose (SPEC D13).
+    // A second configured reviewer model, for the server to choose (SPEC C8, A2).
     let e = E2e::start_with(
         Behaviour::succeed(),
         vec![Reply::text(&["Reviewed hello."])],

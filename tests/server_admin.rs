@@ -775,7 +775,7 @@ fn models_asked(e: &E2e) -> Vec<String> {
         .collect()
 }
 
-// SPEC D13 (issue 27): `/drafting model` offers the configured models (autocomplete); a
+// SPEC C8, A2 (issue 27): `/drafting model` offers the configured models (autocomplete); a
 // moderator's `model:rogue-model` is refused ephemerally, naming the allowed ones, and nothing is
 // stored, not even `state:on`; the next reviewed turn never asks for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -822,7 +822,7 @@ async fn a_reviewer_model_outside_the_configured_ones_is_refused_and_never_asked
     e.stop().await;
 }
 
-// SPEC D13 (issue 27): a reviewer model a server stored before choices were checked (or one
+// SPEC C8, A2 (issue 27): a reviewer model a server stored before choices were checked (or one
 // taken out of the configuration since) is ignored: the reviewer asks the configured ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stored_reviewer_model_no_longer_configured_is_ignored() {

@@ -48,7 +48,7 @@ fn cards(e: &E2e, what: &str) -> usize {
         .count()
 }
 
-// SPEC T11 (issue 27): by default a turn that completed cleanly posts no summary, and one that
+// SPEC T11, A4 (issue 27): by default a turn that completed cleanly posts no summary, and one that
 // ended in an error posts one; /status says which turns are summarized.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn by_default_only_a_troubled_turn_posts_a_summary() {
@@ -76,7 +76,7 @@ async fn by_default_only_a_troubled_turn_posts_a_summary() {
     e.stop().await;
 }
 
-// SPEC T11 (issue 27): with `all` every turn posts a summary, with `off` none does; a
+// SPEC T11, A2, A4 (issue 27): with `all` every turn posts a summary, with `off` none does; a
 // moderator sets it, and /status shows it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_posts_every_turn_and_off_none() {
@@ -129,7 +129,7 @@ async fn all_posts_every_turn_and_off_none() {
     e.stop().await;
 }
 
-// Issue 27 (failure notices first): with a channel allowed two posts in five seconds, a failed
+// SPEC D7, T11 (issue 27, failure notices first): with a channel allowed two posts in five seconds, a failed
 // tool's notice takes one place on the thought log and the turn's summary is dropped rather than
 // take the last; the next turn's failure notice (another channel's turn: each turn posts a
 // progress line and a reply in its own) is posted at once, not after the window.

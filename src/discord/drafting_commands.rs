@@ -1,4 +1,4 @@
-//! `/drafting` (SPEC C8, D13): Response Drafting on or off for a server, what its reviewer
+//! `/drafting` (SPEC C8, A2): Response Drafting on or off for a server, what its reviewer
 //! checks, its prompt (in a modal) and its model. The model is one of the operator's
 //! (`review.models`, then `provider.models`): offered by autocomplete, checked on the server, and
 //! a name outside them is refused with nothing stored; the reviewer ignores a stored name that
@@ -203,7 +203,7 @@ fn drafting_changed(
 mod tests {
     use super::offered;
 
-    // SPEC D13 (issue 27): the autocomplete offers `default` and the configured models that hold
+    // SPEC C8, A2 (issue 27): the autocomplete offers `default` and the configured models that hold
     // what was typed, at most Discord's 25, none longer than Discord takes.
     #[test]
     fn only_configured_models_are_offered() {

@@ -551,7 +551,7 @@ mod tests {
         assert_eq!(Instant::now(), before);
     }
 
-    // Issue 27 (summaries by choice): a request that may be dropped is not sent while another
+    // SPEC D7 (issue 27, summaries by choice): a request that may be dropped is not sent while another
     // of its bucket is in flight or waiting, nor when it would take the window's last place
     // (headers or, without them, the local budget), so a failure notice never waits behind a
     // turn summary.

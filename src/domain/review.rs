@@ -274,7 +274,7 @@ impl ReviewLedger {
 mod tests {
     use super::*;
 
-    // SPEC D13 (issue 27): a server's reviewer model is one of the operator's; anything else is
+    // SPEC C8, A2 (issue 27): a server's reviewer model is one of the operator's; anything else is
     // refused, and a stored name no longer configured is ignored.
     #[test]
     fn a_server_reviewer_model_is_one_of_the_configured() {

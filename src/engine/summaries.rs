@@ -106,7 +106,7 @@ mod tests {
         }
     }
 
-    // Issue 27 (summaries by choice): a clean answer (or a follow-up's interrupt) is no problem;
+    // SPEC T11 (issue 27, summaries by choice): a clean answer (or a follow-up's interrupt) is no problem;
     // errors, provider failures, limits, stops, releases and held responses are.
     #[test]
     fn only_turns_that_did_not_end_cleanly_are_problems() {

@@ -172,7 +172,7 @@ mod tests {
         }
     }
 
-    // SPEC D13 (issue 27): a call's `model` label is a configured name, or `other` for any
+    // SPEC D7, C8 (issue 27): a call's `model` label is a configured name, or `other` for any
     // name a server stored, so the series stay bounded by the configuration.
     #[test]
     fn model_labels_are_configured_names_or_other() {
