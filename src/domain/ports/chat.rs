@@ -75,8 +75,9 @@ impl Pings {
     }
 
     /// `text` with each `@name` of [`Self::named`] as that user's mention (`<@id>`): whole names
-    /// only (`@Bobby` is not `@Bob`, `a@Bob` is no mention), ASCII case ignored, longest names
-    /// first, while the text stays within `max_chars`. Any other `@word` stays as written.
+    /// only (`@Bobby` is not `@Bob`; `a@Bob` and `https://x.social/@Bob` are no mentions), ASCII
+    /// case ignored, longest names first, while the text stays within `max_chars`. Any other
+    /// `@word` stays as written.
     pub fn link_names(&self, text: &str, max_chars: usize) -> String {
         let mut names: Vec<&Mention> = self.named.iter().filter(|m| !m.name.is_empty()).collect();
         if names.is_empty() || !text.contains('@') {
@@ -87,7 +88,7 @@ impl Pings {
         let mut linked = String::with_capacity(text.len());
         let mut copied = 0;
         for (at, c) in text.char_indices() {
-            let starts_word = || text[..at].chars().next_back().is_none_or(|p| !in_name(p));
+            let starts_word = || text[..at].chars().next_back().is_none_or(opens_mention);
             if c != '@' || at < copied || !starts_word() {
                 continue;
             }
@@ -108,6 +109,12 @@ impl Pings {
         linked.push_str(&text[copied..]);
         linked
     }
+}
+
+/// A character an `@name` may follow: a space or a Markdown opener, never a letter (`a@Bob`
+/// is an address) or a slash (`https://x.social/@Bob` is a link).
+fn opens_mention(c: char) -> bool {
+    c.is_whitespace() || "([{\"'*_~>|".contains(c)
 }
 
 /// A character that continues a name: `@Bob` ends before a space or a comma, not before `by`.
@@ -285,12 +292,12 @@ mod tests {
     fn only_named_users_become_mentions() {
         let pings = Pings::answering(mention(7, "alice"), &[mention(301, "Bob")]);
         let text = pings.link_names(
-            "@bob and @Alice, ask @Carol, @Bobby or bob@Bob.org; @Bob's turn",
+            "@bob and @Alice, ask @Carol, @Bobby or bob@Bob.org (https://x.social/@Bob); @Bob's turn",
             2000,
         );
         assert_eq!(
             text,
-            "<@301> and <@7>, ask @Carol, @Bobby or bob@Bob.org; <@301>'s turn"
+            "<@301> and <@7>, ask @Carol, @Bobby or bob@Bob.org (https://x.social/@Bob); <@301>'s turn"
         );
         assert_eq!(ids(&pings), vec![7, 301], "Carol is not notified");
         let nobody = Pings::none().link_names("@Bob", 2000);
