@@ -81,6 +81,7 @@ fn message(channel: u64, id: u64, content: &str) -> NewQueuedMessage {
         locale: Locale::En,
         quiet: false,
         attachments: Vec::new(),
+        mentions: Vec::new(),
     }
 }
 

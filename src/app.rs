@@ -17,8 +17,8 @@ use crate::discord::recent::RecentMessages;
 use crate::discord::{self, BotData, Connection, DiscordClient, guild, sink};
 use crate::domain::admission::RateLimit;
 use crate::domain::ports::{ChatPorts, ChatSink, Persona, PersonaStore, SystemClock, ThoughtLog};
+use crate::domain::review::reviewer_choices;
 use crate::domain::scope::PersonaId;
-use crate::domain::thought_log::Notice;
 use crate::engine::attachments::AttachmentPolicy;
 use crate::engine::orchestrator::{Orchestrator, OrchestratorDeps};
 use crate::engine::passes::TurnDeps;
@@ -227,6 +227,7 @@ pub async fn start(
         reminders: storage.reminders.clone(),
         memory: storage.memory.clone(),
         model_name: config.provider.models.first().cloned().unwrap_or_default(),
+        review_models: reviewer_choices(&config.review.models, &config.provider.models),
         cache: cache.clone(),
         bot: bot.clone(),
         recent,
@@ -280,9 +281,10 @@ fn spawn_background(
     thought_log: &Arc<dyn ThoughtLog>,
     shutdown: &Shutdown,
 ) {
-    shutdown.spawn(post_summaries(
+    shutdown.spawn(crate::engine::summaries::post_summaries(
         orchestrator.clone(),
         thought_log.clone(),
+        storage.settings.clone(),
         shutdown.token().clone(),
     ));
     shutdown.spawn(hold_the_queue(
@@ -477,17 +479,22 @@ fn orchestrator(
         .context("provider HTTP client")?;
     let mut review_provider = config.provider.clone();
     review_provider.models = config.review.models.clone();
-    let reviewer: Arc<dyn Reviewer> = Arc::new(ModelReviewer::new(
-        Arc::new(MeteredModel::new(
-            Arc::new(
-                OpenAiProvider::new(review_provider, &secrets.provider_keys)
-                    .context("reviewer HTTP client")?,
-            ),
-            "reviewer",
-        )),
-        config.review.prompt.clone(),
-        Duration::from_secs(config.review.timeout_secs),
-    ));
+    let configured = reviewer_choices(&config.review.models, &config.provider.models);
+    let reviewer: Arc<dyn Reviewer> = Arc::new(
+        ModelReviewer::new(
+            Arc::new(MeteredModel::new(
+                Arc::new(
+                    OpenAiProvider::new(review_provider, &secrets.provider_keys)
+                        .context("reviewer HTTP client")?,
+                ),
+                "reviewer",
+                configured.clone(),
+            )),
+            config.review.prompt.clone(),
+            Duration::from_secs(config.review.timeout_secs),
+        )
+        .with_server_models(configured.clone()),
+    );
     let chat_sink: Arc<dyn ChatSink> = sink.clone();
     let registry = Arc::new(extend(Registry::builtin(config)));
     let mut ports = storage.ports(ChatPorts {
@@ -506,7 +513,7 @@ fn orchestrator(
     ));
     Ok(Orchestrator::new(OrchestratorDeps {
         turn: TurnDeps {
-            model: Arc::new(MeteredModel::new(Arc::new(provider), "persona")),
+            model: Arc::new(MeteredModel::new(Arc::new(provider), "persona", configured)),
             registry,
             env: Arc::new(ToolEnv {
                 ports,
@@ -620,57 +627,4 @@ pub async fn worker_until(
     worker.run(stop).await;
     storage.close().await;
     Ok(())
-}
-
-/// Posts each finished turn's summary to its server's thought log (public channels only), until
-/// `stop`.
-async fn post_summaries(
-    orchestrator: Orchestrator,
-    thought_log: Arc<dyn ThoughtLog>,
-    stop: tokio_util::sync::CancellationToken,
-) {
-    let mut finished = orchestrator.subscribe();
-    drop(orchestrator);
-    loop {
-        let turn = tokio::select! {
-            () = stop.cancelled() => return,
-            turn = finished.recv() => match turn {
-                Ok(turn) => turn,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
-                    tracing::warn!(missed, "turn summaries skipped (too many at once)");
-                    continue;
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            },
-        };
-        let Some(server) = turn.scope.thought_log_server() else {
-            continue;
-        };
-        thought_log.post(server, summary(&turn)).await;
-    }
-}
-
-/// A finished turn as the thought log's summary card.
-fn summary(turn: &crate::engine::orchestrator::TurnFinished) -> Notice {
-    let report = &turn.report;
-    Notice::TurnSummary {
-        channel: turn.channel,
-        status: report.status.as_str().to_owned(),
-        passes: report.passes,
-        tool_calls: report.tool_calls,
-        duration_ms: u64::try_from(turn.elapsed.as_millis()).unwrap_or(u64::MAX),
-        prompt_tokens: report.usage.prompt,
-        completion_tokens: report.usage.completion,
-        reviews: report
-            .reviews
-            .iter()
-            .map(|r| {
-                if r.findings.is_empty() {
-                    format!("{}: {}", r.subject, r.verdict)
-                } else {
-                    format!("{}: {} ({})", r.subject, r.verdict, r.findings.join("; "))
-                }
-            })
-            .collect(),
-    }
 }

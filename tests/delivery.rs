@@ -237,6 +237,39 @@ async fn a_reply_notifies_only_the_asker() {
     e.stop().await;
 }
 
+// SPEC C4 (issue 27): a reply to "ask @Bob", Bob being in the message's mentions, may notify
+// Bob and the asker and nobody else: the model's "@Bob" and "@alice" are posted as their
+// mentions; "@Carol" (not named), another user's id and @everyone notify nobody.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_to_ask_bob_notifies_bob_and_the_asker_only() {
+    let text = format!("@alice, I will ask @Bob. @Carol and <@{MODERATOR}> too? @everyone");
+    let e = E2e::start(Behaviour::succeed(), vec![answer(&text)]).await;
+    let ask = format!("<@{BOT}> ask <@{BOB}> about the tide");
+    let mut m = Incoming::new(GENERAL, Some(GUILD), ALICE, "alice", &ask);
+    m.mentions = vec![(BOT, "Aria".into()), (BOB, "Bob".into())];
+    e.discord.send_message(m).await;
+    e.until("the answer", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    assert_eq!(
+        e.last_model_message(0)["content"],
+        "[alice] @Aria ask @Bob about the tide"
+    );
+    let linked =
+        format!("<@{ALICE}>, I will ask <@{BOB}>. @Carol and <@{MODERATOR}> too? @everyone");
+    assert_eq!(e.texts(GENERAL), vec![linked]);
+    assert_eq!(
+        e.posted(GENERAL)[0]["allowed_mentions"],
+        json!({ "parse": [], "users": [ALICE.to_string(), BOB.to_string()], "replied_user": false })
+    );
+    let pinged = e.discord.pinged_in(GENERAL);
+    assert_eq!(pinged.len(), 1);
+    let mut users = pinged[0].1.clone();
+    users.sort_unstable();
+    assert_eq!(users, vec![ALICE, BOB], "not the moderator, not everyone");
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
 // Issue 12: Discord fails after writing the message (a 500 once it is created): the retry
 // carries the same nonce, so the reply is posted once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use persona_bot::config::ImageBackendKind;
 use persona_bot::domain::ports::{
-    AccessLists, NewReminder, ReminderStore, Repeat, ServerSettings, SettingsStore,
+    AccessLists, NewReminder, ReminderStore, Repeat, ServerSettings, SettingsStore, SummaryMode,
 };
 use persona_bot::domain::scope::{ChannelId, PersonaId, ServerId, UserId, Visibility};
 use persona_bot::locale::Locale;
@@ -300,7 +300,8 @@ async fn a_guessed_hidden_tool_is_denied_and_nothing_is_posted() {
 }
 
 // SPEC T11: a failed tool posts a redacted notice to the thought-log channel (set with
-// /thoughtlog), with notifications suppressed; a turn summary follows.
+// /thoughtlog), with notifications suppressed; a turn summary follows (with summaries of every
+// turn: the turn itself ended cleanly).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_tool_posts_a_redacted_notice_to_the_thought_log() {
     let e = E2e::start(
@@ -319,6 +320,7 @@ async fn a_failed_tool_posts_a_redacted_notice_to_the_thought_log() {
     )
     .await;
     e.set_thought_log().await;
+    e.set_summaries(SummaryMode::All).await;
     e.mention(ALICE, "alice", "use the probe").await;
     e.until("a notice and a summary", |e| e.posted(THOUGHTS).len() >= 2)
         .await;
@@ -834,7 +836,8 @@ async fn a_reviewer_call_that_does_not_parse_does_not_break_the_review() {
 }
 
 // SPEC C8: with /drafting on, the reviewer (a second model on the fake server) asks for a
-// revision; only the revised reply is posted; the verdicts reach the thought log's summary.
+// revision; only the revised reply is posted; the verdicts reach the thought log's summary
+// (with summaries of every turn).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drafting_holds_the_reply_until_the_reviewer_passes_a_revision() {
     let e = E2e::start(
@@ -849,6 +852,7 @@ async fn drafting_holds_the_reply_until_the_reviewer_passes_a_revision() {
         .push_for(REVIEW_MODEL, verdict("reject", &["be shorter"]));
     e.openai.push_for(REVIEW_MODEL, verdict("pass", &[]));
     drafting_on(&e).await;
+    e.set_summaries(SummaryMode::All).await;
     e.mention(ALICE, "alice", "tell me something").await;
     e.until("the summary", |e| {
         e.posted(THOUGHTS)
@@ -904,6 +908,7 @@ async fn drafting_rejects_a_tool_request_before_it_runs() {
         .push_for(REVIEW_MODEL, verdict("reject", &["not requested"]));
     e.openai.push_for(REVIEW_MODEL, verdict("pass", &[]));
     drafting_on(&e).await;
+    e.set_summaries(SummaryMode::All).await;
     e.mention(ALICE, "alice", "hello").await;
     e.until("the reply", |e| !e.texts(GENERAL).is_empty()).await;
     assert_eq!(e.probe.runs(), 0);
@@ -1947,9 +1952,11 @@ async fn tools_commands_gate_tools_behind_phrases() {
 // Manage Server is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drafting_sets_what_is_checked_and_the_reviewer_model() {
-    let e = E2e::start(
+    // A second configured reviewer model, for the server to choose (SPEC C8, A2).
+    let e = E2e::start_with(
         Behaviour::succeed(),
         vec![Reply::text(&["Reviewed hello."])],
+        |config| config.review.models.push("small-reviewer".into()),
     )
     .await;
     e.set_thought_log().await;

@@ -13,6 +13,7 @@ pub mod support {
     pub mod harness;
 }
 
+use persona_bot::domain::ports::SummaryMode;
 use serde_json::{Value, json};
 use support::e2e::*;
 use support::fake_openai::{FakeOpenAi, Profile, Reply, Sse};
@@ -55,6 +56,7 @@ async fn streamed_text_reply_is_posted(profile: Profile) {
     )
     .await;
     e.set_thought_log().await;
+    e.set_summaries(SummaryMode::All).await;
     e.mention(ALICE, "alice", "hello there").await;
     let summary = |e: &E2e| {
         e.posted(THOUGHTS)

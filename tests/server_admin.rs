@@ -765,3 +765,87 @@ async fn a_notice_is_posted_by_the_bot_user_not_the_persona() {
     e.assert_fakes_used();
     e.stop().await;
 }
+
+/// The models the fake OpenAI server was asked for, in order.
+fn models_asked(e: &E2e) -> Vec<String> {
+    e.openai
+        .requests()
+        .iter()
+        .map(|r| r.model().to_owned())
+        .collect()
+}
+
+// SPEC C8, A2 (issue 27): `/drafting model` offers the configured models (autocomplete); a
+// moderator's `model:rogue-model` is refused ephemerally, naming the allowed ones, and nothing is
+// stored, not even `state:on`; the next reviewed turn never asks for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_model_outside_the_configured_ones_is_refused_and_never_asked() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![Reply::text(&["Reviewed hello."])],
+    )
+    .await;
+    let drafting = e
+        .discord
+        .commands()
+        .into_iter()
+        .map(|(_, command)| command)
+        .find(|command| command["name"] == "drafting")
+        .expect("/drafting is registered");
+    let model = drafting["options"]
+        .as_array()
+        .and_then(|options| options.iter().find(|o| o["name"] == "model"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(model["autocomplete"], true, "{model}");
+    let rogue = json!([
+        { "name": "state", "type": 4, "value": 0 },
+        { "name": "model", "type": 3, "value": "rogue-model" },
+    ]);
+    let refused = e.slash(MODERATOR, "drafting", MANAGE_GUILD, rogue).await;
+    assert_eq!(refused["data"]["flags"], 64, "ephemeral: {refused}");
+    assert_eq!(
+        content_of(&refused),
+        "`rogue-model` is not one of this bot's models, so nothing was changed. Choose one of: \
+         review-model, test-model (or \"default\")."
+    );
+    assert_eq!(e.settings().await, Default::default(), "nothing stored");
+    e.openai.push_for(REVIEW_MODEL, verdict("pass", &[]));
+    let on = json!([{ "name": "state", "type": 4, "value": 0 }]);
+    let on = e.slash(MODERATOR, "drafting", MANAGE_GUILD, on).await;
+    assert!(content_of(&on).contains("model: -"), "{on}");
+    e.mention(ALICE, "alice", "hello").await;
+    e.until("the reviewed reply", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    assert_eq!(models_asked(&e), ["test-model", REVIEW_MODEL]);
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC C8, A2 (issue 27): a reviewer model a server stored before choices were checked (or one
+// taken out of the configuration since) is ignored: the reviewer asks the configured ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_reviewer_model_no_longer_configured_is_ignored() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![Reply::text(&["Reviewed hello."])],
+    )
+    .await;
+    let mut settings = e.settings().await;
+    settings.drafting = true;
+    settings.review.model = Some("rogue-model".into());
+    e.running()
+        .storage
+        .settings
+        .save_settings(ServerId(GUILD), &settings)
+        .await
+        .unwrap();
+    e.openai.push_for(REVIEW_MODEL, verdict("pass", &[]));
+    e.mention(ALICE, "alice", "hello").await;
+    e.until("the reviewed reply", |e| !e.texts(GENERAL).is_empty())
+        .await;
+    assert_eq!(e.texts(GENERAL), ["Reviewed hello."]);
+    assert_eq!(models_asked(&e), ["test-model", REVIEW_MODEL]);
+    e.assert_fakes_used();
+    e.stop().await;
+}

@@ -15,9 +15,10 @@ use std::time::Duration;
 use persona_bot::config::Config;
 use persona_bot::domain::ports::{
     AccessLists, Attachment, DeliberateSettings, Delivery, Durability, EventOutcome, FactAdded,
-    MemoryStore, Metric, NewFact, NewImagePlan, NewQueuedMessage, OutcomeStore, Persona,
+    MemoryStore, Mention, Metric, NewFact, NewImagePlan, NewQueuedMessage, OutcomeStore, Persona,
     PersonaStore, PlanId, PlanStore, Pushed, QueueStore, ServerSettings, SettingsChange,
-    SettingsStore, StoredOutcome, TaskStore, ToolEvent, ToolEvents, UsageRecord, UsageStats,
+    SettingsStore, StoredOutcome, SummaryMode, TaskStore, ToolEvent, ToolEvents, UsageRecord,
+    UsageStats,
 };
 use persona_bot::domain::role::Role;
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
@@ -110,6 +111,7 @@ fn queued(message: u64, follow_up: bool) -> NewQueuedMessage {
         locale: persona_bot::locale::Locale::Ja,
         quiet: false,
         attachments: Vec::new(),
+        mentions: Vec::new(),
     }
 }
 
@@ -162,16 +164,19 @@ fn sample_settings() -> ServerSettings {
             trigger_words: vec!["mira".into(), "ミラ".into()],
             avatar_url: Some("https://example.com/mira.png".into()),
         }),
+        // Issue 27: which turns the thought log summarizes.
+        summaries: SummaryMode::All,
     }
 }
 
-// SPEC D1
+// SPEC D1; issue 27: a server never configured summarizes only troubled turns.
 async fn settings_round_trip_with_defaults_for_unknown_servers(db: TestDb) {
     let s = db.open().await;
     assert_eq!(
         s.settings.settings(SERVER).await.unwrap(),
         ServerSettings::default()
     );
+    assert_eq!(ServerSettings::default().summaries, SummaryMode::Problems);
     s.settings
         .save_settings(SERVER, &sample_settings())
         .await
@@ -182,6 +187,7 @@ async fn settings_round_trip_with_defaults_for_unknown_servers(db: TestDb) {
     );
     let off = ServerSettings {
         drafting: false,
+        summaries: SummaryMode::Off,
         ..sample_settings()
     };
     s.settings.save_settings(SERVER, &off).await.unwrap();
@@ -1436,6 +1442,7 @@ async fn two_processes_changing_two_settings_both_win(db: TestDb) {
 
 // Issue 14 (attachments): a queued message's files survive in the queue, so a message answered
 // after a restart still shows its pictures; a file name with a NUL is stored all the same.
+// SPEC C4 (issue 27): so do the users it names, whom its reply may notify.
 async fn a_queued_message_keeps_its_files(db: TestDb) {
     let s = db.open().await;
     let files = vec![
@@ -1452,13 +1459,19 @@ async fn a_queued_message_keeps_its_files(db: TestDb) {
             content_type: None,
         },
     ];
+    let named = vec![Mention {
+        user: UserId(301),
+        name: "Bob".into(),
+    }];
     let message = NewQueuedMessage {
         attachments: files.clone(),
+        mentions: named.clone(),
         ..queued(8, false)
     };
     s.queue.push(&message).await.unwrap();
     let pending = s.queue.pending(CHANNEL).await.unwrap();
     assert_eq!(pending[0].entry.attachments, files);
+    assert_eq!(pending[0].entry.mentions, named);
     s.close().await;
 }
 

@@ -16,8 +16,8 @@ use persona_bot::config::{Config, KillPermission};
 use persona_bot::discord::commands::kill_text;
 use persona_bot::domain::ports::{
     Attempt, ChatMessage, DeliberateSettings, Delivery, Durability, EventOutcome, HistoryMessage,
-    ModelError, OutcomeStore, QueueStore, ServerSettings, SettingsStore, Sticker, StickerSend,
-    delivery_key,
+    Mention, ModelError, OutcomeStore, QueueStore, ServerSettings, SettingsStore, Sticker,
+    StickerSend, delivery_key,
 };
 use persona_bot::domain::provider_failure::FailureClass;
 use persona_bot::domain::scope::{ChannelId, MessageId, UserId};
@@ -86,20 +86,28 @@ async fn turns_in_a_channel_run_one_at_a_time_in_order() {
     );
 }
 
-// Issue 12: every message of a reply may notify the person it answers and the users they
-// named, and no one else (the Discord adapter turns this into `allowed_mentions`); the bot's
-// own notices notify nobody.
+// Issue 12, SPEC C4 (issue 27): every message of a reply may notify the person it answers and
+// the users their message named (Discord's mentions of it, queued with it: its text reads
+// `@name`), and no one else (the Discord adapter turns this into `allowed_mentions`); the
+// model's `@name` for one of them is posted as their mention; the bot's own notices notify
+// nobody.
 #[tokio::test(start_paused = true)]
 async fn a_reply_may_notify_only_the_asker_and_who_they_named() {
     let mut bot = Bot::new(ScriptedModel::new(vec![ScriptedPass::text(&[
-        "Sure <@55>, and <@77> too.",
+        "Sure @carl, and <@77> and @dora too.",
     ])]));
-    bot.say(message(1, ALICE, "say hi to <@55> and <@!56>"))
-        .await;
+    let named = |id: u64, name: &str| Mention {
+        user: UserId(id),
+        name: name.into(),
+    };
+    let mut asked = message(1, ALICE, "say hi to @carl and @dee");
+    asked.mentions = vec![named(55, "carl"), named(56, "dee")];
+    bot.say(asked).await;
     bot.next().await;
     let texts = bot.h.fakes.sink.texts();
     assert_eq!(texts.len(), 1);
     assert_eq!(texts[0].pings, vec![ALICE, UserId(55), UserId(56)]);
+    assert_eq!(texts[0].text, "Sure <@55>, and <@77> and @dora too.");
 }
 
 // SPEC C3: channels run in parallel.

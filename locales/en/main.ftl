@@ -84,6 +84,10 @@ cmd-thoughtlog-set-channel-name = channel
 cmd-thoughtlog-set-channel-description = A channel that @everyone cannot view
 cmd-thoughtlog-off-name = off
 cmd-thoughtlog-off-description = Stop posting to the thought log
+cmd-thoughtlog-summaries-name = summaries
+cmd-thoughtlog-summaries-description = Which finished turns post a summary to the thought log
+cmd-thoughtlog-summaries-mode-name = mode
+cmd-thoughtlog-summaries-mode-description = off, problems (turns that did not end cleanly; the default) or all
 
 # Command replies
 kill-stopped = Stopped the reply in progress.
@@ -100,6 +104,10 @@ drafting-off = Response Drafting is off: replies stream as they are written.
 thoughtlog-set = The thought log is now { $channel }.
 thoughtlog-public = { $channel } is visible to everyone, so it cannot be the thought log. Choose a channel that @everyone cannot view.
 thoughtlog-off = The thought log is off.
+thoughtlog-summaries = Turn summaries on the thought log: { $mode }.
+summaries-off = none
+summaries-problems = only turns that did not end cleanly (errors, limits, stops)
+summaries-all = every turn
 command-needs-manage-server = You need the Manage Server permission for this.
 command-server-only = This command works in servers only.
 command-failed = Something went wrong with this command. Please try again.
@@ -213,6 +221,7 @@ status-text = **Status**
     - Model: { $model }
     - Response Drafting: { $drafting }
     - Thought log: { $thought_log }
+    - Turn summaries: { $summaries }
     - Answering now here: { $running }; waiting here: { $waiting }
     - I may post here: { $can_post }
     - Your reminders: { $reminders }
@@ -247,7 +256,8 @@ tools-show = Deliberate tool mode on: { $state }. This server's own phrases (the
 cmd-drafting-check-name = check
 cmd-drafting-check-description = What is reviewed: tools (tool requests), replies, or both
 cmd-drafting-model-name = model
-cmd-drafting-model-description = The reviewer's model for this server, or "default" for the configured ones
+cmd-drafting-model-description = The reviewer's model for this server: one of the configured ones, or "default"
+drafting-model-refused = `{ $model }` is not one of this bot's models, so nothing was changed. Choose one of: { $allowed } (or "default").
 drafting-details = Reviewed: { $check }; this server's reviewer model: { $model }; reviewer prompt: { $prompt }.
 cmd-drafting-prompt-name = prompt
 cmd-drafting-prompt-description = edit: change the reviewer's instructions in a form; default: the configured ones

@@ -84,6 +84,10 @@ cmd-thoughtlog-set-channel-name = チャンネル
 cmd-thoughtlog-set-channel-description = @everyone が閲覧できないチャンネル
 cmd-thoughtlog-off-name = オフ
 cmd-thoughtlog-off-description = 思考ログへの投稿をやめます
+cmd-thoughtlog-summaries-name = まとめ
+cmd-thoughtlog-summaries-description = 終わったターンのうち、思考ログにまとめを投稿するもの
+cmd-thoughtlog-summaries-mode-name = 対象
+cmd-thoughtlog-summaries-mode-description = off、problems（正常に終わらなかったターン。既定）、all
 
 # コマンドの返答
 kill-stopped = 進行中の返信を止めました。
@@ -100,6 +104,10 @@ drafting-off = 返信下書きがオフです：返信は書かれるそばか�
 thoughtlog-set = 思考ログを { $channel } に設定しました。
 thoughtlog-public = { $channel } は全員が閲覧できるため、思考ログにできません。@everyone が閲覧できないチャンネルを選んでください。
 thoughtlog-off = 思考ログをオフにしました。
+thoughtlog-summaries = 思考ログのターンのまとめ：{ $mode }。
+summaries-off = なし
+summaries-problems = 正常に終わらなかったターンのみ（エラー、上限、停止）
+summaries-all = すべてのターン
 command-needs-manage-server = この操作には「サーバー管理」の権限が必要です。
 command-server-only = このコマンドはサーバー内でのみ使えます。
 command-failed = コマンドの実行中に問題が発生しました。もう一度お試しください。
@@ -212,6 +220,7 @@ status-text = **状態**
     - モデル：{ $model }
     - 返信の下書き確認：{ $drafting }
     - 思考ログ：{ $thought_log }
+    - ターンのまとめ：{ $summaries }
     - ここで応答中：{ $running }、待ち：{ $waiting }
     - ここに投稿できる：{ $can_post }
     - あなたのリマインダー：{ $reminders }
@@ -246,7 +255,8 @@ tools-show = 慎重ツールモード：{ $state }。このサーバー独自の
 cmd-drafting-check-name = 確認対象
 cmd-drafting-check-description = 確認するもの：tools（ツール要求）、replies（返信）、both（両方）
 cmd-drafting-model-name = モデル
-cmd-drafting-model-description = このサーバーの確認用モデル。"default" で設定のモデルに戻す
+cmd-drafting-model-description = このサーバーの確認用モデル。設定されたモデルから選ぶか、"default" で設定の順に戻す
+drafting-model-refused = `{ $model }` はこのボットのモデルではないため、何も変更していません。次から選んでください：{ $allowed }（または "default"）。
 drafting-details = 確認対象：{ $check }。このサーバーの確認用モデル：{ $model }。確認の指示：{ $prompt }。
 cmd-drafting-prompt-name = 指示
 cmd-drafting-prompt-description = edit：確認の指示をフォームで編集。default：設定の指示に戻す

@@ -84,6 +84,10 @@ cmd-thoughtlog-set-channel-name = 频道
 cmd-thoughtlog-set-channel-description = @everyone 无法查看的频道
 cmd-thoughtlog-off-name = 关闭
 cmd-thoughtlog-off-description = 停止向思考日志发帖
+cmd-thoughtlog-summaries-name = 摘要
+cmd-thoughtlog-summaries-description = 哪些结束的回合向思考日志发布摘要
+cmd-thoughtlog-summaries-mode-name = 范围
+cmd-thoughtlog-summaries-mode-description = off、problems（未正常结束的回合，默认）或 all
 
 # 命令回复
 kill-stopped = 已停止正在进行的回复。
@@ -100,6 +104,10 @@ drafting-off = 回复草稿已关闭：回复会边写边发送。
 thoughtlog-set = 思考日志已设为 { $channel }。
 thoughtlog-public = { $channel } 对所有人可见，不能用作思考日志。请选择 @everyone 无法查看的频道。
 thoughtlog-off = 思考日志已关闭。
+thoughtlog-summaries = 思考日志的回合摘要：{ $mode }。
+summaries-off = 不发布
+summaries-problems = 仅未正常结束的回合（错误、上限、停止）
+summaries-all = 每个回合
 command-needs-manage-server = 此操作需要“管理服务器”权限。
 command-server-only = 此命令只能在服务器中使用。
 command-failed = 执行此命令时出错，请重试。
@@ -212,6 +220,7 @@ status-text = **状态**
     - 模型：{ $model }
     - 回复审核：{ $drafting }
     - 思考日志：{ $thought_log }
+    - 回合摘要：{ $summaries }
     - 此处正在回答：{ $running }；等待中：{ $waiting }
     - 我能在此发言：{ $can_post }
     - 你的提醒：{ $reminders }
@@ -246,7 +255,8 @@ tools-show = 审慎工具模式：{ $state }。本服务器自己的短语（内
 cmd-drafting-check-name = 审核内容
 cmd-drafting-check-description = 审核什么：tools（工具请求）、replies（回复）或 both（两者）
 cmd-drafting-model-name = 模型
-cmd-drafting-model-description = 本服务器的审核模型，"default" 表示使用配置的模型
+cmd-drafting-model-description = 本服务器的审核模型：从配置的模型中选择，或 "default"
+drafting-model-refused = `{ $model }` 不是本机器人的模型，因此未做任何更改。请从以下模型中选择：{ $allowed }（或 "default"）。
 drafting-details = 审核内容：{ $check }；本服务器的审核模型：{ $model }；审核指示：{ $prompt }。
 cmd-drafting-prompt-name = 指示
 cmd-drafting-prompt-description = edit：在表单中编辑审核指示；default：使用配置的指示

@@ -84,6 +84,10 @@ cmd-thoughtlog-set-channel-name = 頻道
 cmd-thoughtlog-set-channel-description = @everyone 無法檢視的頻道
 cmd-thoughtlog-off-name = 關閉
 cmd-thoughtlog-off-description = 停止向思考日誌發文
+cmd-thoughtlog-summaries-name = 摘要
+cmd-thoughtlog-summaries-description = 哪些結束的回合向思考日誌發布摘要
+cmd-thoughtlog-summaries-mode-name = 範圍
+cmd-thoughtlog-summaries-mode-description = off、problems（未正常結束的回合，預設）或 all
 
 # 指令回覆
 kill-stopped = 已停止進行中的回覆。
@@ -100,6 +104,10 @@ drafting-off = 回覆草稿已關閉：回覆會邊寫邊傳送。
 thoughtlog-set = 思考日誌已設為 { $channel }。
 thoughtlog-public = { $channel } 對所有人可見，不能用作思考日誌。請選擇 @everyone 無法檢視的頻道。
 thoughtlog-off = 思考日誌已關閉。
+thoughtlog-summaries = 思考日誌的回合摘要：{ $mode }。
+summaries-off = 不發布
+summaries-problems = 僅未正常結束的回合（錯誤、上限、停止）
+summaries-all = 每個回合
 command-needs-manage-server = 此操作需要「管理伺服器」權限。
 command-server-only = 此指令只能在伺服器中使用。
 command-failed = 執行此指令時出錯，請再試一次。
@@ -212,6 +220,7 @@ status-text = **狀態**
     - 模型：{ $model }
     - 回覆審核：{ $drafting }
     - 思考日誌：{ $thought_log }
+    - 回合摘要：{ $summaries }
     - 此處正在回答：{ $running }；等待中：{ $waiting }
     - 我能在此發言：{ $can_post }
     - 你的提醒：{ $reminders }
@@ -246,7 +255,8 @@ tools-show = 審慎工具模式：{ $state }。本伺服器自己的短語（內
 cmd-drafting-check-name = 審核內容
 cmd-drafting-check-description = 審核什麼：tools（工具請求）、replies（回覆）或 both（兩者）
 cmd-drafting-model-name = 模型
-cmd-drafting-model-description = 本伺服器的審核模型，"default" 表示使用設定的模型
+cmd-drafting-model-description = 本伺服器的審核模型：從設定的模型中選擇，或 "default"
+drafting-model-refused = `{ $model }` 不是本機器人的模型，因此未做任何變更。請從以下模型中選擇：{ $allowed }（或 "default"）。
 drafting-details = 審核內容：{ $check }；本伺服器的審核模型：{ $model }；審核指示：{ $prompt }。
 cmd-drafting-prompt-name = 指示
 cmd-drafting-prompt-description = edit：在表單中編輯審核指示；default：使用設定的指示

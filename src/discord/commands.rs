@@ -1,7 +1,9 @@
-//! Slash commands (poise): `/kill` (SPEC C6), `/drafting on|off` (SPEC C8), `/random on|off`,
-//! `/thoughtlog set` and `/thoughtlog off` (SPEC T11), `/reminders list|cancel`. Each parses, calls one core function, and renders a
-//! localized, ephemeral reply. Names and descriptions are localized from `locales/` (SPEC D3).
-//! Permission checks read the member permissions Discord computed for the interaction.
+//! Slash commands (poise): `/kill` (SPEC C6), `/random on|off`, `/reminders list|cancel`,
+//! `/status` and the rest; `/drafting` is in `drafting_commands`, `/thoughtlog` in
+//! `thoughtlog_commands`, `/persona` in `persona_commands`. Each parses, calls one core function,
+//! and renders a localized, ephemeral reply. Names and descriptions are localized from
+//! `locales/` (SPEC D3). Permission checks read the member permissions Discord computed for the
+//! interaction.
 
 use poise::CreateReply;
 use serenity::all::{ChannelId as SerenityChannelId, Permissions};
@@ -17,9 +19,9 @@ use crate::locale::{self, Locale};
 pub fn all() -> Vec<poise::Command<std::sync::Arc<BotData>, Error>> {
     let mut commands = vec![
         kill(),
-        drafting(),
+        super::drafting_commands::drafting(),
         random(),
-        thoughtlog(),
+        super::thoughtlog_commands::thoughtlog(),
         reminders(),
         memory(),
         forget_me(),
@@ -187,131 +189,6 @@ pub(super) async fn managed_server(ctx: Context<'_>) -> Result<Option<ServerId>,
     Ok(Some(ServerId(guild.get())))
 }
 
-/// What Response Drafting reviews.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, poise::ChoiceParameter)]
-pub enum Checks {
-    #[name = "tools"]
-    Tools,
-    #[name = "replies"]
-    Replies,
-    #[name = "both"]
-    Both,
-}
-
-/// What `/drafting prompt` does with the server's reviewer prompt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, poise::ChoiceParameter)]
-pub enum PromptChoice {
-    /// A modal shows the prompt to edit.
-    #[name = "edit"]
-    Edit,
-    /// The configured prompt again.
-    #[name = "default"]
-    Default,
-}
-
-/// Turn Response Drafting on or off for this server; optionally what it checks, model and prompt
-///
-/// One change: the check, the reviewer's model and (in a modal) its prompt with it.
-#[poise::command(slash_command, default_member_permissions = "MANAGE_GUILD")]
-pub async fn drafting(
-    ctx: Context<'_>,
-    state: State,
-    check: Option<Checks>,
-    model: Option<String>,
-    prompt: Option<PromptChoice>,
-) -> Result<(), Error> {
-    let Some(server) = managed_server(ctx).await? else {
-        return Ok(());
-    };
-    let (prompt, submitted) = match prompt {
-        Some(PromptChoice::Edit) => match review_prompt_modal(ctx, server).await? {
-            Some(submitted) => {
-                let text = submitted.value(REVIEW_PROMPT_FIELD).to_owned();
-                (Some(Some(text)), Some(submitted))
-            }
-            // Closed without a submit: nothing changes.
-            None => return Ok(()),
-        },
-        Some(PromptChoice::Default) => (Some(None), None),
-        None => (None, None),
-    };
-    let checks = check.map(|c| (c != Checks::Replies, c != Checks::Tools));
-    // "default" (or nothing but spaces) gives the configured reviewer models back.
-    let model = model.map(|m| Some(m).filter(|m| !m.trim().is_empty() && m.trim() != "default"));
-    let change = SettingsChange::Review {
-        drafting: state == State::On,
-        checks,
-        model,
-        prompt,
-    };
-    let outcome = match ctx.data().settings.update(server, change).await {
-        Ok(settings) => Ok(drafting_changed(ctx, server, &settings)),
-        Err(error) => Err(error.into()),
-    };
-    conclude(ctx, submitted, outcome).await
-}
-
-/// The reviewer-prompt modal's one field.
-const REVIEW_PROMPT_FIELD: &str = "prompt";
-
-/// Shows the server's reviewer prompt in a modal and waits for its submit.
-async fn review_prompt_modal(
-    ctx: Context<'_>,
-    server: ServerId,
-) -> Result<Option<super::modal::Submitted>, Error> {
-    let locale = locale_of(ctx);
-    let current = ctx.data().settings.settings(server).await?.review.prompt;
-    let field = super::modal::Field {
-        id: REVIEW_PROMPT_FIELD,
-        label: locale::text(locale, "drafting-prompt-label"),
-        paragraph: true,
-        max: super::modal::TEXT_MAX,
-        value: current.unwrap_or_default(),
-        required: false,
-    };
-    let title = locale::text(locale, "drafting-prompt-title");
-    super::modal::ask(ctx, &title, vec![field]).await
-}
-
-/// Logs a `/drafting` change to the thought log and says what is set now.
-fn drafting_changed(
-    ctx: Context<'_>,
-    server: ServerId,
-    settings: &crate::domain::ports::ServerSettings,
-) -> String {
-    let locale = locale_of(ctx);
-    let key = if settings.drafting {
-        "drafting-on"
-    } else {
-        "drafting-off"
-    };
-    let review = &settings.review;
-    let checked = match (review.tool_calls, review.replies) {
-        (true, false) => "tools",
-        (false, true) => "replies",
-        _ => "both",
-    };
-    let model = review.model.clone().unwrap_or_else(|| "-".to_owned());
-    let own_prompt = if review.prompt.is_some() {
-        "own"
-    } else {
-        "default"
-    };
-    let change = format!("/drafting {key} check:{checked} model:{model} prompt:{own_prompt}");
-    log_change(ctx, server, change.replace("drafting-", ""));
-    let prompt = locale::text(locale, &format!("drafting-prompt-{own_prompt}"));
-    let details = [
-        ("check", checked.to_owned()),
-        ("model", model),
-        ("prompt", prompt),
-    ];
-    format!(
-        "{}\n{}",
-        locale::text(locale, key),
-        locale::text_with(locale, "drafting-details", &details)
-    )
-}
-
 /// Answers the command, or the submit of the modal it showed: the command has had its answer
 /// then, so an error is answered on the submit too (and logged once).
 pub(super) async fn conclude(
@@ -370,58 +247,6 @@ pub async fn random(
         locale::text(locale_of(ctx), "random-off")
     };
     reply(ctx, text).await
-}
-
-/// Choose the hidden channel where moderators see what the bot did.
-#[poise::command(
-    slash_command,
-    subcommands("set", "off"),
-    default_member_permissions = "MANAGE_GUILD"
-)]
-pub async fn thoughtlog(_ctx: Context<'_>) -> Result<(), Error> {
-    // Discord only invokes the subcommands.
-    Ok(())
-}
-
-/// Use a channel as the thought log.
-#[poise::command(slash_command)]
-pub async fn set(ctx: Context<'_>, channel: SerenityChannelId) -> Result<(), Error> {
-    let Some(server) = managed_server(ctx).await? else {
-        return Ok(());
-    };
-    let locale = locale_of(ctx);
-    let target = ChannelId(channel.get());
-    let mention = format!("<#{}>", target.0);
-    // Refused when @everyone can view it (or the bot cannot tell), said once, to the setter.
-    if ctx.data().cache.everyone_can_view(server, target) != Some(false) {
-        return reply(
-            ctx,
-            locale::text_with(locale, "thoughtlog-public", &[("channel", mention)]),
-        )
-        .await;
-    }
-    ctx.data()
-        .settings
-        .update(server, SettingsChange::ThoughtLog(Some(target)))
-        .await?;
-    reply(
-        ctx,
-        locale::text_with(locale, "thoughtlog-set", &[("channel", mention)]),
-    )
-    .await
-}
-
-/// Stop posting to the thought log.
-#[poise::command(slash_command)]
-pub async fn off(ctx: Context<'_>) -> Result<(), Error> {
-    let Some(server) = managed_server(ctx).await? else {
-        return Ok(());
-    };
-    ctx.data()
-        .settings
-        .update(server, SettingsChange::ThoughtLog(None))
-        .await?;
-    reply(ctx, locale::text(locale_of(ctx), "thoughtlog-off")).await
 }
 
 /// List or cancel your reminders.
@@ -793,6 +618,10 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
             settings
                 .thought_log_channel
                 .map_or_else(|| "-".to_owned(), |c| format!("<#{}>", c.0)),
+        ),
+        (
+            "summaries",
+            super::thoughtlog_commands::summaries_text(locale, settings.summaries),
         ),
         ("running", yes_no(running)),
         ("waiting", waiting.to_string()),

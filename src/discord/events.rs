@@ -10,8 +10,8 @@ use super::BotData;
 use crate::domain::admission::{MessageFacts, RateLimit, Refusal, addressed, admit, triggers};
 use crate::domain::catch_up::Seen;
 use crate::domain::ports::{
-    ATTACHMENTS_PER_MESSAGE, Attachment, Clock, HistoryMessage, NewQueuedMessage, Persona, Pings,
-    ServerSettings, SystemClock, close_unanswered,
+    ATTACHMENTS_PER_MESSAGE, Attachment, Clock, HistoryMessage, MENTION_NAME_MAX, Mention,
+    NewQueuedMessage, PINGS_MAX, Persona, Pings, ServerSettings, SystemClock, close_unanswered,
 };
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
 
@@ -333,13 +333,7 @@ fn as_queued(
 ) -> String {
     let names: Vec<(u64, String)> = mentions
         .iter()
-        .map(|u| {
-            let nick = u.member.as_ref().and_then(|m| m.nick.clone());
-            let name = nick
-                .or_else(|| u.global_name.clone())
-                .unwrap_or_else(|| u.name.clone());
-            (u.id.get(), name)
-        })
+        .map(|u| (u.id.get(), shown_name(u)))
         .collect();
     let bot = data.bot.get().map(|id| (id, persona_name));
     super::mentions::readable(
@@ -347,6 +341,37 @@ fn as_queued(
         bot.into_iter()
             .chain(names.iter().map(|(id, name)| (*id, name.as_str()))),
     )
+}
+
+/// The name a mentioned user reads as (`@name`): their nickname here, else their display name,
+/// else their username.
+fn shown_name(user: &serenity::all::User) -> String {
+    let nick = user.member.as_ref().and_then(|m| m.nick.clone());
+    nick.or_else(|| user.global_name.clone())
+        .unwrap_or_else(|| user.name.clone())
+}
+
+/// The users a message names, from Discord's `mentions` of it (not its text, which the model
+/// reads as `@name`), under the names the model reads: those its text holds as `<@id>`, not the
+/// bot, not the author (the asker, pinged as such), each once, at most Discord's 100.
+fn named_users(data: &BotData, message: &Message) -> Vec<Mention> {
+    let mut named: Vec<Mention> = Vec::new();
+    for user in &message.mentions {
+        let id = user.id.get();
+        let in_text = message.content.contains(&format!("<@{id}>"))
+            || message.content.contains(&format!("<@!{id}>"));
+        let other = data.bot.get() != Some(id) && id != message.author.id.get();
+        if in_text && other && named.iter().all(|m| m.user.0 != id) {
+            named.push(Mention {
+                user: UserId(id),
+                name: shown_name(user).chars().take(MENTION_NAME_MAX).collect(),
+            });
+        }
+        if named.len() >= PINGS_MAX {
+            break;
+        }
+    }
+    named
 }
 
 /// A random quiet turn: never for bots, webhooks, DMs or the thought-log channel.
@@ -515,5 +540,6 @@ fn queued(
         locale: locale_of(data, server),
         quiet,
         attachments: attachments_of(message),
+        mentions: named_users(data, message),
     }
 }

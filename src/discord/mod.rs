@@ -23,6 +23,7 @@ use crate::shutdown::Shutdown;
 pub mod catch_up;
 pub mod cdn;
 pub mod commands;
+pub mod drafting_commands;
 pub mod events;
 pub mod guild;
 pub mod mentions;
@@ -34,6 +35,7 @@ pub mod registration;
 pub mod rest;
 pub mod sink;
 pub mod thought_log;
+pub mod thoughtlog_commands;
 pub mod webhooks;
 
 pub type Error = anyhow::Error;
@@ -53,6 +55,8 @@ pub struct BotData {
     pub reminders: Arc<dyn crate::domain::ports::ReminderStore>,
     /// The first model the persona asks (`/status`).
     pub model_name: String,
+    /// The models a server may choose for its reviewer (`/drafting model`): the configured ones.
+    pub review_models: Vec<String>,
     /// What the persona remembers (`/memory`, `/forget-me`).
     pub memory: Arc<dyn crate::domain::ports::MemoryStore>,
     pub cache: guild::CacheCell,

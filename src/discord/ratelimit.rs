@@ -59,8 +59,8 @@ impl SlidingWindow {
         }
     }
 
-    /// Records a send at `now` and returns `None`, or returns how long to wait for room.
-    fn take(&mut self, now: Instant) -> Option<Duration> {
+    /// Forgets sends older than the span.
+    fn expire(&mut self, now: Instant) {
         while self
             .sent
             .front()
@@ -68,6 +68,17 @@ impl SlidingWindow {
         {
             self.sent.pop_front();
         }
+    }
+
+    /// Sends the span has room for now.
+    fn free(&mut self, now: Instant) -> usize {
+        self.expire(now);
+        self.limit.saturating_sub(self.sent.len())
+    }
+
+    /// Records a send at `now` and returns `None`, or returns how long to wait for room.
+    fn take(&mut self, now: Instant) -> Option<Duration> {
+        self.expire(now);
         if self.sent.len() < self.limit {
             self.sent.push_back(now);
             return None;
@@ -172,6 +183,18 @@ impl BucketState {
             None => {}
         }
         self.fallback.as_mut().and_then(|budget| budget.take(now))
+    }
+
+    /// Whether the window has a place for one request now and another after it: what a
+    /// request that may be dropped must leave to those that wait.
+    fn spare(&mut self, now: Instant) -> bool {
+        match self.window {
+            Some((left, reset)) if reset > now => return left >= 2,
+            _ => {}
+        }
+        self.fallback
+            .as_mut()
+            .is_none_or(|budget| budget.free(now) >= 2)
     }
 
     /// Learns the window from an answer's headers; an answer without them changes nothing.
@@ -300,6 +323,19 @@ impl Scheduler {
             route,
             state: shared.lock_owned().await,
         }
+    }
+
+    /// [`Self::acquire`] for a request that is dropped rather than kept waiting (a thought-log
+    /// summary): `None` when a request of the bucket is in flight or waiting, or when sending
+    /// it would leave the window no place for the next request (issue 27: failure notices
+    /// never wait behind summaries).
+    pub fn try_acquire_spare(&self, route: Route) -> Option<Permit<'_>> {
+        let mut state = self.state_of(route).try_lock_owned().ok()?;
+        state.spare(Instant::now()).then_some(Permit {
+            scheduler: self,
+            route,
+            state,
+        })
     }
 
     /// The shared state of the route's bucket, made on first use; reaps idle ones now and then.
@@ -513,6 +549,43 @@ mod tests {
         let mut other = scheduler.acquire(route(2)).await;
         other.ready().await;
         assert_eq!(Instant::now(), before);
+    }
+
+    // SPEC D7 (issue 27, summaries by choice): a request that may be dropped is not sent while another
+    // of its bucket is in flight or waiting, nor when it would take the window's last place
+    // (headers or, without them, the local budget), so a failure notice never waits behind a
+    // turn summary.
+    #[tokio::test(start_paused = true)]
+    async fn a_droppable_request_leaves_the_bucket_to_those_that_wait() {
+        let scheduler = Scheduler::new(50, Duration::from_secs(300));
+        let held = scheduler.acquire(route(1)).await;
+        assert!(scheduler.try_acquire_spare(route(1)).is_none(), "in flight");
+        drop(held);
+        {
+            let mut spare = scheduler
+                .try_acquire_spare(route(1))
+                .expect("a free bucket");
+            spare.ready().await;
+            spare.observe(&headers("abc", 1, 5.0));
+        }
+        assert!(
+            scheduler.try_acquire_spare(route(1)).is_none(),
+            "the last place is kept"
+        );
+        let start = Instant::now();
+        scheduler.acquire(route(1)).await.ready().await;
+        assert_eq!(Instant::now(), start, "a waiting request takes it at once");
+        send(&scheduler, route(2), 3).await;
+        let mut fourth = scheduler
+            .try_acquire_spare(route(2))
+            .expect("two places left");
+        fourth.ready().await;
+        drop(fourth);
+        assert!(
+            scheduler.try_acquire_spare(route(2)).is_none(),
+            "one place left"
+        );
+        assert_eq!(send(&scheduler, route(2), 1).await, [Duration::ZERO]);
     }
 
     #[tokio::test(start_paused = true)]

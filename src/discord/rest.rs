@@ -6,11 +6,12 @@
 //! window from Discord's headers, the process's global budget), a 429 is still waited out for
 //! exactly its `retry_after` (a global one holds every request), and a message send retries a
 //! 5xx or a lost connection with the same `nonce` and `enforce_nonce`, so Discord never posts it
-//! twice. Text is never dropped for a rate limit.
+//! twice. Chat text is never dropped for a rate limit; only a thought-log turn summary is,
+//! rather than make a failure notice wait ([`DiscordRest::create_message_unless_busy`]).
 
 use std::time::Duration;
 
-use super::ratelimit::{RATE_LIMITED, RateHeaders, Route, Scheduler};
+use super::ratelimit::{Permit, RATE_LIMITED, RateHeaders, Route, Scheduler};
 use super::webhooks::Hook;
 use crate::config::DiscordConfig;
 use crate::http_body::{ERROR_TEXT_MAX, json_bounded};
@@ -145,6 +146,29 @@ impl DiscordRest {
         .await
     }
 
+    /// [`Self::create_message`] for a message that is dropped rather than kept waiting (a
+    /// thought-log summary): `None`, with nothing sent, when the channel's bucket is busy or
+    /// would be left no place for the next message; sent once, and a 429 not waited out.
+    pub async fn create_message_unless_busy(
+        &self,
+        channel: u64,
+        body: &Value,
+    ) -> Option<Result<Value, SendError>> {
+        let route = self.messages(channel);
+        let permit = self.scheduler.try_acquire_spare(route)?;
+        let path = format!("/channels/{channel}/messages");
+        let make = || self.request(reqwest::Method::POST, &path).json(body);
+        Some(
+            match self
+                .exchange_held(permit, route, make, Retry::Droppable)
+                .await
+            {
+                Ok(response) => message_answer(response).await,
+                Err(error) => Err(error),
+            },
+        )
+    }
+
     /// Posts a message with one file attached (multipart), as [`Self::create_message`].
     pub async fn create_message_with_file(
         &self,
@@ -250,7 +274,18 @@ impl DiscordRest {
         make: impl Fn() -> reqwest::RequestBuilder,
         retry: Retry,
     ) -> Result<reqwest::Response, SendError> {
-        let mut permit = self.scheduler.acquire(route).await;
+        let permit = self.scheduler.acquire(route).await;
+        self.exchange_held(permit, route, make, retry).await
+    }
+
+    /// [`Self::exchange`] with the bucket already held.
+    async fn exchange_held(
+        &self,
+        mut permit: Permit<'_>,
+        route: Route,
+        make: impl Fn() -> reqwest::RequestBuilder,
+        retry: Retry,
+    ) -> Result<reqwest::Response, SendError> {
         let mut server_failures = 0;
         let mut rate_limited = 0;
         loop {
@@ -262,7 +297,7 @@ impl DiscordRest {
                 Ok(response) => response,
                 Err(error) => {
                     let error = describe(error);
-                    if retry == Retry::Never || server_failures >= SERVER_RETRIES {
+                    if retry != Retry::ServerFailures || server_failures >= SERVER_RETRIES {
                         return Err(SendError::Unconfirmed(error));
                     }
                     server_failures += 1;
@@ -287,6 +322,13 @@ impl DiscordRest {
                     "rate limited; waiting retry_after"
                 );
                 permit.rate_limited(wait, global);
+                if retry == Retry::Droppable {
+                    return Err(SendError::Refused {
+                        status: 429,
+                        code: 0,
+                        message: "rate limited; dropped rather than waited for".to_owned(),
+                    });
+                }
                 continue;
             }
             if status.is_server_error() && retry == Retry::ServerFailures {
@@ -544,6 +586,8 @@ fn first_error(errors: &Value, depth: usize) -> Option<(String, String)> {
 enum Retry {
     ServerFailures,
     Never,
+    /// Never, and a 429 is given up on rather than waited out (a droppable message).
+    Droppable,
 }
 
 /// A fresh nonce for `enforce_nonce` (Discord accepts up to 25 characters).

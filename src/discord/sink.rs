@@ -526,6 +526,7 @@ mod tests {
     fn only_the_answered_people_are_notified() {
         let pings = Pings {
             users: vec![UserId(7), UserId(11)],
+            ..Pings::none()
         };
         assert_eq!(
             allowed_mentions(&pings, true),

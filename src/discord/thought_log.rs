@@ -1,6 +1,7 @@
 //! The thought-log port on Discord (SPEC T11): notices become embeds in the server's hidden
 //! moderators' channel, with notifications suppressed and no mentions. The bot never posts into
-//! a thought-log channel that @everyone can view.
+//! a thought-log channel that @everyone can view. Notices wait out the channel's rate limit; a
+//! turn summary is dropped instead when the channel is busy, so notices never wait behind it.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -89,7 +90,20 @@ impl ThoughtLog for DiscordThoughtLog {
             "nonce": nonce(),
             "enforce_nonce": true,
         });
-        if let Err(error) = self.rest.create_message(channel.0, &body).await {
+        // A summary never keeps a notice waiting: it goes only when the channel's bucket is
+        // free with a place to spare, and is dropped otherwise (issue 27).
+        let posted = match notice {
+            Notice::TurnSummary { .. } => {
+                let Some(posted) = self.rest.create_message_unless_busy(channel.0, &body).await
+                else {
+                    tracing::debug!(%server, %channel, "thought-log busy; turn summary dropped");
+                    return;
+                };
+                posted
+            }
+            _ => self.rest.create_message(channel.0, &body).await,
+        };
+        if let Err(error) = posted {
             tracing::warn!(%server, %channel, %error, "thought-log notice not posted");
         }
     }

@@ -39,7 +39,8 @@ pub struct ReviewPolicy {
     /// The server's own reviewer instructions.
     #[serde(default)]
     pub prompt: Option<String>,
-    /// The server's own reviewer model (tried before the configured ones).
+    /// The server's own reviewer model (tried before the configured ones), one of the
+    /// operator's ([`ReviewPolicy::configured_model`]).
     #[serde(default)]
     pub model: Option<String>,
 }
@@ -55,6 +56,54 @@ impl Default for ReviewPolicy {
             replies: true,
             prompt: None,
             model: None,
+        }
+    }
+}
+
+impl ReviewPolicy {
+    /// The server's own reviewer model while it is one of `configured`: a name stored before
+    /// choices were checked, or since taken out of the configuration, is ignored, and the
+    /// configured order applies (issue 27: the operator's key asks only the operator's models).
+    pub fn configured_model(&self, configured: &[String]) -> Option<&str> {
+        self.model
+            .as_deref()
+            .filter(|model| configured.iter().any(|c| c == model))
+    }
+}
+
+/// The models a server may give its reviewer (`/drafting model`): the operator's, the
+/// reviewer's list first, then the persona's, each once. Both are asked on the operator's
+/// endpoint and keys, and nothing outside them is (issue 27).
+pub fn reviewer_choices(review: &[String], persona: &[String]) -> Vec<String> {
+    let mut choices: Vec<String> = Vec::new();
+    for model in review.iter().chain(persona) {
+        if !model.trim().is_empty() && !choices.contains(model) {
+            choices.push(model.clone());
+        }
+    }
+    choices
+}
+
+/// What `/drafting model:` asked for, read against the configured models.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelChoice {
+    /// `default` (or nothing but spaces): the configured order again.
+    Configured,
+    /// One of the configured models.
+    Model(String),
+    /// Anything else: refused, and nothing is stored.
+    Unknown,
+}
+
+impl ModelChoice {
+    pub fn read(asked: &str, configured: &[String]) -> Self {
+        let asked = asked.trim();
+        if asked.is_empty() || asked == "default" {
+            return Self::Configured;
+        }
+        match configured.iter().find(|model| model.as_str() == asked) {
+            Some(model) => Self::Model(model.clone()),
+            None => Self::Unknown,
         }
     }
 }
@@ -224,6 +273,41 @@ impl ReviewLedger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // SPEC C8, A2 (issue 27): a server's reviewer model is one of the operator's; anything else is
+    // refused, and a stored name no longer configured is ignored.
+    #[test]
+    fn a_server_reviewer_model_is_one_of_the_configured() {
+        let configured = reviewer_choices(
+            &["review-model".into(), "gpt".into()],
+            &["gpt".into(), "test-model".into(), " ".into()],
+        );
+        assert_eq!(configured, ["review-model", "gpt", "test-model"]);
+        assert_eq!(
+            ModelChoice::read(" test-model ", &configured),
+            ModelChoice::Model("test-model".into())
+        );
+        assert_eq!(
+            ModelChoice::read("default", &configured),
+            ModelChoice::Configured
+        );
+        assert_eq!(
+            ModelChoice::read("  ", &configured),
+            ModelChoice::Configured
+        );
+        assert_eq!(
+            ModelChoice::read("rogue-model", &configured),
+            ModelChoice::Unknown
+        );
+        assert_eq!(ModelChoice::read("GPT", &configured), ModelChoice::Unknown);
+        let mut policy = ReviewPolicy {
+            model: Some("rogue-model".into()),
+            ..ReviewPolicy::default()
+        };
+        assert_eq!(policy.configured_model(&configured), None);
+        policy.model = Some("gpt".into());
+        assert_eq!(policy.configured_model(&configured), Some("gpt"));
+    }
 
     struct Request {
         name: &'static str,

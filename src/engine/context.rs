@@ -4,7 +4,8 @@
 
 use crate::domain::history::ToolHistoryEntry;
 use crate::domain::ports::{
-    AssistantToolCall, Attachment, ChatMessage, Fact, HistoryMessage, ModelRequest, Persona, Ports,
+    AssistantToolCall, Attachment, ChatMessage, Fact, HistoryMessage, Mention, ModelRequest,
+    Persona, Ports,
 };
 use crate::domain::scope::{MessageId, UserId};
 use crate::domain::turn::Turn;
@@ -20,6 +21,8 @@ pub struct Trigger {
     pub content: String,
     /// Its files (read when the turn loads its context).
     pub attachments: Vec<Attachment>,
+    /// The users it names: the reply may notify them, and its `@name` for them is a mention.
+    pub mentions: Vec<Mention>,
     /// The turn did not start at once (it was queued): its reply replies to the trigger.
     pub reply: bool,
 }

@@ -16,4 +16,5 @@ pub mod resume;
 pub mod reviewer;
 pub mod segment;
 pub mod stream;
+pub mod summaries;
 pub mod worker;

@@ -1191,6 +1191,7 @@ fn trigger_of(pending: &Pending) -> Trigger {
         author_name: m.author_name.clone(),
         content: m.content.clone(),
         attachments: m.attachments.clone(),
+        mentions: m.mentions.clone(),
         // A quiet turn's trigger is not a Discord message: there is nothing to reply to.
         reply: pending.waited && !m.quiet,
     }

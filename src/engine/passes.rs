@@ -17,7 +17,7 @@ use std::sync::Arc;
 use self::attempts::PassKind;
 use crate::config::TurnConfig;
 use crate::domain::history::{EntryStatus, ToolHistoryEntry};
-use crate::domain::ports::{ChatModel, Persona, Pings, TokenUsage};
+use crate::domain::ports::{ChatModel, Mention, Persona, Pings, TokenUsage};
 use crate::domain::provider_failure::user_message;
 use crate::domain::review::ReviewNote;
 use crate::domain::role::Role;
@@ -229,7 +229,11 @@ impl<'a> TurnRun<'a> {
         };
         let session = persona_session(deps, turn, &context, &stickers);
         let reply_to = trigger.reply.then_some(trigger.message);
-        let pings = Pings::answering(trigger.author, &trigger.content);
+        let asker = Mention {
+            user: trigger.author,
+            name: trigger.author_name.clone(),
+        };
+        let pings = Pings::answering(asker, &trigger.mentions);
         let pacing = crate::engine::segment::Pacing::from_config(config, config.reply_style);
         let wait = (config.paragraph_wait_ms > 0)
             .then(|| std::time::Duration::from_millis(config.paragraph_wait_ms));

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::domain::ports::{Clock, NewQueuedMessage, Reminder, ReminderStore};
+use crate::domain::ports::{Clock, Mention, NewQueuedMessage, Reminder, ReminderStore};
 pub use crate::domain::schedule::{local_to_utc_ms, next_occurrence};
 use crate::domain::scope::MessageId;
 use crate::engine::orchestrator::Orchestrator;
@@ -113,6 +113,15 @@ fn quiet_message(reminder: &Reminder, now_ms: i64) -> NewQueuedMessage {
         locale: r.locale,
         quiet: true,
         attachments: Vec::new(),
+        // The reminder's target may be notified; the trigger names them as `<@id>`, no name.
+        mentions: r
+            .target
+            .map(|user| Mention {
+                user,
+                name: String::new(),
+            })
+            .into_iter()
+            .collect(),
     }
 }
 
@@ -161,6 +170,23 @@ mod tests {
             23 * 3_600_000,
             "the spring-forward day is 23 hours long"
         );
+    }
+
+    // SPEC C4 (issue 27): a reminder's quiet turn may notify its target (the trigger names them
+    // as `<@id>`), and nobody else.
+    #[test]
+    fn a_reminder_turn_may_notify_its_target() {
+        let mut r = reminder(0, Repeat::Once, "UTC");
+        r.target = Some(UserId(5));
+        let due = Reminder {
+            id: 1,
+            reminder: r,
+            fired: 0,
+        };
+        let message = quiet_message(&due, 0);
+        assert_eq!(message.mentions.len(), 1);
+        assert_eq!(message.mentions[0].user, UserId(5));
+        assert!(message.content.contains("<@5>"), "{}", message.content);
     }
 
     // Missed occurrences fire once: the next one is after now, not the next missed day.

@@ -29,6 +29,9 @@ pub struct ModelReviewer {
     model: Arc<dyn ChatModel>,
     prompt: String,
     timeout: Duration,
+    /// The models a server may choose for its reviewer (the operator's); a server's stored
+    /// choice outside them is ignored. None unless given ([`Self::with_server_models`]).
+    server_models: Vec<String>,
 }
 
 impl ModelReviewer {
@@ -37,7 +40,14 @@ impl ModelReviewer {
             model,
             prompt,
             timeout,
+            server_models: Vec::new(),
         }
+    }
+
+    /// Lets a server's own reviewer model be asked first when it is one of `models`.
+    pub fn with_server_models(mut self, models: Vec<String>) -> Self {
+        self.server_models = models;
+        self
     }
 
     async fn run(&self, author: &ToolSession, subject: String) -> ReviewOutcome {
@@ -50,7 +60,7 @@ impl ModelReviewer {
     async fn converse(&self, author: &ToolSession, subject: String) -> ReviewOutcome {
         let session = author.sibling(Role::Reviewer);
         let policy = author.turn().review.clone();
-        let prompt = policy.prompt.unwrap_or_else(|| self.prompt.clone());
+        let prompt = policy.prompt.clone().unwrap_or_else(|| self.prompt.clone());
         let mut messages = vec![
             ChatMessage::System { content: prompt },
             ChatMessage::User {
@@ -64,7 +74,8 @@ impl ModelReviewer {
                 messages: messages.clone(),
                 tools: session.specifications(),
             };
-            let (text, calls) = match self.one_pass(&request, policy.model.as_deref()).await {
+            let server_model = policy.configured_model(&self.server_models);
+            let (text, calls) = match self.one_pass(&request, server_model).await {
                 Ok(answer) => answer,
                 Err(error) => return ReviewOutcome::Unavailable(error.to_string()),
             };

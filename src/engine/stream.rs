@@ -142,7 +142,8 @@ impl<'a> ReplyDelivery<'a> {
 
     /// Posts one message, whatever the stop state (the complete text a user stop keeps), and
     /// records it before the turn goes on. A message an earlier run of the turn delivered is
-    /// counted, not posted again; each message's idempotency key is its place in the turn.
+    /// counted, not posted again; each message's idempotency key is its place in the turn. The
+    /// persona's `@name` for someone it may notify is posted as their mention (SPEC C4).
     async fn deliver(&mut self, text: String, persona: bool) {
         let reply_to = self.reply_to.take();
         let channel = self.turn.scope.channel;
@@ -152,9 +153,14 @@ impl<'a> ReplyDelivery<'a> {
         } else {
             let key = delivery_key(self.turn.id, &format!("piece-{index}"));
             let voice = self.turn.voice.as_ref().filter(|_| persona);
+            let posted_text = if persona {
+                self.pings.link_names(&text, DISCORD_LIMIT)
+            } else {
+                text.clone()
+            };
             // Recorded first: a crash before the post's record is found out by looking for the
-            // post (SPEC D11; `engine::resume`).
-            let digest = text_digest(&text);
+            // post (SPEC D11; `engine::resume`). The digest skips mentions in either form.
+            let digest = text_digest(&posted_text);
             let intent = Delivery::Intended { index, digest };
             remember_delivery(self.ports, self.turn.id, intent).await;
             let posted = self
@@ -163,7 +169,7 @@ impl<'a> ReplyDelivery<'a> {
                 .send_as(
                     voice,
                     channel,
-                    text.clone(),
+                    posted_text,
                     reply_to,
                     &self.pings,
                     Some(&key),

@@ -17,11 +17,27 @@ pub struct MeteredModel {
     inner: Arc<dyn ChatModel>,
     /// `persona` or `reviewer`.
     role: &'static str,
+    /// The configured model names: the only `model` labels (see [`label`]).
+    known: Arc<[String]>,
 }
 
 impl MeteredModel {
-    pub fn new(inner: Arc<dyn ChatModel>, role: &'static str) -> Self {
-        Self { inner, role }
+    pub fn new(inner: Arc<dyn ChatModel>, role: &'static str, known: Vec<String>) -> Self {
+        Self {
+            inner,
+            role,
+            known: known.into(),
+        }
+    }
+}
+
+/// A call's `model` label: the model's name when it is configured, `other` when not, so the
+/// series stay bounded by the configuration whatever a caller asks for (issue 27).
+fn label(known: &[String], model: &str) -> String {
+    if known.iter().any(|k| k == model) {
+        model.to_owned()
+    } else {
+        "other".to_owned()
     }
 }
 
@@ -38,8 +54,7 @@ impl ChatModel for MeteredModel {
     ) -> Result<ModelStream, ModelError> {
         let mut call = Call {
             role: self.role,
-            // The configured model names: bounded by the configuration.
-            model: attempt.model.clone(),
+            model: label(&self.known, &attempt.model),
             started: Instant::now(),
             first_seen: false,
             ended: false,
@@ -124,5 +139,61 @@ impl Drop for Timed {
     fn drop(&mut self) {
         // Dropped before its end: a kill, a follow-up, a timeout of the caller's.
         self.call.end("abandoned");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use metrics_exporter_prometheus::PrometheusBuilder;
+
+    /// A model that refuses every call at once.
+    struct Refusing;
+
+    #[async_trait]
+    impl ChatModel for Refusing {
+        fn attempts(&self) -> Vec<Attempt> {
+            Vec::new()
+        }
+
+        async fn stream(&self, _: &Attempt, _: &ModelRequest) -> Result<ModelStream, ModelError> {
+            Err(ModelError::new(FailureClass::Network, None, "refused"))
+        }
+
+        fn report_failure(&self, _: &Attempt, _: FailureClass) {}
+    }
+
+    fn attempt(model: &str) -> Attempt {
+        Attempt {
+            model: model.to_owned(),
+            model_index: usize::MAX,
+            key_index: 0,
+            input_budget: None,
+        }
+    }
+
+    // SPEC D7, C8 (issue 27): a call's `model` label is a configured name, or `other` for any
+    // name a server stored, so the series stay bounded by the configuration.
+    #[test]
+    fn model_labels_are_configured_names_or_other() {
+        let recorder = PrometheusBuilder::new().build_recorder();
+        let metrics = recorder.handle();
+        let model = MeteredModel::new(Arc::new(Refusing), "reviewer", vec!["review-model".into()]);
+        let request = ModelRequest {
+            messages: Vec::new(),
+            tools: Vec::new(),
+        };
+        metrics::with_local_recorder(&recorder, || {
+            futures::executor::block_on(async {
+                for name in ["review-model", "rogue-model", "another-rogue"] {
+                    assert!(model.stream(&attempt(name), &request).await.is_err());
+                }
+            });
+        });
+        let text = metrics.render();
+        assert!(text.contains(r#"model="review-model""#), "{text}");
+        assert!(text.contains(r#"model="other""#), "{text}");
+        assert!(!text.contains("rogue"), "{text}");
+        assert_eq!(label(&[], "review-model"), "other");
     }
 }

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use super::{Database, from_sql_id, port_error, sql_id, storable};
 use crate::domain::ports::{
-    Attachment, NewQueuedMessage, PortError, Pushed, QueueStore, QueuedMessage,
+    Attachment, Mention, NewQueuedMessage, PINGS_MAX, PortError, Pushed, QueueStore, QueuedMessage,
 };
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use crate::locale::Locale;
@@ -90,6 +90,7 @@ struct QueueRow {
     locale: String,
     quiet: i64,
     attachments: String,
+    mentions: String,
 }
 
 pub(crate) fn visibility_str(v: Visibility) -> &'static str {
@@ -114,6 +115,12 @@ fn attachments_json(attachments: &[Attachment]) -> String {
     serde_json::to_string(attachments).unwrap_or_else(|_| "[]".to_owned())
 }
 
+/// The stored form of the users a message names (JSON text), at most [`PINGS_MAX`].
+fn mentions_json(mentions: &[Mention]) -> String {
+    let kept = mentions.get(..PINGS_MAX).unwrap_or(mentions);
+    serde_json::to_string(kept).unwrap_or_else(|_| "[]".to_owned())
+}
+
 fn from_row(row: QueueRow) -> QueuedMessage {
     QueuedMessage {
         id: row.id,
@@ -132,12 +139,14 @@ fn from_row(row: QueueRow) -> QueuedMessage {
             quiet: row.quiet != 0,
             // Unreadable descriptions (a hand-edited row) lose the files, not the message.
             attachments: serde_json::from_str(&row.attachments).unwrap_or_default(),
+            // Likewise: the named users are not notified, the message is answered.
+            mentions: serde_json::from_str(&row.mentions).unwrap_or_default(),
         },
     }
 }
 
 const COLUMNS: &str = "id, server_id, channel_id, message_id, author_id, author_name, \
-    content, follow_up, enqueued_at, persona, visibility, locale, quiet, attachments";
+    content, follow_up, enqueued_at, persona, visibility, locale, quiet, attachments, mentions";
 
 impl QueueRepo {
     /// Distinct channels of the rows matching `condition` (binds as [`TAKEABLE`]).
@@ -167,8 +176,8 @@ impl QueueStore for QueueRepo {
         let inserted: Result<Option<i64>, sqlx::Error> = sqlx::query_scalar(
             "INSERT INTO queued_messages (server_id, channel_id, message_id, author_id, \
              author_name, content, follow_up, enqueued_at, persona, visibility, locale, quiet, \
-             claimed_by, claimed_at, attachments) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+             claimed_by, claimed_at, attachments, mentions) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
              ON CONFLICT (channel_id, message_id) DO NOTHING RETURNING id",
         )
         .bind(sql_id(m.server.map_or(0, |s| s.0)))
@@ -186,6 +195,7 @@ impl QueueStore for QueueRepo {
         .bind(storable(&self.claims.owner))
         .bind(now_ms())
         .bind(storable(&attachments_json(&m.attachments)))
+        .bind(storable(&mentions_json(&m.mentions)))
         .fetch_optional(self.db.pool())
         .await;
         self.db.health().observe(&inserted);

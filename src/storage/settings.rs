@@ -1,5 +1,5 @@
-//! Per-server settings: Response Drafting, the thought-log channel, deliberate tool mode with its
-//! phrases, and the access lists. Lists are stored as JSON text.
+//! Per-server settings: Response Drafting, the thought-log channel and which turns it summarizes,
+//! deliberate tool mode with its phrases, and the access lists. Lists are stored as JSON text.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::{Database, from_sql_id, port_error, sql_id, storable};
 use crate::domain::ports::{
-    Clock, PortError, ServerSettings, SettingsChange, SettingsStore, SystemClock,
+    Clock, PortError, ServerSettings, SettingsChange, SettingsStore, SummaryMode, SystemClock,
 };
 use crate::domain::scope::{ChannelId, ServerId};
 
@@ -119,16 +119,26 @@ async fn read_row(
     conn: &mut sqlx::AnyConnection,
     server: ServerId,
 ) -> Result<ServerSettings, PortError> {
-    type Row = (i64, Option<i64>, String, String, String, String, String);
+    type Row = (
+        i64,
+        Option<i64>,
+        String,
+        String,
+        String,
+        String,
+        String,
+        String,
+    );
     let row: Option<Row> = sqlx::query_as(
-        "SELECT drafting, thought_log_channel, deliberate, access, review, random, persona \
-             FROM server_settings WHERE server_id = $1",
+        "SELECT drafting, thought_log_channel, deliberate, access, review, random, persona, \
+             summaries FROM server_settings WHERE server_id = $1",
     )
     .bind(sql_id(server.0))
     .fetch_optional(&mut *conn)
     .await
     .map_err(port_error)?;
-    let Some((drafting, thought_log, deliberate, access, review, random, persona)) = row else {
+    let Some((drafting, thought_log, deliberate, access, review, random, persona, summaries)) = row
+    else {
         return Ok(ServerSettings::default());
     };
     Ok(ServerSettings {
@@ -139,6 +149,7 @@ async fn read_row(
         review: serde_json::from_str(&review).map_err(json_error)?,
         random: serde_json::from_str(&random).map_err(json_error)?,
         persona: serde_json::from_str(&persona).map_err(json_error)?,
+        summaries: SummaryMode::from_name(&summaries),
     })
 }
 
@@ -229,17 +240,18 @@ async fn write_row(
     let sql = match existing {
         Existing::Replace => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
-                 deliberate, access, review, random, persona, updated_at) VALUES ($1, $2, $3, \
-                 $4, $5, $6, $7, $8, $9) ON CONFLICT (server_id) DO UPDATE SET drafting = \
-                 excluded.drafting, thought_log_channel = excluded.thought_log_channel, \
-                 deliberate = excluded.deliberate, access = excluded.access, review = \
-                 excluded.review, random = excluded.random, persona = excluded.persona, \
-                 updated_at = excluded.updated_at"
+                 deliberate, access, review, random, persona, updated_at, summaries) VALUES \
+                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (server_id) DO UPDATE \
+                 SET drafting = excluded.drafting, thought_log_channel = \
+                 excluded.thought_log_channel, deliberate = excluded.deliberate, access = \
+                 excluded.access, review = excluded.review, random = excluded.random, persona = \
+                 excluded.persona, updated_at = excluded.updated_at, summaries = \
+                 excluded.summaries"
         }
         Existing::Keep => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
-                 deliberate, access, review, random, persona, updated_at) VALUES ($1, $2, $3, \
-                 $4, $5, $6, $7, $8, $9) ON CONFLICT (server_id) DO NOTHING"
+                 deliberate, access, review, random, persona, updated_at, summaries) VALUES \
+                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (server_id) DO NOTHING"
         }
     };
     sqlx::query(sql)
@@ -252,6 +264,7 @@ async fn write_row(
         .bind(storable(&random))
         .bind(storable(&persona))
         .bind(now)
+        .bind(settings.summaries.as_str().to_owned())
         .execute(&mut *conn)
         .await
         .map_err(port_error)?;

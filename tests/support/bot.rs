@@ -54,6 +54,7 @@ pub fn message_in(channel: ChannelId, id: u64, author: UserId, content: &str) ->
         locale: Locale::En,
         quiet: false,
         attachments: Vec::new(),
+        mentions: Vec::new(),
     }
 }
 

@@ -259,6 +259,24 @@ impl E2e {
         );
     }
 
+    /// Sets which turns the thought log summarizes, in storage (no "setting changed" card).
+    pub async fn set_summaries(&self, mode: persona_bot::domain::ports::SummaryMode) {
+        use persona_bot::domain::ports::{SettingsChange, SettingsStore as _};
+        let server = persona_bot::domain::scope::ServerId(GUILD);
+        let change = SettingsChange::Summaries(mode);
+        let settings = &self.running().storage.settings;
+        settings.update(server, change).await.expect("settings");
+    }
+
+    /// The "Turn summary" cards posted to the thought log, as JSON text.
+    pub fn summaries(&self) -> Vec<String> {
+        self.posted(THOUGHTS)
+            .iter()
+            .map(Value::to_string)
+            .filter(|m| m.contains("Turn summary"))
+            .collect()
+    }
+
     /// The system message of the model's `n`-th request.
     pub fn system_prompt(&self, n: usize) -> String {
         system_prompt_of(&self.openai.requests()[n])

@@ -40,6 +40,7 @@ pub async fn default_request() -> ModelRequest {
         author_name: "alice".into(),
         content: "hello".into(),
         attachments: Vec::new(),
+        mentions: Vec::new(),
         reply: false,
     };
     let settings = ContextSettings {

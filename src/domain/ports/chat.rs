@@ -25,16 +25,28 @@ pub enum StickerSend {
     Unconfirmed,
 }
 
+/// A user a message names, under the name the model reads for them (`@name`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Mention {
+    pub user: UserId,
+    pub name: String,
+}
+
+/// Longest name kept for a named user, in characters (Discord's own names are at most 32).
+pub const MENTION_NAME_MAX: usize = 100;
+
 /// Who a message may notify: the replied-to author (when it replies) and these users. Anyone
 /// else the text names (`<@id>`) shows as a mention without a notification; `@everyone`,
 /// `@here` and roles never notify.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Pings {
     pub users: Vec<UserId>,
+    /// Of `users`, those whose `@name` in the text becomes their mention ([`Self::link_names`]).
+    pub named: Vec<Mention>,
 }
 
 /// Most users one message may notify (Discord's own limit for `allowed_mentions.users`).
-const PINGS_MAX: usize = 100;
+pub const PINGS_MAX: usize = 100;
 
 impl Pings {
     /// Nobody but a replied-to author.
@@ -42,32 +54,82 @@ impl Pings {
         Self::default()
     }
 
-    /// A reply to `author`'s message: `author` and the users their message mentions
-    /// (`<@id>` or `<@!id>`), so the answer can name them with a notification.
-    pub fn answering(author: UserId, content: &str) -> Self {
-        let mut users = vec![author];
-        let mut rest = content;
-        while let Some(at) = rest.find("<@") {
-            rest = rest.get(at + 2..).unwrap_or_default();
-            let digits = rest.strip_prefix('!').unwrap_or(rest);
-            let end = digits
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(digits.len());
-            let closed = digits
-                .get(end..)
-                .is_some_and(|after| after.starts_with('>'));
-            let id = digits.get(..end).map(str::parse::<u64>);
-            if let (true, Some(Ok(id))) = (closed, id)
-                && !users.contains(&UserId(id))
-            {
-                users.push(UserId(id));
-            }
-            if users.len() >= PINGS_MAX {
+    /// A reply to `author`'s message, which named `named` (Discord's `mentions` of it, never
+    /// its text, which the model reads as `@name`): the author and those users may be notified,
+    /// nobody else (issue 27, SPEC C4).
+    pub fn answering(author: Mention, named: &[Mention]) -> Self {
+        let mut pings = Self::none();
+        for mention in std::iter::once(&author).chain(named) {
+            if pings.users.len() >= PINGS_MAX {
                 break;
             }
+            if !pings.users.contains(&mention.user) {
+                pings.users.push(mention.user);
+                pings.named.push(Mention {
+                    user: mention.user,
+                    name: mention.name.chars().take(MENTION_NAME_MAX).collect(),
+                });
+            }
         }
-        Self { users }
+        pings
     }
+
+    /// `text` with each `@name` of [`Self::named`] as that user's mention (`<@id>`): whole names
+    /// only (`@Bobby` is not `@Bob`; `a@Bob` and `https://x.social/@Bob` are no mentions), ASCII
+    /// case ignored, longest names first, while the text stays within `max_chars`. Any other
+    /// `@word` stays as written.
+    pub fn link_names(&self, text: &str, max_chars: usize) -> String {
+        let mut names: Vec<&Mention> = self.named.iter().filter(|m| !m.name.is_empty()).collect();
+        if names.is_empty() || !text.contains('@') {
+            return text.to_owned();
+        }
+        names.sort_by_key(|m| std::cmp::Reverse(m.name.len()));
+        let mut room = max_chars.saturating_sub(text.chars().count());
+        let mut linked = String::with_capacity(text.len());
+        let mut copied = 0;
+        for (at, c) in text.char_indices() {
+            let starts_word = || text[..at].chars().next_back().is_none_or(opens_mention);
+            if c != '@' || at < copied || !starts_word() {
+                continue;
+            }
+            let after = &text[at + 1..];
+            let Some(mention) = names.iter().find(|m| names_whole(after, &m.name)) else {
+                continue;
+            };
+            let id = format!("<@{}>", mention.user.0);
+            let grows = id.len().saturating_sub(mention.name.chars().count() + 1);
+            if grows > room {
+                break;
+            }
+            room -= grows;
+            linked.push_str(&text[copied..at]);
+            linked.push_str(&id);
+            copied = at + 1 + mention.name.len();
+        }
+        linked.push_str(&text[copied..]);
+        linked
+    }
+}
+
+/// A character an `@name` may follow: a space or a Markdown opener, never a letter (`a@Bob`
+/// is an address) or a slash (`https://x.social/@Bob` is a link).
+fn opens_mention(c: char) -> bool {
+    c.is_whitespace() || "([{\"'*_~>|".contains(c)
+}
+
+/// A character that continues a name: `@Bob` ends before a space or a comma, not before `by`.
+fn in_name(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// Whether `text` starts with `name` (ASCII case ignored) as a whole word.
+fn names_whole(text: &str, name: &str) -> bool {
+    text.get(..name.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(name))
+        && text[name.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| !in_name(c))
 }
 
 /// Who a persona's message is posted as: its name and avatar in its server (SPEC A1).
@@ -199,42 +261,78 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn mention(user: u64, name: &str) -> Mention {
+        Mention {
+            user: UserId(user),
+            name: name.to_owned(),
+        }
+    }
+
     fn ids(pings: &Pings) -> Vec<u64> {
         pings.users.iter().map(|user| user.0).collect()
     }
 
+    // SPEC C4 (issue 27): an answer may notify its asker and the users their message named
+    // (Discord's mentions of it), each once, at most Discord's 100.
     #[test]
-    fn an_answer_may_notify_the_author_and_the_users_they_named() {
-        let pings = Pings::answering(
-            UserId(7),
-            "ask <@11> and <@!12>, not <@&13> or <#14>; <@11>",
-        );
+    fn an_answer_may_notify_the_asker_and_the_users_they_named() {
+        let named = [mention(11, "bob"), mention(12, "carol"), mention(11, "bob")];
+        let pings = Pings::answering(mention(7, "alice"), &named);
         assert_eq!(ids(&pings), vec![7, 11, 12]);
+        let many: Vec<Mention> = (0..300).map(|n| mention(n, "x")).collect();
+        assert_eq!(
+            Pings::answering(mention(7, "a"), &many).users.len(),
+            PINGS_MAX
+        );
     }
 
+    // SPEC C4 (issue 27): the model's `@name` for a named user becomes their mention; a name
+    // the message did not name, a longer name, or an address stays text and notifies nobody.
     #[test]
-    fn broken_mentions_notify_nobody() {
-        for text in [
-            "<@>",
-            "<@12",
-            "<@!>",
-            "<@1x>",
-            "<@ 5>",
-            "<@99999999999999999999999>",
-            "<@<@",
-        ] {
-            assert_eq!(ids(&Pings::answering(UserId(7), text)), vec![7], "{text}");
-        }
+    fn only_named_users_become_mentions() {
+        let pings = Pings::answering(mention(7, "alice"), &[mention(301, "Bob")]);
+        let text = pings.link_names(
+            "@bob and @Alice, ask @Carol, @Bobby or bob@Bob.org (https://x.social/@Bob); @Bob's turn",
+            2000,
+        );
+        assert_eq!(
+            text,
+            "<@301> and <@7>, ask @Carol, @Bobby or bob@Bob.org (https://x.social/@Bob); <@301>'s turn"
+        );
+        assert_eq!(ids(&pings), vec![7, 301], "Carol is not notified");
+        let nobody = Pings::none().link_names("@Bob", 2000);
+        assert_eq!(nobody, "@Bob");
+    }
+
+    // SPEC C4: a mention is longer than the name it replaces; the message stays within the limit.
+    #[test]
+    fn linking_stays_within_the_message_limit() {
+        let pings = Pings::answering(mention(7, "a"), &[mention(301, "Bob")]);
+        let text = format!("{} @Bob @Bob", "x".repeat(1988));
+        let linked = pings.link_names(&text, 2000);
+        assert!(linked.chars().count() <= 2000, "{}", linked.len());
+        assert!(linked.ends_with("<@301> @Bob"), "{linked}");
     }
 
     proptest! {
-        // The content is the user's: any text ends, stays within Discord's 100 users, and
-        // the author comes first.
+        // Whatever the text and names, linking ends, keeps text without `@` whole, and stays
+        // within the limit a text within it had.
         #[test]
-        fn any_content_gives_a_bounded_list(content in "(<@!?[0-9]{1,4}>|[^<]{0,3}|<){0,400}") {
-            let pings = Pings::answering(UserId(1), &content);
-            prop_assert!(pings.users.len() <= PINGS_MAX);
-            prop_assert_eq!(pings.users.first().copied(), Some(UserId(1)));
+        fn any_text_links_safely(
+            text in ".{0,300}",
+            names in proptest::collection::vec("[a-zA-Z_ ]{0,6}", 0..5),
+        ) {
+            let named: Vec<Mention> = names
+                .iter()
+                .enumerate()
+                .map(|(n, name)| mention(n as u64 + 1, name))
+                .collect();
+            let pings = Pings::answering(mention(99, "asker"), &named);
+            let linked = pings.link_names(&text, 320);
+            if !text.contains('@') {
+                prop_assert_eq!(&linked, &text);
+            }
+            prop_assert!(linked.chars().count() <= 320);
         }
     }
 }

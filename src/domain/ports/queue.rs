@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 
-use super::{Attachment, PortError};
+use super::{Attachment, Mention, PortError};
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use crate::locale::Locale;
 
@@ -28,6 +28,9 @@ pub struct NewQueuedMessage {
     pub quiet: bool,
     /// The message's files (their descriptions: fetched when its turn starts).
     pub attachments: Vec<Attachment>,
+    /// The users the message names (Discord's `mentions` of it, the bot and the author left
+    /// out): its reply may notify them (SPEC C4).
+    pub mentions: Vec<Mention>,
 }
 
 /// A stored queue entry.

@@ -53,6 +53,52 @@ pub struct ServerSettings {
     /// The server's own persona, a copy of a template it edits freely (SPEC A1); `None`: the
     /// deployment's default persona.
     pub persona: Option<Persona>,
+    /// Which finished turns post a summary card to the thought log (SPEC T11).
+    pub summaries: SummaryMode,
+}
+
+/// Which finished turns post a "Turn summary" card to the thought log (issue 27): a busy
+/// server's every turn was a post in a channel whose own limit is five posts in five seconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SummaryMode {
+    /// None.
+    Off,
+    /// Only turns that did not end cleanly (see [`SummaryMode::posts`]).
+    #[default]
+    Problems,
+    /// Every turn.
+    All,
+}
+
+impl SummaryMode {
+    /// Whether a turn's summary is posted; `troubled`: it did not end cleanly (an error, a
+    /// provider failure, a pass or failure limit, `/kill`, an unconfirmed delivery, a release,
+    /// review stopping the tool chain).
+    pub fn posts(self, troubled: bool) -> bool {
+        match self {
+            Self::Off => false,
+            Self::Problems => troubled,
+            Self::All => true,
+        }
+    }
+
+    /// Its stored and shown name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Problems => "problems",
+            Self::All => "all",
+        }
+    }
+
+    /// From its stored name; anything else is the default.
+    pub fn from_name(name: &str) -> Self {
+        match name {
+            "off" => Self::Off,
+            "all" => Self::All,
+            _ => Self::Problems,
+        }
+    }
 }
 
 /// One change a moderator makes to a server's settings.
@@ -78,6 +124,8 @@ pub enum SettingsChange {
     },
     /// Deliberate tool mode on or off (SPEC T4).
     Deliberate(bool),
+    /// Which turns post a summary to the thought log.
+    Summaries(SummaryMode),
     /// What Response Drafting reviews (tool calls, replies) and with which model (`Some(None)`:
     /// the configured ones again); `None` leaves a part as it is (SPEC C8).
     Review {
@@ -196,6 +244,7 @@ impl SettingsChange {
                 set_in(&mut a.blocked_roles, role, rule == RoleRule::Block);
             }
             Self::Deliberate(on) => settings.deliberate.enabled = on,
+            Self::Summaries(mode) => settings.summaries = mode,
             Self::Review {
                 drafting,
                 checks,
