@@ -156,6 +156,13 @@ pub struct RemindersConfig {
 pub struct MetricsConfig {
     /// Where `/metrics` and `/healthz` are served (`host:port`); empty: not served.
     pub listen: String,
+    /// A connection whose request headers have not all arrived this long after it opened is
+    /// closed.
+    pub header_timeout_secs: u64,
+    /// Longest one connection lasts: its one request and the answer.
+    pub request_timeout_secs: u64,
+    /// Most connections open at once; one more is closed as soon as it is accepted.
+    pub max_open_connections: u32,
 }
 
 impl MetricsConfig {
@@ -968,9 +975,24 @@ impl Config {
 
     /// The settings with a range of their own (inclusive), each stated in its comment in
     /// `config/default.toml`.
-    fn ranges(&self) -> [(&'static str, u64, (u64, u64)); 10] {
-        let (d, c, day) = (&self.discord, &self.catch_up, 86_400);
+    fn ranges(&self) -> [(&'static str, u64, (u64, u64)); 13] {
+        let (d, c, m, day) = (&self.discord, &self.catch_up, &self.metrics, 86_400);
         [
+            (
+                "metrics.header_timeout_secs",
+                m.header_timeout_secs,
+                (1, 60),
+            ),
+            (
+                "metrics.request_timeout_secs",
+                m.request_timeout_secs,
+                (1, 300),
+            ),
+            (
+                "metrics.max_open_connections",
+                m.max_open_connections.into(),
+                (1, 10_000),
+            ),
             ("catch_up.max_messages", c.max_messages.into(), (1, 100)),
             ("catch_up.max_channels", c.max_channels.into(), (1, 500)),
             (
