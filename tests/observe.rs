@@ -273,6 +273,7 @@ struct Listener {
 
 impl Listener {
     async fn start(limits: Limits) -> Self {
+        persona_bot::app::install_crypto_provider();
         let dir = tempfile::tempdir().expect("temp dir");
         let url = format!("sqlite://{}/bot.db", dir.path().display());
         let storage = Storage::open(&url, &Config::shipped_defaults().database)
