@@ -261,11 +261,9 @@ async fn serve_metrics(
     };
     let endpoint = crate::observe::server::Endpoint::bind(address).await?;
     let bound = endpoint.address();
-    let health = Health {
-        gateway: gateway.clone(),
-        storage: storage.clone(),
-    };
-    shutdown.spawn(endpoint.serve(health, shutdown.token().clone()));
+    let health = Health::new(gateway.clone(), storage.clone());
+    let limits = crate::observe::server::Limits::from_config(&config.metrics);
+    shutdown.spawn(endpoint.serve(health, limits, shutdown.token().clone()));
     if let Some(bound) = bound {
         tracing::info!(address = %bound, "serving /metrics and /healthz");
     }

@@ -21,6 +21,8 @@ use serde::Deserialize;
 
 use crate::locale::Locale;
 
+mod urls;
+
 /// The built-in defaults: `config/default.toml` itself, compiled in, so the binary runs from any
 /// directory (an installed binary, a container without the folder). The file stays the commented
 /// reference; being the same file, the two cannot drift apart.
@@ -156,6 +158,13 @@ pub struct RemindersConfig {
 pub struct MetricsConfig {
     /// Where `/metrics` and `/healthz` are served (`host:port`); empty: not served.
     pub listen: String,
+    /// A connection whose request headers have not all arrived this long after it opened is
+    /// closed.
+    pub header_timeout_secs: u64,
+    /// Longest one connection lasts: its one request and the answer.
+    pub request_timeout_secs: u64,
+    /// Most connections open at once; one more is closed as soon as it is accepted.
+    pub max_open_connections: u32,
 }
 
 impl MetricsConfig {
@@ -554,6 +563,7 @@ impl Config {
             if let Some(key) = find_secret_key(dict, "") {
                 return Err(ConfigError::SecretInFile { key });
             }
+            urls::refuse_credentials(dict)?;
         }
         let config: Config = files.merge(env).extract().map_err(|e| from_figment(&e))?;
         config.validate()?;
@@ -562,10 +572,11 @@ impl Config {
 
     /// Parses a configuration from TOML text alone (tests, benchmarks).
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
-        let config: Config = Figment::new()
-            .merge(Toml::string(text))
-            .extract()
-            .map_err(|e| from_figment(&e))?;
+        let figment = Figment::new().merge(Toml::string(text));
+        for dict in figment.data().map_err(|e| from_figment(&e))?.values() {
+            urls::refuse_credentials(dict)?;
+        }
+        let config: Config = figment.extract().map_err(|e| from_figment(&e))?;
         config.validate()?;
         Ok(config)
     }
@@ -945,7 +956,7 @@ impl Config {
                     key: "attachments.origins".to_owned(),
                     problem: format!(
                         "{} is not an origin such as https://cdn.discordapp.com",
-                        cut(origin)
+                        cut(&crate::redact::shown_url(origin))
                     ),
                 });
             }
@@ -998,9 +1009,24 @@ impl Config {
 
     /// The settings with a range of their own (inclusive), each stated in its comment in
     /// `config/default.toml`.
-    fn ranges(&self) -> [(&'static str, u64, (u64, u64)); 10] {
-        let (d, c, day) = (&self.discord, &self.catch_up, 86_400);
+    fn ranges(&self) -> [(&'static str, u64, (u64, u64)); 13] {
+        let (d, c, m, day) = (&self.discord, &self.catch_up, &self.metrics, 86_400);
         [
+            (
+                "metrics.header_timeout_secs",
+                m.header_timeout_secs,
+                (1, 60),
+            ),
+            (
+                "metrics.request_timeout_secs",
+                m.request_timeout_secs,
+                (1, 300),
+            ),
+            (
+                "metrics.max_open_connections",
+                m.max_open_connections.into(),
+                (1, 10_000),
+            ),
             ("catch_up.max_messages", c.max_messages.into(), (1, 100)),
             ("catch_up.max_channels", c.max_channels.into(), (1, 500)),
             (
@@ -1111,10 +1137,12 @@ impl DatabaseConfig {
         if let Some(problem) = database_url_problem(&self.url) {
             return Err(key("url", problem));
         }
-        if url_has_password(&self.url) {
+        // From the environment too (PERSONA_BOT_DATABASE__URL): the database's own variable
+        // is the one for credentials.
+        if let Some(problem) = urls::credential_in(&self.url) {
             return Err(key(
                 "url",
-                "holds a password; put the whole URL in the DATABASE_URL environment variable",
+                &format!("{problem}; put the whole URL in the DATABASE_URL environment variable"),
             ));
         }
         if self.max_connections == 0 {
@@ -1131,17 +1159,6 @@ impl DatabaseConfig {
         }
         Ok(())
     }
-}
-
-/// Whether a URL carries `user:password@`.
-fn url_has_password(url: &str) -> bool {
-    let Some((_, rest)) = url.split_once("://") else {
-        return false;
-    };
-    let authority = rest.split(['/', '?']).next().unwrap_or_default();
-    authority
-        .rsplit_once('@')
-        .is_some_and(|(userinfo, _)| userinfo.contains(':'))
 }
 
 /// Turns figment's (possibly chained) error into one line naming the first bad key.
@@ -2005,9 +2022,134 @@ mod tests {
         let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
         assert!(err.to_string().contains("`database.url`"), "{err}");
         assert!(!err.to_string().contains("hunter2"), "{err}");
-        assert!(url_has_password("postgres://a:b@h/d"));
-        assert!(!url_has_password("postgres://a@h/d"));
-        assert!(!url_has_password("sqlite://data/x.db"));
+    }
+
+    /// Every way a secret is written into a URL: the userinfo's password, an HTTP user name, a
+    /// secret-named query parameter (alone or after another), a key-like query value.
+    fn planted(base: &str, secret: &str) -> Vec<String> {
+        let (scheme, rest) = base.split_once("://").expect("a URL");
+        let mut urls = vec![format!("{scheme}://bot:{secret}@{rest}")];
+        if scheme.starts_with("http") {
+            urls.push(format!("{scheme}://{secret}@{rest}"));
+        }
+        for name in [
+            "password", "PASSWORD", "pass", "pwd", "token", "secret", "key", "api_key", "auth",
+        ] {
+            urls.push(format!("{base}?{name}={secret}"));
+            urls.push(format!("{base}?v=1&{name}={secret}"));
+        }
+        urls.push(format!("{base}?note=sk-{secret}{secret}"));
+        urls
+    }
+
+    // SPEC D13: a credential in any part of any URL setting read from a file (the userinfo, a
+    // query parameter) is refused, naming the setting and the environment variable that may
+    // carry it instead, never the secret. A query password in database.url used to pass.
+    #[test]
+    fn a_credential_in_any_part_of_a_url_in_a_file_is_refused() {
+        let secret = "hunter2hunter2";
+        let settings = [
+            (
+                "database",
+                "url",
+                "postgres://bot@db.internal/bot",
+                "DATABASE_URL",
+            ),
+            (
+                "discord",
+                "api_base_url",
+                "https://proxy.example",
+                "PERSONA_BOT_DISCORD__API_BASE_URL",
+            ),
+            (
+                "provider",
+                "base_url",
+                "https://api.example/v1",
+                "PERSONA_BOT_PROVIDER__BASE_URL",
+            ),
+            (
+                "image_worker",
+                "comfyui_url",
+                "http://127.0.0.1:8188",
+                "PERSONA_BOT_IMAGE_WORKER__COMFYUI_URL",
+            ),
+            (
+                "image_worker",
+                "openai_url",
+                "https://api.example/v1",
+                "PERSONA_BOT_IMAGE_WORKER__OPENAI_URL",
+            ),
+        ];
+        for (section, key, base, variable) in settings {
+            for url in planted(base, secret) {
+                let dir = temp_config(Some(&format!("[{section}]\n{key} = \"{url}\"\n")));
+                let err = Config::load_with_env(Some(dir.path()), no_env())
+                    .expect_err(&url)
+                    .to_string();
+                assert!(err.contains(&format!("`{section}.{key}`")), "{url}: {err}");
+                assert!(err.contains(variable), "{url}: {err}");
+                assert!(!err.contains(secret), "{url}: {err}");
+            }
+        }
+        // Lists: no credentials in them at all.
+        for url in planted("https://cdn.example", secret) {
+            for toml in [
+                format!("[attachments]\norigins = [\"{url}\"]\n"),
+                format!(
+                    "[[personas]]\nid = \"p\"\ndisplay_name = \"P\"\nsystem_prompt = \"x\"\n\
+                     avatar_url = \"{url}/a.png\"\n"
+                ),
+            ] {
+                let dir = temp_config(Some(&toml));
+                let err = Config::load_with_env(Some(dir.path()), no_env())
+                    .expect_err(&toml)
+                    .to_string();
+                assert!(err.contains("takes no credentials"), "{toml}: {err}");
+                assert!(!err.contains(secret), "{toml}: {err}");
+            }
+        }
+        // Paths to files are no secrets.
+        let dir = temp_config(Some(
+            "[database]\nurl = \"postgres://bot@db/bot?sslmode=verify-full&sslrootcert=/ca.pem\"\n",
+        ));
+        Config::load_with_env(Some(dir.path()), no_env()).expect("a CA file is no secret");
+    }
+
+    // SPEC D13: the variable the refusal names is taken: a URL with credentials from the
+    // environment loads; only the database's goes in DATABASE_URL, not its setting's override.
+    #[test]
+    #[allow(clippy::result_large_err)] // figment's Jail closure returns figment's own error type
+    fn credentials_in_a_url_come_from_the_environment() {
+        figment::Jail::expect_with(|jail| {
+            jail.set_env(
+                "PBTEST3_DISCORD__API_BASE_URL",
+                "https://bot:hunter2@proxy.example/?token=hunter2",
+            );
+            let env = Env::prefixed("PBTEST3_").split("__");
+            let config = Config::load_with_env(None, env).expect("from the environment");
+            assert!(config.discord.api_base_url.contains("hunter2"));
+            jail.set_env(
+                "PBTEST3_DATABASE__URL",
+                "postgres://bot@db/bot?password=hunter2",
+            );
+            let env = Env::prefixed("PBTEST3_").split("__");
+            let err = Config::load_with_env(None, env).unwrap_err().to_string();
+            assert!(err.contains("DATABASE_URL"), "{err}");
+            assert!(!err.contains("hunter2"), "{err}");
+            Ok(())
+        });
+    }
+
+    // SPEC D10: a refused attachment origin is named without its credentials.
+    #[test]
+    fn a_refused_origin_is_shown_without_credentials() {
+        let config = Config::shipped_defaults();
+        let mut bad = config.clone();
+        bad.attachments.origins = vec!["https://bot:hunter2@cdn.example/x?token=hunter2".into()];
+        let err = bad.check_vision_and_origins().unwrap_err().to_string();
+        assert!(err.contains("`attachments.origins`"), "{err}");
+        assert!(err.contains("cdn.example"), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
     }
 
     #[test]

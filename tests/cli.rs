@@ -1,4 +1,5 @@
-//! The `persona-bot` binary's start-up: a bad configuration is one clear line and exit code 2.
+//! The `persona-bot` binary's start-up: a bad configuration is one clear line and exit code 2;
+//! and what it prints and logs carries no secret from the URLs it was given (issue 27).
 
 use std::process::Command;
 
@@ -247,4 +248,140 @@ fn database_errors_keep_their_cause_within_the_connect_timeout() {
         }
     }
     drop(silent);
+}
+
+/// Secrets planted in every URL and credential the environment gives the bot (files refuse
+/// them, so the environment is where an operator puts them).
+const PLANTED: [&str; 8] = [
+    "Sekrit1pw",
+    "Sekrit2pwd",
+    "Sekrit3pw",
+    "Sekrit4tok",
+    "Sekrit5pw",
+    "Sekrit6key",
+    "Sekrit7bot",
+    "Sekrit8api",
+];
+
+/// The bot with [`PLANTED`] in the database URL (its password and an unknown `pwd` parameter,
+/// which sqlx warns of with its value), the Discord proxy's and the provider's URLs (userinfo
+/// and query), the image backends' URLs, the token and the key. Nothing answers on port 1.
+fn with_planted_secrets(command: &str) -> Command {
+    let [
+        pw,
+        pwd,
+        proxy_pw,
+        proxy_token,
+        provider_pw,
+        provider_key,
+        token,
+        key,
+    ] = PLANTED;
+    let mut cmd = bin();
+    cmd.arg(command)
+        .env_remove("RUST_LOG")
+        .env(
+            "DATABASE_URL",
+            format!("postgres://postgres:{pw}@127.0.0.1:1/none?pwd={pwd}"),
+        )
+        .env(
+            "PERSONA_BOT_DISCORD__API_BASE_URL",
+            format!("http://bot:{proxy_pw}@127.0.0.1:1/?token={proxy_token}"),
+        )
+        .env(
+            "PERSONA_BOT_PROVIDER__BASE_URL",
+            format!("http://u:{provider_pw}@127.0.0.1:1/v1?key={provider_key}"),
+        )
+        .env(
+            "PERSONA_BOT_IMAGE_WORKER__OPENAI_URL",
+            format!("http://u:{provider_pw}@127.0.0.1:1/v1?api_key={provider_key}"),
+        )
+        .env(
+            "PERSONA_BOT_IMAGE_WORKER__COMFYUI_URL",
+            format!("http://u:{provider_pw}@127.0.0.1:1/?token={provider_key}"),
+        )
+        .env(
+            "DISCORD_TOKEN",
+            format!("MTE0NjM4MjY0NzY3ODQwMjU5Mg.GhIjKl.{token}"),
+        )
+        .env("PROVIDER_API_KEYS", format!("sk-{key}"));
+    cmd
+}
+
+/// Every line printed, out and err, free of every planted secret; the lines, for more checks.
+fn assert_no_planted_secret(out: &std::process::Output) -> String {
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for line in printed.lines() {
+        for secret in PLANTED {
+            assert!(!line.contains(secret), "{secret} printed: {line}");
+        }
+    }
+    printed
+}
+
+// SPEC D13: `check-config --connect` names each service it could not reach, and no line shows
+// a password, token or key from any URL: the Discord proxy's userinfo used to be printed whole,
+// and sqlx warned of the database URL's unknown `pwd` parameter with its value.
+#[test]
+fn check_config_connect_prints_no_secret_from_any_url() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let out = with_planted_secrets("check-config")
+        .arg("--connect")
+        .current_dir(dir.path())
+        .output()
+        .expect("run persona-bot");
+    let printed = assert_no_planted_secret(&out);
+    assert_eq!(out.status.code(), Some(1), "{printed}");
+    for service in [
+        "database: not reachable",
+        "provider: not reachable",
+        "discord: not reachable",
+    ] {
+        assert!(printed.contains(service), "{service}: {printed}");
+    }
+    assert!(
+        printed.contains("127.0.0.1:1"),
+        "the address is shown: {printed}"
+    );
+}
+
+// SPEC D13: a short `run` logs no secret from any URL: not in the warning at each try to reach
+// Discord through a proxy whose URL carries credentials (it used to show them at every try),
+// nor when the database URL carries them.
+#[test]
+fn a_short_run_logs_no_secret_from_any_url() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = with_planted_secrets("run")
+        .current_dir(dir.path())
+        .env(
+            "DATABASE_URL",
+            format!("sqlite://{}/bot.db", dir.path().display()),
+        )
+        .env("PERSONA_BOT_DISCORD__RECONNECT_MAX_SECS", "1")
+        .env("PERSONA_BOT_METRICS__LISTEN", "127.0.0.1:0")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run persona-bot");
+    // Tries at about 0, 1 and 2 s.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    child.kill().expect("stop persona-bot");
+    let out = child.wait_with_output().expect("its output");
+    let printed = assert_no_planted_secret(&out);
+    assert!(
+        printed.matches("Discord cannot be reached").count() >= 2,
+        "{printed}"
+    );
+    // The database URL with credentials and an unknown parameter: refused at once.
+    let out = with_planted_secrets("run")
+        .current_dir(dir.path())
+        .output()
+        .expect("run persona-bot");
+    let printed = assert_no_planted_secret(&out);
+    assert_eq!(out.status.code(), Some(1), "{printed}");
+    assert!(printed.contains("connection refused"), "{printed}");
 }

@@ -1,7 +1,9 @@
 //! Observability end to end (issue 13): the real bot against the fake Discord and the fake
 //! OpenAI-compatible server, with `metrics.listen` on a free loopback port; a turn's numbers on
 //! `/metrics`, `/healthz` and `persona-bot health` healthy, then unhealthy once the database is
-//! gone; and with the default configuration nothing listens.
+//! gone; and with the default configuration nothing listens. And the listener alone (issue 27):
+//! clients that never finish a request are cut off, and a burst of `/healthz` asks the database
+//! once.
 
 // The shared fakes this binary uses (tests/support/). Public, so that what it leaves
 // unused of them is not dead code.
@@ -16,10 +18,17 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use persona_bot::config::Config;
+use persona_bot::discord::GatewayStatus;
+use persona_bot::observe::health::Health;
+use persona_bot::observe::server::{Endpoint, Limits};
+use persona_bot::storage::Storage;
 use serde_json::Value;
 use support::e2e::*;
 use support::fake_openai::{Reply, Sse};
 use support::harness::Behaviour;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio_util::sync::CancellationToken;
 
 async fn get(address: SocketAddr, path: &str) -> (u16, String) {
     let response = reqwest::get(format!("http://{address}{path}"))
@@ -203,9 +212,10 @@ async fn a_turn_shows_on_metrics_and_health_follows_the_database() {
     assert_eq!(line, "healthy: gateway connected, database reachable\n");
 
     // The database goes away (its writes flushed first, so stopping does not wait for them):
-    // 503, and the command says why and fails.
+    // 503 once the last answer is a second old, and the command says why and fails.
     e.running().storage.writes.flush().await;
     e.running().storage.db.close().await;
+    tokio::time::sleep(persona_bot::observe::health::FRESH_FOR).await;
     let (status, body) = get(address, "/healthz").await;
     assert_eq!(status, 503, "{body}");
     let health: Value = serde_json::from_str(&body).expect("JSON");
@@ -249,4 +259,187 @@ fn the_health_command_fails_when_nothing_answers() {
     assert!(!healthy, "{line}");
     assert_eq!(line.lines().count(), 1, "{line}");
     assert!(line.starts_with("unhealthy: "), "{line}");
+}
+
+/// The listener alone on a free loopback port, with `limits`: the health of a fresh SQLite
+/// database and a gateway not (yet) connected, so `/healthz` answers 503 and asks the database.
+struct Listener {
+    address: SocketAddr,
+    health: Health,
+    stop: CancellationToken,
+    served: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+impl Listener {
+    async fn start(limits: Limits) -> Self {
+        persona_bot::app::install_crypto_provider();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let url = format!("sqlite://{}/bot.db", dir.path().display());
+        let storage = Storage::open(&url, &Config::shipped_defaults().database)
+            .await
+            .expect("open storage");
+        let health = Health::new(GatewayStatus::default(), storage);
+        let endpoint = Endpoint::bind("127.0.0.1:0".parse().expect("address"))
+            .await
+            .expect("bind");
+        let address = endpoint.address().expect("bound");
+        let stop = CancellationToken::new();
+        let served = tokio::spawn(endpoint.serve(health.clone(), limits, stop.clone()));
+        Self {
+            address,
+            health,
+            stop,
+            served,
+            _dir: dir,
+        }
+    }
+
+    /// `n` connections, each having sent the first lines of a request and nothing more.
+    async fn half_sent(&self, n: usize) -> Vec<tokio::net::TcpStream> {
+        let mut streams = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut stream = tokio::net::TcpStream::connect(self.address)
+                .await
+                .expect("connect");
+            stream
+                .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+                .await
+                .expect("write");
+            streams.push(stream);
+        }
+        streams
+    }
+
+    /// `/healthz` on a fresh connection, within `within`: its status.
+    async fn healthz(&self, within: Duration) -> u16 {
+        let client = reqwest::Client::builder()
+            .timeout(within)
+            .build()
+            .expect("client");
+        let response = client
+            .get(format!("http://{}/healthz", self.address))
+            .send()
+            .await
+            .expect("/healthz answers");
+        response.status().as_u16()
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        tokio::time::timeout(Duration::from_secs(5), self.served)
+            .await
+            .expect("the listener stops")
+            .expect("the listener task");
+    }
+}
+
+/// When each stream is closed by the server (its read ends), from `since`; `None` for one still
+/// open at `deadline`.
+async fn closed_at(
+    streams: Vec<tokio::net::TcpStream>,
+    since: Instant,
+    deadline: Duration,
+) -> Vec<Option<Duration>> {
+    let reads = streams.into_iter().map(|mut stream| async move {
+        let mut buf = [0_u8; 512];
+        let until = tokio::time::Instant::from_std(since + deadline);
+        loop {
+            match tokio::time::timeout_at(until, stream.read(&mut buf)).await {
+                Err(_) => return None,
+                Ok(Ok(0) | Err(_)) => return Some(since.elapsed()),
+                // Whatever the server says before closing (a 408) is read past.
+                Ok(Ok(_)) => {}
+            }
+        }
+    });
+    futures::future::join_all(reads).await
+}
+
+const HALF_SENT: usize = 300;
+
+// Issue 27, SPEC D7: 300 connections that sent half a request (the port needs no token) are
+// all closed by the server within the header timeout, and meanwhile a fresh /healthz answers.
+// They used to stay open for ever (all 300 after 130 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn half_sent_requests_are_closed_within_the_header_timeout() {
+    let limits = Limits {
+        header_timeout: Duration::from_secs(2),
+        request_timeout: Duration::from_secs(10),
+        max_connections: 2 * HALF_SENT,
+    };
+    let listener = Listener::start(limits).await;
+    let since = Instant::now();
+    let streams = listener.half_sent(HALF_SENT).await;
+    assert_eq!(listener.healthz(Duration::from_secs(2)).await, 503);
+    let closed = closed_at(
+        streams,
+        since,
+        limits.header_timeout + Duration::from_secs(2),
+    )
+    .await;
+    let open = closed.iter().filter(|c| c.is_none()).count();
+    assert_eq!(open, 0, "{open} of {HALF_SENT} still open");
+    let earliest = closed.iter().flatten().min().copied().unwrap_or_default();
+    assert!(
+        earliest >= limits.header_timeout - Duration::from_millis(300),
+        "closed by the header timeout, not before: {earliest:?}"
+    );
+    assert_eq!(listener.healthz(Duration::from_secs(2)).await, 503);
+    listener.stop().await;
+}
+
+// Issue 27, SPEC D7: past metrics.max_connections a new connection is closed as soon as it is
+// accepted, those within the cap at the header timeout; then /healthz answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_past_the_cap_are_closed_at_once() {
+    let limits = Limits {
+        header_timeout: Duration::from_secs(2),
+        request_timeout: Duration::from_secs(10),
+        max_connections: 16,
+    };
+    let listener = Listener::start(limits).await;
+    let since = Instant::now();
+    let streams = listener.half_sent(HALF_SENT).await;
+    let closed = closed_at(
+        streams,
+        since,
+        limits.header_timeout + Duration::from_secs(2),
+    )
+    .await;
+    let at_once = closed
+        .iter()
+        .filter(|c| c.is_some_and(|at| at < Duration::from_secs(1)))
+        .count();
+    let still_open = closed.iter().filter(|c| c.is_none()).count();
+    assert!(
+        at_once >= HALF_SENT - limits.max_connections,
+        "closed at once: {at_once} of {HALF_SENT}"
+    );
+    assert_eq!(still_open, 0, "still open after the header timeout");
+    assert_eq!(listener.healthz(Duration::from_secs(2)).await, 503);
+    listener.stop().await;
+}
+
+// Issue 27: /healthz needs no token, so a burst of 50 asks the database at most about once a
+// second, not 50 times (every request used to run a query on the pool turns use).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_healthz_probes_the_database_about_once_a_second() {
+    let listener = Listener::start(Limits {
+        header_timeout: Duration::from_secs(2),
+        request_timeout: Duration::from_secs(10),
+        max_connections: 64,
+    })
+    .await;
+    let started = Instant::now();
+    let burst = (0..50).map(|_| listener.healthz(Duration::from_secs(5)));
+    let statuses = futures::future::join_all(burst).await;
+    let took = started.elapsed();
+    assert!(statuses.iter().all(|s| *s == 503), "{statuses:?}");
+    let probes = listener.health.probes_run();
+    assert!(
+        probes <= 2 + took.as_secs(),
+        "{probes} health computations for 50 requests in {took:?}"
+    );
+    listener.stop().await;
 }

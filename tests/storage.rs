@@ -908,9 +908,11 @@ async fn queue_entries_are_held_per_shard_and_taken_over_after_the_lease(db: Tes
     for m in [queued(1, false), other_shard, dm] {
         holder.queue.push(&m).await.unwrap();
     }
-    // A successor for shard 0 with a short lease; one for shard 1.
-    let shard0 = process(&db, "shards:0/2", 0, 0, 2, 50).await;
-    let shard1 = process(&db, "shards:1/2", 1, 1, 2, 50).await;
+    // A successor for shard 0 with a short lease; one for shard 1. Short, but longer than a
+    // new pooled connection takes over TLS (about 100 ms in a debug build: sqlx sends the
+    // handshake's records in separate writes, and two of them wait out delayed ACKs).
+    let shard0 = process(&db, "shards:0/2", 0, 0, 2, 500).await;
+    let shard1 = process(&db, "shards:1/2", 1, 1, 2, 500).await;
     assert_eq!(holder.queue.renew_claims().await.unwrap(), 3);
     assert!(
         shard0.queue.pending(CHANNEL).await.unwrap().is_empty(),
@@ -924,7 +926,7 @@ async fn queue_entries_are_held_per_shard_and_taken_over_after_the_lease(db: Tes
             .unwrap()
             .is_empty()
     );
-    tokio::time::sleep(std::time::Duration::from_millis(120)).await;
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     // The holder is gone (no renewal): each successor takes its own shard's entries.
     assert_eq!(
         shard0.queue.channels_to_take_over().await.unwrap(),
@@ -1632,4 +1634,100 @@ async fn memory_commands_list_delete_and_forget_a_user(db: TestDb) {
         ["server-wide"]
     );
     s.close().await;
+}
+
+// SPEC D13: TLS when asked. With `sslmode=require` the bot talks to no server that will not
+// encrypt: against one that answers the TLS request with "no", the open fails naming the
+// setting, and nothing follows the request in clear (no start-up message, no user name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sslmode_require_refuses_a_server_without_tls() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let address = listener.local_addr().expect("address");
+    let server = tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await?;
+        let mut request = [0_u8; 8];
+        stream.read_exact(&mut request).await?;
+        stream.write_all(b"N").await?;
+        let mut after = Vec::new();
+        let _ = tokio::time::timeout(Duration::from_secs(2), stream.read_to_end(&mut after)).await;
+        Ok::<_, std::io::Error>((request, after))
+    });
+    let url = format!("postgres://bot@{address}/bot?sslmode=require");
+    let err = Database::connect(&url, 1, Duration::from_secs(5))
+        .await
+        .expect_err("no TLS, no connection")
+        .to_string();
+    assert!(err.contains("does not support TLS"), "{err}");
+    assert!(err.contains("sslmode"), "names the setting: {err}");
+    let (request, after) = server.await.expect("the server").expect("its exchange");
+    // PostgreSQL's SSLRequest: length 8, code 80877103.
+    assert_eq!(request, [0, 0, 0, 8, 4, 210, 22, 47]);
+    assert!(
+        after.is_empty(),
+        "sent in clear after the refusal: {after:?}"
+    );
+}
+
+// SPEC D10, D13: a CA file the URL names (`sslrootcert`, for a private CA) that is not there is
+// named, path and all, before anything is sent.
+#[tokio::test]
+async fn a_ca_file_that_is_not_there_is_named() {
+    let url = "postgres://bot@127.0.0.1:1/bot?sslmode=verify-full&sslrootcert=/nowhere/ca.pem";
+    let err = Database::connect(url, 1, Duration::from_secs(5))
+        .await
+        .expect_err("no CA file")
+        .to_string();
+    assert!(err.contains("sslrootcert"), "{err}");
+    assert!(err.contains("/nowhere/ca.pem"), "{err}");
+}
+
+// SPEC D13: over a server that requires TLS (scripts/test's second run: TEST_POSTGRES_URL asks
+// for sslmode=verify-full with the CA made for the run, and the server refuses connections
+// without TLS, so the whole suite above ran encrypted), a connection is encrypted, and the
+// server's certificate is checked: without the CA file it is refused. A URL that asks for no
+// TLS (the first run) leaves nothing to check here.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    not(postgres_tests),
+    ignore = "PostgreSQL suite: set TEST_POSTGRES_URL (scripts/test does) to run it"
+)]
+async fn verify_full_encrypts_and_checks_the_certificate() {
+    let url = std::env::var("TEST_POSTGRES_URL").expect("TEST_POSTGRES_URL");
+    let Some((base, query)) = url.split_once('?') else {
+        return;
+    };
+    if !query.split('&').any(|p| p == "sslmode=verify-full") {
+        return;
+    }
+    let db = Database::connect(&url, 1, Duration::from_secs(5))
+        .await
+        .expect("connect over TLS");
+    let (encrypted,): (bool,) =
+        sqlx::query_as("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
+            .fetch_one(db.pool())
+            .await
+            .expect("pg_stat_ssl");
+    assert!(encrypted, "the connection is encrypted");
+    db.close().await;
+    let err = Database::connect(
+        &format!("{base}?sslmode=verify-full"),
+        1,
+        Duration::from_secs(5),
+    )
+    .await
+    .expect_err("a certificate no known CA signed")
+    .to_string();
+    assert!(err.contains("TLS") && err.contains("sslrootcert"), "{err}");
+    let err = Database::connect(
+        &format!("{base}?sslmode=disable"),
+        1,
+        Duration::from_secs(5),
+    )
+    .await
+    .expect_err("the server takes no plain connection")
+    .to_string();
+    assert!(err.contains("no encryption"), "{err}");
 }

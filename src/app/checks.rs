@@ -99,9 +99,11 @@ async fn provider(config: &Config, secrets: &Secrets) -> Answer {
         Ok(client) => client,
         Err(error) => return Answer::Unreachable(error.to_string()),
     };
-    let base = config.provider.base_url.trim_end_matches('/');
+    let url = config.provider.base_url.trim_end_matches('/');
+    // Shown in every line below without the credentials the URL may carry (SPEC D13).
+    let base = crate::redact::shown_url(url);
     let sent = client
-        .get(format!("{base}/models"))
+        .get(format!("{url}/models"))
         .bearer_auth(key.expose_secret())
         .send()
         .await;

@@ -406,7 +406,7 @@ async fn recommended_shards(rest: &rest::DiscordRest, longest: Duration) -> anyh
             }
             Err(error) => {
                 tracing::warn!(
-                    address = rest.base(),
+                    address = %rest.base(),
                     %error,
                     retry_in_secs = pause.as_secs(),
                     "Discord cannot be reached; trying again"

@@ -114,9 +114,10 @@ impl DiscordRest {
         })
     }
 
-    /// Where requests go (`{base}/api/v10`), for logs: it holds no secret.
-    pub fn base(&self) -> &str {
-        &self.api
+    /// Where requests go (`{base}/api/v10`), as logs and printed lines show it: without
+    /// credentials a proxy's URL may carry (SPEC D13).
+    pub fn base(&self) -> String {
+        crate::redact::shown_url(&self.api)
     }
 
     fn request(&self, method: reqwest::Method, path: &str) -> reqwest::RequestBuilder {

@@ -1,4 +1,11 @@
 //! The listener: `/metrics` (Prometheus text format) and `/healthz`, on `metrics.listen`.
+//!
+//! Neither path needs a token, so the listener holds nothing for a client that does not finish
+//! (SPEC D7): each connection serves one request; its headers must arrive within
+//! `metrics.header_timeout_secs` and the whole exchange end within
+//! `metrics.request_timeout_secs`; past `metrics.max_open_connections` open at once, a new
+//! connection is closed as soon as it is accepted. The answers themselves are cheap: the health
+//! answer is reused for a second ([`Health::check`]).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,9 +18,15 @@ use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
 use metrics_exporter_prometheus::PrometheusHandle;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::MetricsConfig;
 
 use super::health::Health;
 use super::{
@@ -23,6 +36,34 @@ use super::{
 
 /// How often histograms are folded in between scrapes (so they do not grow unscraped).
 const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// Most bytes buffered for one connection's request (hyper's least): a scrape's request is a
+/// few hundred.
+const REQUEST_BUFFER_MAX: usize = 8192;
+
+/// How long accepting pauses after it failed (out of file descriptors: a pause lets some close).
+const ACCEPT_PAUSE: Duration = Duration::from_millis(100);
+
+/// What one client may hold of the listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest wait for a request's headers, from the connection's start.
+    pub header_timeout: Duration,
+    /// Longest a connection lasts: its request, the answer and sending it.
+    pub request_timeout: Duration,
+    /// Most connections open at once.
+    pub max_connections: usize,
+}
+
+impl Limits {
+    pub fn from_config(config: &MetricsConfig) -> Self {
+        Self {
+            header_timeout: Duration::from_secs(config.header_timeout_secs),
+            request_timeout: Duration::from_secs(config.request_timeout_secs),
+            max_connections: config.max_open_connections as usize,
+        }
+    }
+}
 
 /// A bound listener, not yet serving.
 pub struct Endpoint {
@@ -45,8 +86,8 @@ impl Endpoint {
         self.listener.local_addr().ok()
     }
 
-    /// Serves both paths until `stop`.
-    pub async fn serve(self, health: Health, stop: CancellationToken) {
+    /// Serves both paths until `stop`, within `limits`.
+    pub async fn serve(self, health: Health, limits: Limits, stop: CancellationToken) {
         let state = Arc::new(Served {
             handle: self.handle.clone(),
             health,
@@ -68,11 +109,61 @@ impl Endpoint {
                 }
             }
         };
-        let served = axum::serve(self.listener, app).with_graceful_shutdown(stop.cancelled_owned());
-        let (served, ()) = tokio::join!(served, upkeep);
-        if let Err(error) = served {
-            tracing::error!(%error, "the metrics listener stopped");
-        }
+        tokio::join!(accept(self.listener, app, limits, stop), upkeep);
+    }
+}
+
+/// Accepts connections until `stop`, each served by a task of its own while fewer than
+/// `limits.max_connections` are open; at `stop` those still open are closed.
+async fn accept(listener: TcpListener, app: Router, limits: Limits, stop: CancellationToken) {
+    let open = Arc::new(Semaphore::new(limits.max_connections));
+    let connections = TaskTracker::new();
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .keep_alive(false)
+        .max_buf_size(REQUEST_BUFFER_MAX);
+    loop {
+        let stream = tokio::select! {
+            () = stop.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(error) => {
+                    tracing::debug!(%error, "the metrics listener could not accept a connection");
+                    tokio::time::sleep(ACCEPT_PAUSE).await;
+                    continue;
+                }
+            },
+        };
+        // Past the cap the connection is dropped unread: closed at once.
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            continue;
+        };
+        let connection = serve_one(&http, stream, app.clone(), limits.request_timeout);
+        let stop = stop.clone();
+        connections.spawn(async move {
+            tokio::select! {
+                () = connection => {}
+                () = stop.cancelled() => {}
+            }
+            drop(permit);
+        });
+    }
+    connections.close();
+    connections.wait().await;
+}
+
+/// One connection: one request and its answer, within `within`. A client that goes away or
+/// sends its headers too slowly is nothing to report.
+fn serve_one(
+    http: &hyper::server::conn::http1::Builder,
+    stream: TcpStream,
+    app: Router,
+    within: Duration,
+) -> impl Future<Output = ()> + Send + use<> {
+    let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app));
+    async move {
+        let _ = tokio::time::timeout(within, connection).await;
     }
 }
 

@@ -97,6 +97,12 @@ impl Database {
             let sep = if url.contains('?') { '&' } else { '?' };
             (Backend::Sqlite, format!("{url}{sep}mode=rwc"))
         } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            if let Some(cause) = missing_tls_file(url) {
+                return Err(StoreError::Connect {
+                    backend: Backend::Postgres,
+                    cause,
+                });
+            }
             (Backend::Postgres, url.to_owned())
         } else {
             return Err(StoreError::UnsupportedUrl);
@@ -248,11 +254,41 @@ fn no_answer(within: Duration) -> String {
     )
 }
 
+/// A file the URL names for TLS (`sslrootcert`, a private CA's certificate; `sslcert`, `sslkey`)
+/// that is not there, named: sqlx would only say "No such file or directory" at the handshake.
+fn missing_tls_file(url: &str) -> Option<String> {
+    let parsed = url::Url::parse(url).ok()?;
+    parsed.query_pairs().find_map(|(key, value)| {
+        let names_a_file = matches!(
+            &*key,
+            "sslrootcert"
+                | "ssl-root-cert"
+                | "ssl-ca"
+                | "sslcert"
+                | "ssl-cert"
+                | "sslkey"
+                | "ssl-key"
+        );
+        (names_a_file && !Path::new(&*value).is_file()).then(|| {
+            let shown: String = value.chars().take(80).collect();
+            format!("{key} in the database URL names no file ({shown})")
+        })
+    })
+}
+
+/// What to look at when TLS to the database fails.
+const TLS_SETTINGS: &str = "sslmode and sslrootcert in the database URL";
+
 /// Why a connection failed, without the URL (it may hold a password).
 fn cause_of(error: &sqlx::Error, within: Duration) -> String {
     match error {
         sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
             "connection refused: is the server running, on that host and port?".to_owned()
+        }
+        // The handshake's own failure (a certificate no trusted CA signed, a wrong host name)
+        // comes as an I/O error carrying rustls's.
+        sqlx::Error::Io(io) if io.get_ref().is_some_and(|e| e.is::<rustls::Error>()) => {
+            format!("TLS failed: {io} ({TLS_SETTINGS})")
         }
         sqlx::Error::Io(io) => format!("cannot reach the server: {io}"),
         sqlx::Error::PoolTimedOut => no_answer(within),
@@ -260,7 +296,9 @@ fn cause_of(error: &sqlx::Error, within: Duration) -> String {
             "the file is not an SQLite database".to_owned()
         }
         sqlx::Error::Database(db) => db.message().chars().take(200).collect(),
-        sqlx::Error::Tls(tls) => format!("TLS failed: {tls}"),
+        sqlx::Error::Tls(tls) => {
+            format!("TLS failed: {tls} ({TLS_SETTINGS})")
+        }
         other => crate::redact::redact_text(&other.to_string())
             .chars()
             .take(200)
