@@ -241,13 +241,8 @@ async fn found_in(data: &BotData, server: Option<ServerId>, message: &Message, b
     let person = !message.author.bot && message.webhook_id.is_none();
     let super::events::Addressing {
         mentions_bot,
-        mut replies_to_bot,
-    } = super::events::addressing(message, bot);
-    if let Some(replied) = message.referenced_message.as_deref()
-        && !replies_to_bot
-    {
-        replies_to_bot = by_own_webhook(data, server, replied).await;
-    }
+        replies_to_bot,
+    } = super::events::addressing_of(data, server, message, bot).await;
     Found {
         id: MessageId(message.id.get()),
         author: UserId(message.author.id.get()),

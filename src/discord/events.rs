@@ -156,14 +156,8 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
     let channel = ChannelId(message.channel_id.get());
     let Addressing {
         mentions_bot,
-        mut replies_to_bot,
-    } = addressing(message, bot);
-    // A reply to the persona's post through its webhook is a reply to the bot (SPEC C1).
-    if let Some(replied) = message.referenced_message.as_deref()
-        && !replies_to_bot
-    {
-        replies_to_bot = by_own_webhook(data, server, replied).await;
-    }
+        replies_to_bot,
+    } = addressing_of(data, server, message, bot).await;
     let Some(settings) = settings_of(data, server).await else {
         if mentions_bot || replies_to_bot {
             tell_settings_unavailable(data, message, server, channel).await;
@@ -210,22 +204,52 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
     };
     if let Err(refusal) = admit(&facts, &settings, rate) {
         tracing::debug!(%channel, ?refusal, ?origin, "message not admitted");
-        if let (true, Some(server)) = (random, server) {
-            data.random.refund(server, SystemClock.now_ms());
-        }
-        if refusal == (Refusal::Flooding { tell: true }) {
-            tell_rate_limited(data, message, server, channel).await;
-        }
-        // A message spoken to the bot and refused stays refused: no catch-up revives it.
-        if triggered {
-            let id = MessageId(message.id.get());
-            let now = SystemClock.now_ms();
-            close_unanswered(data.outcomes.as_ref(), channel, id, now).await;
-        }
+        refused(data, message, refusal, triggered, random).await;
         return false;
     }
     submit(data, message, persona, origin, random).await;
     true
+}
+
+/// A message admission refused: a random roll's budget back, the rate's notice once, and a
+/// message spoken to the bot closed, so no catch-up revives it (SPEC C2, D12).
+async fn refused(
+    data: &BotData,
+    message: &Message,
+    refusal: Refusal,
+    triggered: bool,
+    random: bool,
+) {
+    let server = message.guild_id.map(|g| ServerId(g.get()));
+    let channel = ChannelId(message.channel_id.get());
+    if let (true, Some(server)) = (random, server) {
+        data.random.refund(server, SystemClock.now_ms());
+    }
+    if refusal == (Refusal::Flooding { tell: true }) {
+        tell_rate_limited(data, message, server, channel).await;
+    }
+    if triggered {
+        let id = MessageId(message.id.get());
+        let now = SystemClock.now_ms();
+        close_unanswered(data.outcomes.as_ref(), channel, id, now).await;
+    }
+}
+
+/// [`addressing`], where a reply to the persona's post through the bot's own webhook is a reply
+/// to the bot too (SPEC C1).
+pub(super) async fn addressing_of(
+    data: &BotData,
+    server: Option<ServerId>,
+    message: &Message,
+    bot: u64,
+) -> Addressing {
+    let mut addressing = addressing(message, bot);
+    if let Some(replied) = message.referenced_message.as_deref()
+        && !addressing.replies_to_bot
+    {
+        addressing.replies_to_bot = by_own_webhook(data, server, replied).await;
+    }
+    addressing
 }
 
 /// Queues an admitted message: one the gateway brought as it came, one a catch-up found late.

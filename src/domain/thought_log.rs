@@ -143,28 +143,37 @@ const RED: u32 = 0xD9_3F_3F;
 const BLUE: u32 = 0x3F_7F_D9;
 const GREY: u32 = 0x80_80_80;
 
+/// A tool `/kill` stopped, and how it ended (done, cancelled, may still finish).
+fn tool_stopped(notice: &Notice, t: &dyn Fn(&str) -> String) -> Card {
+    let Notice::ToolStopped {
+        tool,
+        ending,
+        arguments,
+    } = notice
+    else {
+        unreachable!("tool_stopped renders ToolStopped only");
+    };
+    Card {
+        title: t("notice-tool-stopped-title"),
+        fields: vec![
+            (t("notice-field-tool"), format!("`{tool}`")),
+            (t("notice-field-effect"), t(ending_key(*ending))),
+            (
+                t("notice-field-arguments"),
+                format!("```json\n{arguments}\n```"),
+            ),
+        ],
+        colour: GREY,
+    }
+}
+
 /// Renders a notice in the server's locale. Every field value passes through the redactor
 /// here, once, whatever the notice: free text may quote a secret.
 pub fn render(notice: &Notice, locale: Locale) -> Card {
     let t = |key: &str| locale::text(locale, key);
     let mut card = match notice {
         Notice::ToolFailed { .. } => tool_failed(notice, &t),
-        Notice::ToolStopped {
-            tool,
-            ending,
-            arguments,
-        } => Card {
-            title: t("notice-tool-stopped-title"),
-            fields: vec![
-                (t("notice-field-tool"), format!("`{tool}`")),
-                (t("notice-field-effect"), t(ending_key(*ending))),
-                (
-                    t("notice-field-arguments"),
-                    format!("```json\n{arguments}\n```"),
-                ),
-            ],
-            colour: GREY,
-        },
+        Notice::ToolStopped { .. } => tool_stopped(notice, &t),
         Notice::DeliberateTrigger { tool, trigger } => Card {
             title: t("notice-deliberate-title"),
             fields: vec![

@@ -96,6 +96,28 @@ pub struct TurnFinished {
     pub queued: usize,
 }
 
+/// The next finished turn for a subscriber that stops with `stop`; `None` once it stopped or
+/// the orchestrator is gone. Turns a slow subscriber missed are logged as `skipped` (what it
+/// does with them) and passed over.
+pub async fn next_finished(
+    finished: &mut broadcast::Receiver<TurnFinished>,
+    stop: &CancellationToken,
+    skipped: &'static str,
+) -> Option<TurnFinished> {
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return None,
+            turn = finished.recv() => match turn {
+                Ok(turn) => return Some(turn),
+                Err(broadcast::error::RecvError::Lagged(missed)) => {
+                    tracing::warn!(missed, "{skipped} skipped (too many at once)");
+                }
+                Err(broadcast::error::RecvError::Closed) => return None,
+            },
+        }
+    }
+}
+
 /// A worker's inbox item. Boxed payloads keep it small: the channel allocates its slots in
 /// blocks, per channel, and there may be many thousands of channels.
 enum Command {

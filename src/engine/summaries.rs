@@ -5,13 +5,12 @@
 
 use std::sync::Arc;
 
-use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 use crate::domain::ports::{SettingsStore, ThoughtLog};
 use crate::domain::thought_log::Notice;
 use crate::domain::turn::TurnStatus;
-use crate::engine::orchestrator::{Orchestrator, TurnFinished};
+use crate::engine::orchestrator::{Orchestrator, TurnFinished, next_finished};
 use crate::engine::passes::{TurnEnd, TurnReport};
 
 /// Whether a turn did not end cleanly: anything but an answer (or a turn a run before a restart
@@ -39,18 +38,7 @@ pub async fn post_summaries(
 ) {
     let mut finished = orchestrator.subscribe();
     drop(orchestrator);
-    loop {
-        let turn = tokio::select! {
-            () = stop.cancelled() => return,
-            turn = finished.recv() => match turn {
-                Ok(turn) => turn,
-                Err(RecvError::Lagged(missed)) => {
-                    tracing::warn!(missed, "turn summaries skipped (too many at once)");
-                    continue;
-                }
-                Err(RecvError::Closed) => return,
-            },
-        };
+    while let Some(turn) = next_finished(&mut finished, &stop, "turn summaries").await {
         let Some(server) = turn.scope.thought_log_server() else {
             continue;
         };

@@ -2,29 +2,18 @@
 
 use std::collections::HashMap;
 
-use tokio::sync::broadcast::{Receiver, error::RecvError};
+use tokio::sync::broadcast::Receiver;
 use tokio_util::sync::CancellationToken;
 
 use super::{QUEUE_WAITING, TURN_SECONDS, TURN_TOKENS, TURNS, as_f64};
 use crate::domain::scope::ChannelId;
-use crate::engine::orchestrator::TurnFinished;
+use crate::engine::orchestrator::{TurnFinished, next_finished};
 
 /// Logs and counts each finished turn until `stop`. Subscribe before turns can finish (before
 /// queued messages are recovered), so none is missed.
 pub async fn watch(mut finished: Receiver<TurnFinished>, stop: CancellationToken) {
     let mut waiting = Waiting::default();
-    loop {
-        let turn = tokio::select! {
-            () = stop.cancelled() => return,
-            turn = finished.recv() => match turn {
-                Ok(turn) => turn,
-                Err(RecvError::Lagged(missed)) => {
-                    tracing::warn!(missed, "turn lines and metrics skipped (too many at once)");
-                    continue;
-                }
-                Err(RecvError::Closed) => return,
-            },
-        };
+    while let Some(turn) = next_finished(&mut finished, &stop, "turn lines and metrics").await {
         log(&turn);
         record(&turn, &mut waiting);
     }
