@@ -227,6 +227,7 @@ pub async fn start(
         reminders: storage.reminders.clone(),
         memory: storage.memory.clone(),
         model_name: config.provider.models.first().cloned().unwrap_or_default(),
+        reply_style: config.turn.reply_style,
         review_models: reviewer_choices(&config.review.models, &config.provider.models),
         cache: cache.clone(),
         bot: bot.clone(),

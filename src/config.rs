@@ -410,6 +410,25 @@ pub enum ReplyStyle {
     Compact,
 }
 
+impl ReplyStyle {
+    /// Its name in settings, commands and `/status`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Paragraphs => "paragraphs",
+            Self::Compact => "compact",
+        }
+    }
+
+    /// From its stored name; `None` for anything else.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "paragraphs" => Some(Self::Paragraphs),
+            "compact" => Some(Self::Compact),
+            _ => None,
+        }
+    }
+}
+
 /// Who may stop a turn with `/kill` (SPEC C6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]

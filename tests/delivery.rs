@@ -360,6 +360,178 @@ async fn a_chatty_reply_takes_a_few_messages() {
     e.stop().await;
 }
 
+/// `text` streamed in `chunk`-byte pieces (at character boundaries), then finished.
+fn streamed(text: &str, chunk: usize) -> Reply {
+    let mut steps = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let mut at = chunk.min(rest.len());
+        while !rest.is_char_boundary(at) {
+            at += 1;
+        }
+        steps.push(Sse::text(&rest[..at]));
+        rest = &rest[at..];
+    }
+    steps.extend([Sse::finish("stop"), Sse::Done]);
+    Reply::Stream(steps)
+}
+
+// SPEC C4, default configuration: a reply of three long paragraphs is three messages, as a person
+// writes them; a code block longer than a message, among many short paragraphs, is closed and
+// reopened with its language at each cut, within the bound, and no line of it is lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_paragraphs_keep_their_messages_and_a_long_code_block_survives_packing() {
+    let paragraph = |name: &str| format!("{name} {}end.", "is a long paragraph, ".repeat(30));
+    let three = [paragraph("One"), paragraph("Two"), paragraph("Three")].join("\n\n");
+    let code: String = (0..150).map(|i| format!("let x{i:03} = {i};\n")).collect();
+    let chatter: Vec<String> = (0..40).map(|i| format!("Chatter line {i:02}.")).collect();
+    let fenced = format!(
+        "{}\n\n```rust\n{code}```\n\n{}",
+        chatter.join("\n\n"),
+        chatter.join("\n\n")
+    );
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![streamed(&three, 64), streamed(&fenced, 64)],
+    )
+    .await;
+    e.mention(ALICE, "alice", "three thoughts").await;
+    e.until("three messages", |e| {
+        e.texts(GENERAL)
+            .last()
+            .is_some_and(|t| t.starts_with("Three"))
+    })
+    .await;
+    let texts = e.texts(GENERAL);
+    assert_eq!(texts.len(), 3, "{texts:#?}");
+    assert_eq!(words(&texts.join("\n\n")), words(&three));
+
+    e.mention(ALICE, "alice", "show me the code").await;
+    e.until("the code reply", |e| {
+        e.texts(GENERAL)
+            .last()
+            .is_some_and(|t| t.ends_with("Chatter line 39."))
+            && e.texts(GENERAL).len() > 3
+    })
+    .await;
+    let texts = e.texts(GENERAL)[3..].to_vec();
+    assert!(
+        texts.len() <= fenced.chars().count().div_ceil(1900) + 4,
+        "{}",
+        texts.len()
+    );
+    for text in &texts {
+        assert!(text.chars().count() <= 2000);
+        assert_eq!(text.matches("```").count() % 2, 0, "balanced: {text}");
+    }
+    let cut_blocks = texts.iter().filter(|t| t.starts_with("```rust")).count();
+    assert!(
+        cut_blocks >= 1,
+        "the block was cut and reopened: {texts:#?}"
+    );
+    let joined = texts.join("\n").replace("```\n```rust\n", "");
+    for i in 0..150 {
+        assert_eq!(
+            joined.matches(&format!("let x{i:03} = {i};")).count(),
+            1,
+            "line {i}"
+        );
+    }
+    assert_eq!(words(&joined).len(), words(&fenced).len());
+    e.assert_no_429();
+    e.stop().await;
+}
+
+/// A reply of `n` paragraphs of about 40 characters, streamed in 40-byte chunks.
+fn chatty(n: usize) -> (String, Reply) {
+    let text = (0..n)
+        .map(|i| format!("A short line of the answer, line {i:03}."))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let mut steps: Vec<Sse> = text
+        .as_bytes()
+        .chunks(40)
+        .map(|c| Sse::text(std::str::from_utf8(c).unwrap()))
+        .collect();
+    steps.extend([Sse::finish("stop"), Sse::Done]);
+    (text, Reply::Stream(steps))
+}
+
+/// `/replies style style:<n>` (0 paragraphs, 1 compact, 2 default) by the moderator; its answer.
+async fn replies_style(e: &E2e, style: u64) -> String {
+    let options = json!([{
+        "name": "style", "type": 1,
+        "options": [{ "name": "style", "type": 4, "value": style }]
+    }]);
+    let answer = e.slash(MODERATOR, "replies", MANAGE_GUILD, options).await;
+    assert_eq!(answer["data"]["flags"], 64, "ephemeral: {answer}");
+    content_of(&answer)
+}
+
+// SPEC C4: a moderator chooses `compact` for the server; the same chatty reply then takes only
+// the messages its length needs, and /status says which style is in force (the default one,
+// then the server's own).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_moderator_chooses_compact_replies_for_the_server() {
+    let (text, first) = chatty(100);
+    let (_, second) = chatty(100);
+    let e = E2e::start(Behaviour::succeed(), vec![first, second]).await;
+    let status = content_of(&e.slash(ALICE, "status", 0, json!([])).await);
+    assert!(
+        status.contains(
+            "Replies: paragraphs (a few messages, short paragraphs together), the default"
+        ),
+        "{status}"
+    );
+    e.mention(ALICE, "alice", "tell me everything").await;
+    e.until("the paragraphs reply", |e| {
+        e.texts(GENERAL)
+            .last()
+            .is_some_and(|t| t.ends_with("line 099."))
+    })
+    .await;
+    let paragraphs = e.texts(GENERAL).len();
+
+    let set = replies_style(&e, 1).await;
+    assert_eq!(
+        set,
+        "Replies here: compact (as few messages as the length needs)."
+    );
+    let status = content_of(&e.slash(ALICE, "status", 0, json!([])).await);
+    assert!(
+        status.contains("Replies: compact (as few messages as the length needs)"),
+        "{status}"
+    );
+    e.mention(ALICE, "alice", "once more").await;
+    e.until("the compact reply", |e| {
+        e.texts(GENERAL)
+            .iter()
+            .filter(|t| t.ends_with("line 099."))
+            .count()
+            == 2
+    })
+    .await;
+    let compact = e.texts(GENERAL).len() - paragraphs;
+    let needs = text.chars().count().div_ceil(1900);
+    assert!(
+        compact <= needs,
+        "compact: {compact}, the length needs {needs}"
+    );
+    assert!(
+        paragraphs > compact,
+        "paragraphs {paragraphs}, compact {compact}"
+    );
+    assert_eq!(
+        words(&e.texts(GENERAL)[paragraphs..].join("\n\n")),
+        words(&text)
+    );
+    assert_eq!(
+        replies_style(&e, 2).await,
+        "Replies here: paragraphs (a few messages, short paragraphs together), the default."
+    );
+    e.stop().await;
+}
+
 // SPEC C4 (issue 28): a short paragraph waits for the next, unless the model pauses: then it is
 // shown before the rest comes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -35,6 +35,7 @@ const WAVE: u64 = 700;
 
 on_both_databases!(
     a_turn_killed_mid_stream_posts_each_message_once,
+    a_turn_killed_after_a_pause_cuts_its_reply_the_same_way,
     a_turn_killed_after_its_sticker_sends_it_once,
     a_turn_killed_after_create_reminder_creates_it_once,
     sigterm_mid_turn_exits_0_and_the_next_start_goes_on,
@@ -352,6 +353,55 @@ async fn a_turn_killed_mid_stream_posts_each_message_once(db: TestDb) {
     // No message was posted twice.
     assert_each_sentence_once(&texts);
     assert_eq!(stage.openai.requests().len(), 2);
+}
+
+// SPEC C4, D5: the model paused after a short first paragraph, so it went out alone; the next
+// message (short lines held together) went out too, then the process was killed. The resumed
+// turn, the model answering the same without the pause, cuts the reply as the first run did:
+// every line is posted once, in order, none lost in a message cut differently.
+async fn a_turn_killed_after_a_pause_cuts_its_reply_the_same_way(db: TestDb) {
+    let stage = Stage::new(db).await;
+    let opening = "Hmm, let me think.";
+    let lines: Vec<String> = (0..40)
+        .map(|i| format!("Line {i:02} of the story, told briefly."))
+        .collect();
+    let head = lines[..12].join("\n\n");
+    stage.openai.push(Reply::Stream(vec![
+        Sse::text(&format!("{opening}\n\n")),
+        // Longer than `turn.paragraph_wait_ms` (1.5 s by default): the opening is shown.
+        Sse::Delay(Duration::from_secs(3)),
+        Sse::text(&format!("{head}\n\n")),
+        Sse::Hang,
+    ]));
+    let bot = stage.start_bot(1).await;
+    stage.mention("tell me a story").await;
+    stage
+        .until(&bot, "the opening and the next message", |s| {
+            s.texts().len() == 2
+        })
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while stage.count("turn_deliveries WHERE kind = 'piece'").await < 2 {
+        assert!(Instant::now() < deadline, "the messages were not recorded");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let first = stage.texts();
+    assert_eq!(first[0], opening);
+    bot.kill();
+
+    let whole = format!("{opening}\n\n{}", lines.join("\n\n"));
+    stage.openai.push(Reply::text(&[&whole]));
+    let bot = stage.start_bot(2).await;
+    stage.until_answered(&bot).await;
+    let texts = stage.texts();
+    assert_eq!(texts[..2], first[..], "{}", bot.log());
+    let all = texts.join("\n\n");
+    assert_eq!(all.matches(opening).count(), 1, "{texts:#?}");
+    for line in &lines {
+        assert_eq!(all.matches(line.as_str()).count(), 1, "{line}: {texts:#?}");
+    }
+    let at: Vec<usize> = lines.iter().filter_map(|l| all.find(l.as_str())).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "in order: {texts:#?}");
 }
 
 // SPEC D5, T9: killed after the sticker went out (the next pass waiting on the model), the

@@ -166,6 +166,8 @@ fn sample_settings() -> ServerSettings {
         }),
         // Issue 27: which turns the thought log summarizes.
         summaries: SummaryMode::All,
+        // SPEC C4: the server's own reply style.
+        reply_style: Some(persona_bot::config::ReplyStyle::Compact),
     }
 }
 
@@ -188,6 +190,7 @@ async fn settings_round_trip_with_defaults_for_unknown_servers(db: TestDb) {
     let off = ServerSettings {
         drafting: false,
         summaries: SummaryMode::Off,
+        reply_style: None,
         ..sample_settings()
     };
     s.settings.save_settings(SERVER, &off).await.unwrap();
@@ -671,11 +674,24 @@ async fn deliveries_round_trip_once_each_and_old_ones_are_pruned(db: TestDb) {
         index: 0,
         message: MessageId(u64::MAX - 1),
     };
+    // Two intents: one a pause sent (its place in the cut is kept, SPEC C4), one not.
+    let paused = Delivery::Intended {
+        index: 1,
+        digest: u64::MAX,
+        paused_after: Some(7),
+    };
+    let plain = Delivery::Intended {
+        index: 2,
+        digest: 42,
+        paused_after: None,
+    };
     for (delivery, at) in [
         (first, 10),
         (first, 11),
         (Delivery::Sticker { sticker: 700 }, 12),
         (Delivery::Finished, 13),
+        (paused, 14),
+        (plain, 15),
     ] {
         s.outcomes
             .record_delivery(turn, delivery, at)
@@ -692,11 +708,13 @@ async fn deliveries_round_trip_once_each_and_old_ones_are_pruned(db: TestDb) {
         read,
         vec![
             Delivery::Finished,
+            paused,
+            plain,
             first,
             Delivery::Sticker { sticker: 700 }
         ]
     );
-    assert_eq!(s.outcomes.prune_deliveries(500).await.unwrap(), 3);
+    assert_eq!(s.outcomes.prune_deliveries(500).await.unwrap(), 5);
     assert!(s.outcomes.deliveries(turn).await.unwrap().is_empty());
     assert_eq!(
         s.outcomes.deliveries(other).await.unwrap(),

@@ -222,6 +222,7 @@ status-text = **Status**
     - Response Drafting: { $drafting }
     - Thought log: { $thought_log }
     - Turn summaries: { $summaries }
+    - Replies: { $replies }
     - Answering now here: { $running }; waiting here: { $waiting }
     - I may post here: { $can_post }
     - Your reminders: { $reminders }
@@ -230,7 +231,7 @@ help-text = I am { $persona }. Mention me, reply to one of my messages, or write
     - /reminders list|cancel: your reminders.
     - /memory show|forget: what I remember about you; /forget-me forgets all of it, everywhere.
     - /status: how I am set up here.
-help-managers = With Manage Server: /channels, /roles and /access (where and whom I answer), /persona (who I am here), /tools, /drafting, /thoughtlog, /random, /memory server.
+help-managers = With Manage Server: /channels, /roles and /access (where and whom I answer), /persona (who I am here), /tools, /drafting, /thoughtlog, /random, /replies, /memory server.
 cmd-tools-name = tools
 cmd-tools-description = Deliberate tool mode: tools offered only when a message asks for them
 cmd-tools-deliberate-name = deliberate
@@ -303,3 +304,13 @@ persona-problem-avatar = Nothing was changed: the avatar must be an https:// add
 cmd-memory-show-member-name = member
 cmd-memory-show-member-description = With Manage Server: what I remember about this member
 persona-problem-no-prompt = Nothing was changed: a persona needs a system prompt.
+cmd-replies-name = replies
+cmd-replies-description = How my replies are cut into messages on this server
+cmd-replies-style-name = style
+cmd-replies-style-description = Choose how replies are cut: paragraphs, compact, or the default
+cmd-replies-style-style-name = style
+cmd-replies-style-style-description = paragraphs (a few messages, as a person texts), compact (as few as the length needs) or default
+replies-style-set = Replies here: { $style }.
+reply-style-paragraphs = paragraphs (a few messages, short paragraphs together)
+reply-style-compact = compact (as few messages as the length needs)
+reply-style-default = { $style }, the default

@@ -221,6 +221,7 @@ status-text = **状態**
     - 返信の下書き確認：{ $drafting }
     - 思考ログ：{ $thought_log }
     - ターンのまとめ：{ $summaries }
+    - 返信の形式：{ $replies }
     - ここで応答中：{ $running }、待ち：{ $waiting }
     - ここに投稿できる：{ $can_post }
     - あなたのリマインダー：{ $reminders }
@@ -229,7 +230,7 @@ help-text = 私は { $persona } です。メンションするか、私のメッ
     - /reminders list|cancel：あなたのリマインダー。
     - /memory show|forget：あなたについて覚えていること。/forget-me ですべて忘れます。
     - /status：ここでの設定。
-help-managers = サーバー管理権限があれば：/channels、/roles、/access（応答する場所と相手）、/persona、/tools、/drafting、/thoughtlog、/random、/memory server。
+help-managers = サーバー管理権限があれば：/channels、/roles、/access（応答する場所と相手）、/persona、/tools、/drafting、/thoughtlog、/random、/replies、/memory server。
 cmd-tools-name = ツール
 cmd-tools-description = 慎重ツールモード：メッセージが求めたときだけツールを提示
 cmd-tools-deliberate-name = 慎重
@@ -302,3 +303,13 @@ persona-problem-avatar = 変更していません。アイコンは https:// の
 cmd-memory-show-member-name = メンバー
 cmd-memory-show-member-description = サーバー管理権限があれば：このメンバーについて覚えていること
 persona-problem-no-prompt = 変更していません。ペルソナにはシステムプロンプトが必要です。
+cmd-replies-name = 返信
+cmd-replies-description = このサーバーでの返信をメッセージにどう分けるか
+cmd-replies-style-name = 形式
+cmd-replies-style-description = 返信の分け方を選びます：paragraphs、compact、または既定
+cmd-replies-style-style-name = 形式
+cmd-replies-style-style-description = paragraphs（人が送るように数通に分ける）、compact（長さに必要な数だけ）、default
+replies-style-set = ここでの返信：{ $style }。
+reply-style-paragraphs = paragraphs（数通に分け、短い段落はまとめる）
+reply-style-compact = compact（長さに必要な数だけ）
+reply-style-default = { $style }（既定）

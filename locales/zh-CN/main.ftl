@@ -221,6 +221,7 @@ status-text = **状态**
     - 回复审核：{ $drafting }
     - 思考日志：{ $thought_log }
     - 回合摘要：{ $summaries }
+    - 回复样式：{ $replies }
     - 此处正在回答：{ $running }；等待中：{ $waiting }
     - 我能在此发言：{ $can_post }
     - 你的提醒：{ $reminders }
@@ -229,7 +230,7 @@ help-text = 我是 { $persona }。提及我、回复我的消息或私信我，�
     - /reminders list|cancel：你的提醒。
     - /memory show|forget：我记得的关于你的事；/forget-me 在所有地方全部忘记。
     - /status：我在这里的设置。
-help-managers = 有“管理服务器”权限时：/channels、/roles 和 /access（我在哪里、对谁回答）、/persona、/tools、/drafting、/thoughtlog、/random、/memory server。
+help-managers = 有“管理服务器”权限时：/channels、/roles 和 /access（我在哪里、对谁回答）、/persona、/tools、/drafting、/thoughtlog、/random、/replies、/memory server。
 cmd-tools-name = 工具
 cmd-tools-description = 审慎工具模式：只在消息需要时提供工具
 cmd-tools-deliberate-name = 审慎
@@ -302,3 +303,13 @@ persona-problem-avatar = 未做修改：头像必须是 https:// 地址。
 cmd-memory-show-member-name = 成员
 cmd-memory-show-member-description = 有"管理服务器"权限时：我记得的关于该成员的事
 persona-problem-no-prompt = 未做修改：人设需要系统提示词。
+cmd-replies-name = 回复
+cmd-replies-description = 在此服务器上我的回复如何分成消息
+cmd-replies-style-name = 样式
+cmd-replies-style-description = 选择回复的分法：paragraphs、compact 或默认
+cmd-replies-style-style-name = 样式
+cmd-replies-style-style-description = paragraphs（像人发消息一样分几条）、compact（按长度需要的最少条数）或 default
+replies-style-set = 此处的回复：{ $style }。
+reply-style-paragraphs = paragraphs（分几条，短段落合在一起）
+reply-style-compact = compact（按长度需要的最少条数）
+reply-style-default = { $style }（默认）

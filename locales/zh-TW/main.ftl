@@ -221,6 +221,7 @@ status-text = **狀態**
     - 回覆審核：{ $drafting }
     - 思考日誌：{ $thought_log }
     - 回合摘要：{ $summaries }
+    - 回覆樣式：{ $replies }
     - 此處正在回答：{ $running }；等待中：{ $waiting }
     - 我能在此發言：{ $can_post }
     - 你的提醒：{ $reminders }
@@ -229,7 +230,7 @@ help-text = 我是 { $persona }。提及我、回覆我的訊息或私訊我，�
     - /reminders list|cancel：你的提醒。
     - /memory show|forget：我記得的關於你的事；/forget-me 在所有地方全部忘記。
     - /status：我在這裡的設定。
-help-managers = 有「管理伺服器」權限時：/channels、/roles 和 /access（我在哪裡、對誰回答）、/persona、/tools、/drafting、/thoughtlog、/random、/memory server。
+help-managers = 有「管理伺服器」權限時：/channels、/roles 和 /access（我在哪裡、對誰回答）、/persona、/tools、/drafting、/thoughtlog、/random、/replies、/memory server。
 cmd-tools-name = 工具
 cmd-tools-description = 審慎工具模式：只在訊息需要時提供工具
 cmd-tools-deliberate-name = 審慎
@@ -302,3 +303,13 @@ persona-problem-avatar = 未做修改：頭像必須是 https:// 網址。
 cmd-memory-show-member-name = 成員
 cmd-memory-show-member-description = 有「管理伺服器」權限時：我記得的關於該成員的事
 persona-problem-no-prompt = 未做修改：人設需要系統提示詞。
+cmd-replies-name = 回覆
+cmd-replies-description = 在此伺服器上我的回覆如何分成訊息
+cmd-replies-style-name = 樣式
+cmd-replies-style-description = 選擇回覆的分法：paragraphs、compact 或預設
+cmd-replies-style-style-name = 樣式
+cmd-replies-style-style-description = paragraphs（像人傳訊息一樣分幾則）、compact（依長度需要的最少則數）或 default
+replies-style-set = 此處的回覆：{ $style }。
+reply-style-paragraphs = paragraphs（分幾則，短段落合在一起）
+reply-style-compact = compact（依長度需要的最少則數）
+reply-style-default = { $style }（預設）

@@ -32,6 +32,7 @@ pub fn all() -> Vec<poise::Command<std::sync::Arc<BotData>, Error>> {
         help(),
         tools(),
         super::persona_commands::persona(),
+        super::replies_command::replies(),
     ];
     for command in &mut commands {
         localize(command, "cmd");
@@ -622,6 +623,10 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
         (
             "summaries",
             super::thoughtlog_commands::summaries_text(locale, settings.summaries),
+        ),
+        (
+            "replies",
+            super::replies_command::style_text(locale, settings.reply_style, data.reply_style),
         ),
         ("running", yes_no(running)),
         ("waiting", waiting.to_string()),

@@ -32,6 +32,7 @@ pub mod persona_commands;
 pub mod ratelimit;
 pub mod recent;
 pub mod registration;
+pub mod replies_command;
 pub mod rest;
 pub mod sink;
 pub mod thought_log;
@@ -55,6 +56,8 @@ pub struct BotData {
     pub reminders: Arc<dyn crate::domain::ports::ReminderStore>,
     /// The first model the persona asks (`/status`).
     pub model_name: String,
+    /// How replies are cut where a server has not chosen (`turn.reply_style`, SPEC C4).
+    pub reply_style: crate::config::ReplyStyle,
     /// The models a server may choose for its reviewer (`/drafting model`): the configured ones.
     pub review_models: Vec<String>,
     /// What the persona remembers (`/memory`, `/forget-me`).

@@ -369,6 +369,8 @@ pub struct Turn {
     pub drafting: bool,
     /// What drafting reviews on this server.
     pub review: ReviewPolicy,
+    /// The server's reply style, read at turn start (SPEC C4); `None`: the deployment's.
+    pub reply_style: Option<crate::config::ReplyStyle>,
     pub admission: ToolAdmission,
     /// Whom the persona's messages are posted as: a server's own persona posts under its name
     /// and avatar where it may (SPEC A1); `None`, as the bot user.
@@ -391,6 +393,7 @@ impl Turn {
             quiet: false,
             drafting: false,
             review: ReviewPolicy::default(),
+            reply_style: None,
             admission: ToolAdmission::Open,
             voice: None,
             persona_name: String::new(),
@@ -413,6 +416,11 @@ impl Turn {
 
     pub fn review_policy(mut self, policy: ReviewPolicy) -> Self {
         self.review = policy;
+        self
+    }
+
+    pub fn reply_style(mut self, style: Option<crate::config::ReplyStyle>) -> Self {
+        self.reply_style = style;
         self
     }
 

@@ -903,6 +903,7 @@ impl Worker {
                 .quiet(m.quiet)
                 .drafting(settings.drafting)
                 .review_policy(settings.review.clone())
+                .reply_style(settings.reply_style)
                 .voice(own_voice(m.server, &settings))
                 .persona_name(&persona.display_name)
                 .admission(admission)

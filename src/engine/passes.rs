@@ -167,7 +167,7 @@ pub async fn run_turn(
             reviews: Vec::new(),
         };
     }
-    let mut run = TurnRun::start(deps, config, &turn, persona, trigger, delivered.pieces).await;
+    let mut run = TurnRun::start(deps, config, &turn, persona, trigger, &delivered).await;
     while run.next_pass().await.is_continue() {}
     run.finish().await
 }
@@ -207,7 +207,7 @@ impl<'a> TurnRun<'a> {
         turn: &'a Arc<Turn>,
         persona: &Persona,
         trigger: &Trigger,
-        delivered_before: u32,
+        delivered_before: &crate::domain::ports::Delivered,
     ) -> Self {
         let ports = &deps.env.ports;
         let context = crate::engine::context::load(
@@ -234,7 +234,8 @@ impl<'a> TurnRun<'a> {
             name: trigger.author_name.clone(),
         };
         let pings = Pings::answering(asker, &trigger.mentions);
-        let pacing = crate::engine::segment::Pacing::from_config(config, config.reply_style);
+        let style = turn.reply_style.unwrap_or(config.reply_style);
+        let pacing = crate::engine::segment::Pacing::from_config(config, style);
         let wait = (config.paragraph_wait_ms > 0)
             .then(|| std::time::Duration::from_millis(config.paragraph_wait_ms));
         let pacing = (pacing, wait);

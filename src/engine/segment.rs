@@ -133,6 +133,18 @@ impl Segmenter {
         out
     }
 
+    /// How many cut pieces the pacer has taken: where a pause happens (see
+    /// [`Self::replay_pauses`]).
+    pub fn pieces_taken(&self) -> u32 {
+        self.pacer.taken()
+    }
+
+    /// An earlier run of this reply paused after these counts of pieces taken: pause at the
+    /// same places, so the messages are cut as they were (a turn resumed after a restart).
+    pub fn replay_pauses(&mut self, pauses: Vec<u32>) {
+        self.pacer.replay(pauses);
+    }
+
     /// The cut pieces, paced.
     fn paced_out(&mut self, pieces: Vec<Piece>, end: bool) -> Vec<String> {
         let mut out = Vec::new();

@@ -8,8 +8,8 @@ use futures::StreamExt;
 
 use crate::domain::call::ToolCallRequest;
 use crate::domain::ports::{
-    Delivery, Finish, ModelError, ModelEvent, ModelStream, Pings, PortError, Ports, TokenUsage,
-    delivery_key, remember_delivery, text_digest,
+    Delivered, Delivery, Finish, ModelError, ModelEvent, ModelStream, Pings, PortError, Ports,
+    TokenUsage, delivery_key, remember_delivery, text_digest,
 };
 use crate::domain::scope::MessageId;
 use crate::domain::turn::{Turn, TurnStatus};
@@ -54,6 +54,9 @@ pub struct ReplyDelivery<'a> {
     pacing: Pacing,
     /// Text waiting for the next paragraph goes out when the stream pauses this long.
     paragraph_wait: Option<std::time::Duration>,
+    /// The message being sent went out because the stream paused, after this many of the
+    /// cutter's pieces: recorded, so a resumed run pauses there too.
+    pause_mark: Option<u32>,
 }
 
 impl<'a> ReplyDelivery<'a> {
@@ -62,16 +65,21 @@ impl<'a> ReplyDelivery<'a> {
         ports: &'a Ports,
         reply_to: Option<MessageId>,
         pings: Pings,
-        delivered_before: u32,
+        earlier: &Delivered,
         (pacing, paragraph_wait): (Pacing, Option<std::time::Duration>),
     ) -> Self {
+        let mut segmenter = Segmenter::paced(DISCORD_LIMIT, pacing);
+        // The earlier run's pauses are replayed: its messages are cut as they were, so the
+        // first `pieces` of this run are the ones it posted.
+        segmenter.replay_pauses(earlier.pauses.clone());
         Self {
             turn,
             ports,
-            delivered_before,
-            segmenter: Segmenter::paced(DISCORD_LIMIT, pacing),
+            delivered_before: earlier.pieces,
+            segmenter,
             pacing,
             paragraph_wait,
+            pause_mark: None,
             reply_to,
             pings,
             sent: 0,
@@ -161,7 +169,11 @@ impl<'a> ReplyDelivery<'a> {
             // Recorded first: a crash before the post's record is found out by looking for the
             // post (SPEC D11; `engine::resume`). The digest skips mentions in either form.
             let digest = text_digest(&posted_text);
-            let intent = Delivery::Intended { index, digest };
+            let intent = Delivery::Intended {
+                index,
+                digest,
+                paused_after: self.pause_mark.take(),
+            };
             remember_delivery(self.ports, self.turn.id, intent).await;
             let posted = self
                 .ports
@@ -271,7 +283,13 @@ impl<'a> ReplyDelivery<'a> {
             let event = {
                 // The provider has its own first-token and idle timeouts (SPEC C10).
                 let _guarded = self.turn.progress.guard();
-                let pause = self.paragraph_wait.filter(|_| self.segmenter.holding());
+                // While the earlier run's messages are cut again, its pauses are replayed
+                // instead of this run's own.
+                let replaying =
+                    u32::try_from(self.sent).unwrap_or(u32::MAX) < self.delivered_before;
+                let pause = self
+                    .paragraph_wait
+                    .filter(|_| self.segmenter.holding() && !replaying);
                 tokio::select! {
                     biased;
                     () = self.turn.stop.kill_token().cancelled() => continue,
@@ -279,7 +297,9 @@ impl<'a> ReplyDelivery<'a> {
                     () = sleep_for(pause) => {
                         // A pause a person would notice: what waits goes out (SPEC C4).
                         let waited = self.segmenter.pause();
+                        self.pause_mark = Some(self.segmenter.pieces_taken());
                         self.send_all(waited).await;
+                        self.pause_mark = None;
                         continue;
                     }
                 }

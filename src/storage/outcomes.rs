@@ -66,10 +66,23 @@ impl OutcomeStore for OutcomeRepo {
         at_ms: i64,
     ) -> Result<(), PortError> {
         let (kind, item, value) = match delivery {
-            Delivery::Piece { index, message } => ("piece", i64::from(index), message.0),
-            Delivery::Sticker { sticker } => ("sticker", 0, sticker),
-            Delivery::Finished => ("finished", 0, 0),
-            Delivery::Intended { index, digest } => ("intent", i64::from(index), digest),
+            Delivery::Piece { index, message } => {
+                ("piece", i64::from(index), message.0.to_string())
+            }
+            Delivery::Sticker { sticker } => ("sticker", 0, sticker.to_string()),
+            Delivery::Finished => ("finished", 0, "0".to_owned()),
+            // "digest", or "digest:pieces" for a message a pause sent.
+            Delivery::Intended {
+                index,
+                digest,
+                paused_after,
+            } => {
+                let value = match paused_after {
+                    Some(after) => format!("{digest}:{after}"),
+                    None => digest.to_string(),
+                };
+                ("intent", i64::from(index), value)
+            }
         };
         sqlx::query(
             "INSERT INTO turn_deliveries (turn_id, kind, item, value, created_at) \
@@ -78,7 +91,7 @@ impl OutcomeStore for OutcomeRepo {
         .bind(turn.to_string())
         .bind(kind)
         .bind(item)
-        .bind(value.to_string())
+        .bind(value)
         .bind(at_ms)
         .execute(self.db.pool())
         .await
@@ -100,6 +113,10 @@ impl OutcomeStore for OutcomeRepo {
         Ok(rows
             .into_iter()
             .filter_map(|(kind, item, value)| {
+                let (value, paused_after) = match value.split_once(':') {
+                    Some((value, after)) => (value, Some(after.parse::<u32>().ok()?)),
+                    None => (value.as_str(), None),
+                };
                 let value = value.parse::<u64>().ok()?;
                 match kind.as_str() {
                     "piece" => Some(Delivery::Piece {
@@ -111,6 +128,7 @@ impl OutcomeStore for OutcomeRepo {
                     "intent" => Some(Delivery::Intended {
                         index: u32::try_from(item).ok()?,
                         digest: value,
+                        paused_after,
                     }),
                     _ => None,
                 }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::{Database, from_sql_id, port_error, sql_id, storable};
+use crate::config::ReplyStyle;
 use crate::domain::ports::{
     Clock, PortError, ServerSettings, SettingsChange, SettingsStore, SummaryMode, SystemClock,
 };
@@ -128,16 +129,27 @@ async fn read_row(
         String,
         String,
         String,
+        Option<String>,
     );
     let row: Option<Row> = sqlx::query_as(
         "SELECT drafting, thought_log_channel, deliberate, access, review, random, persona, \
-             summaries FROM server_settings WHERE server_id = $1",
+             summaries, reply_style FROM server_settings WHERE server_id = $1",
     )
     .bind(sql_id(server.0))
     .fetch_optional(&mut *conn)
     .await
     .map_err(port_error)?;
-    let Some((drafting, thought_log, deliberate, access, review, random, persona, summaries)) = row
+    let Some((
+        drafting,
+        thought_log,
+        deliberate,
+        access,
+        review,
+        random,
+        persona,
+        summaries,
+        style,
+    )) = row
     else {
         return Ok(ServerSettings::default());
     };
@@ -150,6 +162,7 @@ async fn read_row(
         random: serde_json::from_str(&random).map_err(json_error)?,
         persona: serde_json::from_str(&persona).map_err(json_error)?,
         summaries: SummaryMode::from_name(&summaries),
+        reply_style: style.as_deref().and_then(ReplyStyle::from_name),
     })
 }
 
@@ -240,18 +253,20 @@ async fn write_row(
     let sql = match existing {
         Existing::Replace => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
-                 deliberate, access, review, random, persona, updated_at, summaries) VALUES \
-                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (server_id) DO UPDATE \
+                 deliberate, access, review, random, persona, updated_at, summaries, reply_style) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (server_id) \
+                 DO UPDATE \
                  SET drafting = excluded.drafting, thought_log_channel = \
                  excluded.thought_log_channel, deliberate = excluded.deliberate, access = \
                  excluded.access, review = excluded.review, random = excluded.random, persona = \
                  excluded.persona, updated_at = excluded.updated_at, summaries = \
-                 excluded.summaries"
+                 excluded.summaries, reply_style = excluded.reply_style"
         }
         Existing::Keep => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
-                 deliberate, access, review, random, persona, updated_at, summaries) VALUES \
-                 ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (server_id) DO NOTHING"
+                 deliberate, access, review, random, persona, updated_at, summaries, reply_style) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (server_id) \
+                 DO NOTHING"
         }
     };
     sqlx::query(sql)
@@ -265,6 +280,7 @@ async fn write_row(
         .bind(storable(&persona))
         .bind(now)
         .bind(settings.summaries.as_str().to_owned())
+        .bind(settings.reply_style.map(|s| s.as_str().to_owned()))
         .execute(&mut *conn)
         .await
         .map_err(port_error)?;

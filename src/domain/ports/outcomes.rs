@@ -37,8 +37,14 @@ pub enum Delivery {
     Finished,
     /// The turn's `index`-th message is about to be sent; `digest` is [`text_digest`] of its
     /// text. Recorded first, so a crash between the post and its [`Delivery::Piece`] record is
-    /// found out by looking for the post (a webhook takes no nonce, SPEC D11).
-    Intended { index: u32, digest: u64 },
+    /// found out by looking for the post (a webhook takes no nonce, SPEC D11). `paused_after`:
+    /// the message went out because the stream paused, after that many of the cutter's pieces
+    /// (SPEC C4); a resumed run pauses there too, so it cuts the reply the same way.
+    Intended {
+        index: u32,
+        digest: u64,
+        paused_after: Option<u32>,
+    },
 }
 
 /// A digest of a message's text as it reads, whatever form its mentions take: its words, with
@@ -70,6 +76,9 @@ pub struct Delivered {
     /// The digest of the next message (the `pieces`-th), when it was about to be sent and its
     /// post was never recorded: it may be in the channel.
     pub unrecorded: Option<u64>,
+    /// Where the earlier run's reply paused (after how many of the cutter's pieces): a resumed
+    /// run pauses there too (SPEC C4, D5).
+    pub pauses: Vec<u32>,
 }
 
 impl Delivered {
@@ -84,7 +93,14 @@ impl Delivered {
                 Delivery::Piece { index, message } => pieces.push((index, message)),
                 Delivery::Sticker { sticker } => delivered.sticker = Some(sticker),
                 Delivery::Finished => delivered.finished = true,
-                Delivery::Intended { index, digest } => intents.push((index, digest)),
+                Delivery::Intended {
+                    index,
+                    digest,
+                    paused_after,
+                } => {
+                    intents.push((index, digest));
+                    delivered.pauses.extend(paused_after);
+                }
             }
         }
         pieces.sort_unstable();
@@ -202,6 +218,7 @@ mod tests {
                 finished: true,
                 last_piece: Some(MessageId(1)),
                 unrecorded: None,
+                pauses: Vec::new(),
             }
         );
         assert_eq!(Delivered::from_records(&[piece(2)]).pieces, 0);
@@ -214,9 +231,11 @@ mod tests {
         let intent = |index| Delivery::Intended {
             index,
             digest: 40 + u64::from(index),
+            paused_after: (index == 0).then_some(3),
         };
         let folded = Delivered::from_records(&[intent(0), piece(0), intent(1)]);
         assert_eq!((folded.pieces, folded.unrecorded), (1, Some(41)));
+        assert_eq!(folded.pauses, vec![3]);
         let folded = Delivered::from_records(&[intent(0), piece(0)]);
         assert_eq!(folded.unrecorded, None);
     }

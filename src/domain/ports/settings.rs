@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::PortError;
 use super::personas::Persona;
+use crate::config::ReplyStyle;
 use crate::domain::review::ReviewPolicy;
 use crate::domain::scope::{ChannelId, ServerId};
 
@@ -55,6 +56,9 @@ pub struct ServerSettings {
     pub persona: Option<Persona>,
     /// Which finished turns post a summary card to the thought log (SPEC T11).
     pub summaries: SummaryMode,
+    /// How replies are cut into messages here (SPEC C4); `None`: the deployment's
+    /// `turn.reply_style`.
+    pub reply_style: Option<ReplyStyle>,
 }
 
 /// Which finished turns post a "Turn summary" card to the thought log (issue 27): a busy
@@ -126,6 +130,8 @@ pub enum SettingsChange {
     Deliberate(bool),
     /// Which turns post a summary to the thought log.
     Summaries(SummaryMode),
+    /// How replies are cut into messages (`None`: the deployment's style again, SPEC C4).
+    ReplyStyle(Option<ReplyStyle>),
     /// What Response Drafting reviews (tool calls, replies) and with which model (`Some(None)`:
     /// the configured ones again); `None` leaves a part as it is (SPEC C8).
     Review {
@@ -245,6 +251,7 @@ impl SettingsChange {
             }
             Self::Deliberate(on) => settings.deliberate.enabled = on,
             Self::Summaries(mode) => settings.summaries = mode,
+            Self::ReplyStyle(style) => settings.reply_style = style,
             Self::Review {
                 drafting,
                 checks,

@@ -57,6 +57,11 @@ pub(crate) struct Pacer {
     /// `held` ends with the close of a code block a cut split: the next piece continues it.
     split_block: bool,
     packed: bool,
+    /// Pieces taken from the cutter so far.
+    taken: u32,
+    /// Where an earlier run of this reply paused (after how many pieces taken), replayed so a
+    /// resumed turn cuts as the earlier run did (see [`Pacer::replay`]).
+    replay: std::collections::VecDeque<u32>,
 }
 
 fn chars(text: &str) -> usize {
@@ -72,7 +77,23 @@ impl Pacer {
             held: String::new(),
             split_block: false,
             packed: pacing.style == ReplyStyle::Compact || pacing.spare_messages <= 1,
+            taken: 0,
+            replay: std::collections::VecDeque::new(),
         }
+    }
+
+    /// Pieces taken from the cutter so far: where a pause happens, for [`Pacer::replay`].
+    pub(crate) fn taken(&self) -> u32 {
+        self.taken
+    }
+
+    /// An earlier run of this reply paused after these counts of pieces taken: this run pauses
+    /// at the same places, so its messages are cut the same way and a resumed turn can skip
+    /// the ones already posted by count (SPEC D5).
+    pub(crate) fn replay(&mut self, mut pauses: Vec<u32>) {
+        pauses.sort_unstable();
+        pauses.dedup();
+        self.replay = pauses.into_iter().filter(|at| *at > self.taken).collect();
     }
 
     /// The shortest a full message is, for this limit.
@@ -87,6 +108,19 @@ impl Pacer {
 
     /// A complete message from the cutter: what goes out now is added to `out`.
     pub(crate) fn take(&mut self, piece: Piece, out: &mut Vec<String>) {
+        self.taken = self.taken.saturating_add(1);
+        self.place(piece, out);
+        while let Some(&at) = self.replay.front() {
+            if at > self.taken {
+                break;
+            }
+            self.replay.pop_front();
+            self.pause(out);
+        }
+    }
+
+    /// [`Pacer::take`]'s placing of one piece: held, sent, or packed.
+    fn place(&mut self, piece: Piece, out: &mut Vec<String>) {
         if self.packed {
             self.join(piece);
             self.pack(out);
@@ -97,7 +131,7 @@ impl Pacer {
             let held = self.take_held();
             self.emit(held, out);
             if self.packed {
-                return self.take(piece, out);
+                return self.place(piece, out);
             }
         }
         self.join(piece);
@@ -279,6 +313,30 @@ mod tests {
         assert_eq!(segmenter.pause(), vec!["Hi there."]);
         assert!(segmenter.push("Second.\n\nThird.\n\n").is_empty());
         assert_eq!(segmenter.finish(), vec!["Second.\n\nThird."]);
+    }
+
+    // SPEC C4, D5: a run that replays an earlier run's pauses cuts its messages as that run did,
+    // however its text arrives; without them the first message would swallow the second
+    // paragraph, and a resumed turn skipping by count would lose it.
+    #[test]
+    fn replayed_pauses_cut_a_reply_as_the_paused_run_did() {
+        let rest: Vec<String> = (0..30).map(|i| format!("Then line {i}.")).collect();
+        let rest = rest.join("\n\n");
+        let mut first = Segmenter::paced(DISCORD_LIMIT, pacing(ReplyStyle::Paragraphs));
+        let mut cut = first.push("Hmm, let me think.\n\n");
+        cut.extend(first.pause());
+        let paused_after = first.pieces_taken();
+        cut.extend(first.push(&rest));
+        cut.extend(first.finish());
+
+        let whole = format!("Hmm, let me think.\n\n{rest}");
+        let mut again = Segmenter::paced(DISCORD_LIMIT, pacing(ReplyStyle::Paragraphs));
+        again.replay_pauses(vec![paused_after]);
+        let mut recut = again.push(&whole);
+        recut.extend(again.finish());
+        assert_eq!(recut, cut);
+        assert_eq!(cut[0], "Hmm, let me think.");
+        assert_ne!(reply(&whole, pacing(ReplyStyle::Paragraphs), 4096), cut);
     }
 
     // SPEC C4: a code block longer than a message, in a reply of many paragraphs, is still one
