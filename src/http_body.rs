@@ -135,7 +135,7 @@ mod tests {
         reqwest::get(url).await.expect("answer")
     }
 
-    // Issue 10: a 50 MiB body is read only up to the bound, and said to be cut.
+    // A 50 MiB body is read only up to the bound, and said to be cut.
     #[tokio::test]
     async fn a_huge_body_is_read_only_up_to_the_bound() {
         let (base, sent) = server().await;

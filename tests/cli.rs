@@ -1,5 +1,5 @@
 //! The `persona-bot` binary's start-up: a bad configuration is one clear line and exit code 2;
-//! and what it prints and logs carries no secret from the URLs it was given (issue 27).
+//! and what it prints and logs carries no secret from the URLs it was given.
 
 use std::process::Command;
 
@@ -72,8 +72,7 @@ fn missing_config_dir_is_one_line() {
     assert!(stderr.contains("nowhere does not exist"), "{stderr}");
 }
 
-// Issue 13: the binary runs from any directory: without a config folder it uses the defaults
-// built into it.
+// The binary runs from any directory: without a config folder it uses the defaults built into it.
 #[test]
 fn runs_from_anywhere_with_the_built_in_defaults() {
     let dir = tempfile::tempdir().expect("temp dir");

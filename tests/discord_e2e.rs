@@ -145,10 +145,9 @@ async fn kill_during_a_slow_tool_stops_it_and_replies_ephemerally() {
     e.stop().await;
 }
 
-// SPEC C6, D9, row 30 (issue 26): a requester's /kill stops their own turn and drops their own
-// waiting message; another member's waiting message stays and is answered afterwards. The
-// ephemeral answer says whose, with the count, and that the tool was cancelled, as the
-// thought-log notice does.
+// SPEC C6, D9, row 30: a requester's /kill stops their own turn and drops their own waiting
+// message; another member's waiting message stays and is answered afterwards. The ephemeral answer
+// says whose, with the count, and that the tool was cancelled, as the thought-log notice does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_requesters_kill_leaves_another_members_waiting_message_to_be_answered() {
     let e = E2e::start(
@@ -433,10 +432,10 @@ async fn a_discord_429_is_waited_out_and_no_text_is_lost() {
     e.stop().await;
 }
 
-// SPEC C4, issue 10: a 429 whose wait is junk never panics the delivery. `1e20` and an
-// infinite header (behind a body no JSON parser takes) are too long to wait for: that message is
-// given up at once, the rest of the reply goes out, and the bot answers the next mention. A NaN
-// or negative wait is no wait, and that message is delivered.
+// SPEC C4: a 429 whose wait is junk never panics the delivery. `1e20` and an infinite header
+// (behind a body no JSON parser takes) are too long to wait for: that message is given up at once,
+// the rest of the reply goes out, and the bot answers the next mention. A NaN or negative wait is
+// no wait, and that message is delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_discord_429_with_a_junk_retry_after_neither_panics_nor_waits() {
     let e = E2e::start_with(
@@ -498,10 +497,10 @@ async fn a_discord_429_with_a_junk_retry_after_neither_panics_nor_waits() {
     e.stop().await;
 }
 
-// Issue 10: a hostile message through the real gateway: 4000 characters with 100 mentions,
-// zero-width and direction characters and U+FFFD is answered, all of it reaching the model. A
-// message whose JSON holds a lone surrogate (`\ud800`, which serde_json refuses) is dropped by
-// serenity, and the bot keeps answering: the next message, with a real surrogate pair, is.
+// A hostile message through the real gateway: 4000 characters with 100 mentions, zero-width and
+// direction characters and U+FFFD is answered, all of it reaching the model. A message whose JSON
+// holds a lone surrogate (`\ud800`, which serde_json refuses) is dropped by serenity, and the bot
+// keeps answering: the next message, with a real surrogate pair, is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_gateway_messages_do_not_stop_the_bot() {
     let e = E2e::start(
@@ -803,9 +802,9 @@ async fn drafting_on(e: &E2e) {
     e.set_thought_log().await;
 }
 
-// Issue 18 (reviewer history): a reviewer whose submit_review arguments do not parse is asked
-// again with `{}` in its history, not the broken text a strict server (llama.cpp) refuses, so
-// the review goes on and the reply is posted once it passes.
+// A reviewer whose submit_review arguments do not parse is asked again with `{}` in its history,
+// not the broken text a strict server (llama.cpp) refuses, so the review goes on and the reply is
+// posted once it passes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reviewer_call_that_does_not_parse_does_not_break_the_review() {
     let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["Hello."])]).await;
@@ -1047,7 +1046,7 @@ fn cancel(id: i64) -> Value {
 // SPEC T11: a due reminder starts a quiet turn in its channel: the persona speaks (not as a
 // reply), and its tool progress goes to the thought log as a card, not the conversation.
 // /reminders lists and cancels only your own; a member with Manage Server cancels any in the
-// server (issue 14).
+// server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_due_reminder_speaks_quietly_and_only_its_owner_may_cancel() {
     let e = E2e::start_with(
@@ -1188,9 +1187,9 @@ async fn random_turns_are_off_by_default_and_bounded_per_hour() {
     e.stop().await;
 }
 
-// Issue 13: with the database unreachable and the server's settings never read, the bot cannot
-// know the server's rules: it does not answer, but someone who mentions it is told why, once
-// a minute per channel, instead of silence.
+// With the database unreachable and the server's settings never read, the bot cannot know the
+// server's rules: it does not answer, but someone who mentions it is told why, once a minute per
+// channel, instead of silence.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_mention_during_a_database_outage_gets_a_reason_not_silence() {
     let e = E2e::start(Behaviour::succeed(), vec![]).await;
@@ -1309,8 +1308,8 @@ async fn a_flood_is_refused_and_told_once() {
     e.stop().await;
 }
 
-// Issue 14 (time and place): the system prompt names the persona and the server and says what
-// day and time it is, in turn.time_zone.
+// The system prompt names the persona and the server and says what day and time it is, in
+// turn.time_zone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_system_prompt_says_who_where_and_when() {
     let e = E2e::start_with(
@@ -1338,8 +1337,8 @@ async fn the_system_prompt_says_who_where_and_when() {
     e.stop().await;
 }
 
-// Issue 14 (stickers in view): the sticker tool's description lists the server's stickers, read
-// from the gateway's cache (no REST request per turn), so the model picks one that exists.
+// The sticker tool's description lists the server's stickers, read from the gateway's cache (no
+// REST request per turn), so the model picks one that exists.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sticker_tool_lists_the_servers_stickers_from_the_cache() {
     let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["Hello."])]).await;
@@ -1483,9 +1482,9 @@ async fn a_second_message_joins_the_same_authors_waiting_one() {
     e.stop().await;
 }
 
-// SPEC C2 (issue 14): a due reminder passes the server's channel rules as a message does: in a
-// channel now blocked it starts no turn, the thought log says it was not delivered, and its
-// creator is told in a DM.
+// SPEC C2: a due reminder passes the server's channel rules as a message does: in a channel now
+// blocked it starts no turn, the thought log says it was not delivered, and its creator is told in
+// a DM.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_due_reminder_in_a_blocked_channel_is_skipped_and_reported() {
     let e = E2e::start_with(Behaviour::succeed(), vec![], |c| c.reminders.poll_ms = 20).await;
@@ -1531,7 +1530,7 @@ async fn a_due_reminder_in_a_blocked_channel_is_skipped_and_reported() {
     e.stop().await;
 }
 
-// SPEC A3 (issue 14, memory with privacy): a fact the persona learned in a private channel reaches its
+// SPEC A3 (memory with privacy): a fact the persona learned in a private channel reaches its
 // prompts there, and never the prompts of the server's public channels.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fact_learned_in_a_private_channel_stays_there() {
@@ -1568,9 +1567,9 @@ async fn a_fact_learned_in_a_private_channel_stays_there() {
     e.stop().await;
 }
 
-// Issue 14 (memory): the persona forgets a fact by the number its prompt shows, only one the
-// turn could see: Bob cannot make it forget what it knows about Alice; Alice can, and the fact
-// is gone from the next prompt.
+// The persona forgets a fact by the number its prompt shows, only one the turn could see: Bob
+// cannot make it forget what it knows about Alice; Alice can, and the fact is gone from the next
+// prompt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_forgotten_fact_is_gone_from_the_next_prompt() {
     let e = E2e::start(
@@ -1622,8 +1621,8 @@ async fn a_forgotten_fact_is_gone_from_the_next_prompt() {
     e.stop().await;
 }
 
-// Issue 18 (one mention form, SPEC C12): mentions read `@name` in every message of a request:
-// the bot's as the persona's name, in the trigger and in history alike, and a user's as theirs.
+// SPEC C12 (one mention form): mentions read `@name` in every message of a request: the bot's as
+// the persona's name, in the trigger and in history alike, and a user's as theirs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mentions_read_the_same_in_history_and_the_trigger() {
     let e = E2e::start(
@@ -1658,11 +1657,10 @@ fn forget(target: &str) -> Value {
         "options": [{ "name": "target", "type": 3, "value": target }] }])
 }
 
-// SPEC A3 (issue 15, memory): /memory show lists what the persona remembers about the caller
-// (for a moderator: about a given member), /memory server the server's for a moderator only,
-// /memory forget deletes the caller's own facts (a moderator's: any of the server's), and
-// /forget-me every fact about the caller everywhere; a forgotten fact is gone from the next
-// prompt.
+// SPEC A3 (memory): /memory show lists what the persona remembers about the caller (for a
+// moderator: about a given member), /memory server the server's for a moderator only, /memory
+// forget deletes the caller's own facts (a moderator's: any of the server's), and /forget-me every
+// fact about the caller everywhere; a forgotten fact is gone from the next prompt.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_commands_show_and_forget() {
     let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["Hello Bob."])]).await;
@@ -1768,9 +1766,9 @@ fn rule(option: &str, rule: &str, kind: u8, id: u64) -> Value {
     ])
 }
 
-// SPEC A2 (issue 15, access): /channels and /roles change who is answered where, for members with
-// Manage Server only (checked when the command runs); each change reaches the thought log, and
-// /access shows the rules; a blocked channel or role gets no turn, a cleared one is answered.
+// SPEC A2 (access): /channels and /roles change who is answered where, for members with Manage
+// Server only (checked when the command runs); each change reaches the thought log, and /access
+// shows the rules; a blocked channel or role gets no turn, a cleared one is answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn access_commands_change_who_is_answered() {
     let e = E2e::start(
@@ -1852,8 +1850,8 @@ async fn access_commands_change_who_is_answered() {
     e.stop().await;
 }
 
-// SPEC A4 (issue 15, status and help): /status says how the bot is set up in this channel, /help what
-// it does and the commands the caller may use (the moderators' only to moderators).
+// SPEC A4 (status and help): /status says how the bot is set up in this channel, /help what it does
+// and the commands the caller may use (the moderators' only to moderators).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_and_help_describe_the_bot_here() {
     let e = E2e::start(Behaviour::succeed(), vec![]).await;
@@ -1910,9 +1908,9 @@ fn offered(request: &support::fake_openai::Recorded) -> Vec<String> {
         .collect()
 }
 
-// SPEC A2 (issue 15, tools): /tools deliberate on gates the persona's tools behind trigger phrases, a
-// phrase a moderator adds with /tools phrases offers its tool, /tools show lists it; members
-// without Manage Server are refused.
+// SPEC A2 (tools): /tools deliberate on gates the persona's tools behind trigger phrases, a phrase
+// a moderator adds with /tools phrases offers its tool, /tools show lists it; members without
+// Manage Server are refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_commands_gate_tools_behind_phrases() {
     let e = E2e::start(
@@ -1947,9 +1945,9 @@ async fn tools_commands_gate_tools_behind_phrases() {
     e.stop().await;
 }
 
-// SPEC A2 (issue 15, review): /drafting sets what Response Drafting checks and this server's
-// reviewer model in the same update; the next review asks that model first; a member without
-// Manage Server is refused.
+// SPEC A2 (review): /drafting sets what Response Drafting checks and this server's reviewer model
+// in the same update; the next review asks that model first; a member without Manage Server is
+// refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drafting_sets_what_is_checked_and_the_reviewer_model() {
     // A second configured reviewer model, for the server to choose (SPEC C8, A2).

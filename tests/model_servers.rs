@@ -1,9 +1,9 @@
-//! Issue 18 (server profiles): the bot's main turn paths against the model servers self-hosters
-//! run. The fake OpenAI-compatible server speaks as llama.cpp's `llama-server`, Ollama or vLLM
-//! (`Profile`), rendering each script the way that server puts it on the wire: its first chunk,
-//! envelopes, tool-call ids and fragments, usage chunk. The real bot runs against it end to end:
-//! a streamed reply, a tool call and its follow-up pass, a reply cut into several messages, a DM.
-//! Smoke tests check, with plain HTTP, that the error helpers answer what each server answers.
+//! The bot's main turn paths against the model servers self-hosters run. The fake OpenAI-compatible
+//! server speaks as llama.cpp's `llama-server`, Ollama or vLLM (`Profile`), rendering each script
+//! the way that server puts it on the wire: its first chunk, envelopes, tool-call ids and
+//! fragments, usage chunk. The real bot runs against it end to end: a streamed reply, a tool call
+//! and its follow-up pass, a reply cut into several messages, a DM. Smoke tests check, with plain
+//! HTTP, that the error helpers answer what each server answers.
 
 pub mod support {
     pub mod e2e;
@@ -40,8 +40,8 @@ fn id_is_the_servers(profile: Profile, id: &str) -> bool {
     }
 }
 
-// Issue 18 (server profiles): a reply streamed in several text chunks is posted as one message,
-// and the usage the server sends after the finish (in its own chunk) reaches the turn summary.
+// A reply streamed in several text chunks is posted as one message, and the usage the server sends
+// after the finish (in its own chunk) reaches the turn summary.
 async fn streamed_text_reply_is_posted(profile: Profile) {
     let e = start(
         profile,
@@ -78,9 +78,8 @@ async fn streamed_text_reply_is_posted(profile: Profile) {
     e.stop().await;
 }
 
-// Issue 18 (server profiles): a tool call, with the id the server made up, runs, and the
-// follow-up pass's text is posted; the second request carries the call and its result, paired
-// by that id.
+// A tool call, with the id the server made up, runs, and the follow-up pass's text is posted; the
+// second request carries the call and its result, paired by that id.
 async fn tool_call_runs(profile: Profile) {
     let arguments = r#"{"fact":"Alice drinks green tea","about":"requester"}"#;
     let e = start(
@@ -120,9 +119,9 @@ async fn tool_call_runs(profile: Profile) {
     e.stop().await;
 }
 
-// Issue 18 (server profiles): a reply of a short paragraph and a paragraph past Discord's limit,
-// streamed in small chunks, is posted as the first paragraph and the long one cut at sentence
-// ends, every message within the limit.
+// A reply of a short paragraph and a paragraph past Discord's limit, streamed in small chunks, is
+// posted as the first paragraph and the long one cut at sentence ends, every message within the
+// limit.
 async fn long_reply_is_cut(profile: Profile) {
     let long: String = (1..=60)
         .map(|n| format!("Sentence number {n} of the long paragraph goes on a little."))
@@ -166,7 +165,7 @@ async fn long_reply_is_cut(profile: Profile) {
     e.stop().await;
 }
 
-// Issue 18 (server profiles): a DM is answered in the DM.
+// A DM is answered in the DM.
 async fn dm_is_answered(profile: Profile) {
     let e = start(profile, vec![Reply::text(&["Hello ", "in private."])]).await;
     let (dm, _) = e.discord.send_dm(ALICE, "hi, privately").await;
@@ -185,25 +184,25 @@ macro_rules! each_server {
 
             const PROFILE: Profile = $profile;
 
-            // Issue 18 (server profiles): a streamed text reply is posted.
+            // A streamed text reply is posted.
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_streamed_text_reply_is_posted() {
                 streamed_text_reply_is_posted(PROFILE).await;
             }
 
-            // Issue 18 (server profiles): a tool call runs and the follow-up pass is posted.
+            // A tool call runs and the follow-up pass is posted.
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_tool_call_runs() {
                 tool_call_runs(PROFILE).await;
             }
 
-            // Issue 18 (server profiles): a reply over two paragraphs, one long, is cut.
+            // A reply over two paragraphs, one long, is cut.
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_long_reply_is_cut_into_messages() {
                 long_reply_is_cut(PROFILE).await;
             }
 
-            // Issue 18 (server profiles): a DM is answered.
+            // A DM is answered.
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_dm_is_answered() {
                 dm_is_answered(PROFILE).await;
@@ -256,8 +255,8 @@ fn chunks(body: &str) -> Vec<Value> {
         .collect()
 }
 
-// Issue 18 (server profiles): each error helper answers with the status and JSON body the
-// server really sends, as plain JSON though the request asked for a stream.
+// Each error helper answers with the status and JSON body the server really sends, as plain JSON
+// though the request asked for a stream.
 #[tokio::test]
 async fn error_helpers_answer_each_servers_real_bodies() {
     let fake = FakeOpenAi::start().await;
@@ -296,8 +295,8 @@ async fn error_helpers_answer_each_servers_real_bodies() {
     }
 }
 
-// Issue 18 (server profiles): the context-full helper answers each server's real body; Ollama,
-// which cuts the prompt instead, has none.
+// The context-full helper answers each server's real body; Ollama, which cuts the prompt instead,
+// has none.
 #[tokio::test]
 async fn context_full_helpers_answer_each_servers_real_bodies() {
     let fake = FakeOpenAi::start().await;
@@ -336,8 +335,8 @@ async fn context_full_helpers_answer_each_servers_real_bodies() {
     }
 }
 
-// Issue 18 (server profiles): llama.cpp's error inside a stream: the text, then
-// `data: {"error": ...}` (code 500, server_error), then nothing: no finish_reason, no [DONE].
+// llama.cpp's error inside a stream: the text, then `data: {"error": ...}` (code 500,
+// server_error), then nothing: no finish_reason, no [DONE].
 #[tokio::test]
 async fn a_llama_cpp_stream_error_ends_the_stream() {
     let fake = FakeOpenAi::start().await;
@@ -362,9 +361,9 @@ async fn a_llama_cpp_stream_error_ends_the_stream() {
     );
 }
 
-// Issue 18 (server profiles): llama.cpp's stream: a first chunk with the role and null content,
-// every chunk with its envelope, a tool call with an id of its own (no `call_`) and its
-// arguments in pieces, the finish, then a usage chunk with no choices and `timings`, [DONE].
+// llama.cpp's stream: a first chunk with the role and null content, every chunk with its envelope,
+// a tool call with an id of its own (no `call_`) and its arguments in pieces, the finish, then a
+// usage chunk with no choices and `timings`, [DONE].
 #[tokio::test]
 async fn llama_cpp_streams_as_llama_server_does() {
     let fake = FakeOpenAi::start().await;
@@ -424,9 +423,8 @@ fn arguments_and_finish(chunks: &[Value]) -> (String, (usize, String)) {
     (arguments, finish)
 }
 
-// Issue 18 (server profiles): Ollama's stream: the role in every chunk, a tool call whole in one
-// chunk with no `index` and an id `call_` and 8 characters, then finish `tool_calls`, the usage
-// chunk (no choices), [DONE].
+// Ollama's stream: the role in every chunk, a tool call whole in one chunk with no `index` and an
+// id `call_` and 8 characters, then finish `tool_calls`, the usage chunk (no choices), [DONE].
 #[tokio::test]
 async fn ollama_streams_as_ollama_does() {
     let fake = FakeOpenAi::start().await;
@@ -470,9 +468,9 @@ async fn ollama_streams_as_ollama_does() {
     assert!(chunks[2]["usage"]["prompt_tokens"].is_u64());
 }
 
-// Issue 18 (server profiles): vLLM's stream: a first chunk with the role and "" content, the
-// tool call's name first (with its index and id, no arguments), the arguments in pieces, the
-// finish, a usage chunk with no choices, [DONE].
+// vLLM's stream: a first chunk with the role and "" content, the tool call's name first (with its
+// index and id, no arguments), the arguments in pieces, the finish, a usage chunk with no choices,
+// [DONE].
 #[tokio::test]
 async fn vllm_streams_as_vllm_does() {
     let fake = FakeOpenAi::start().await;

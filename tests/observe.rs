@@ -1,9 +1,8 @@
-//! Observability end to end (issue 13): the real bot against the fake Discord and the fake
-//! OpenAI-compatible server, with `metrics.listen` on a free loopback port; a turn's numbers on
-//! `/metrics`, `/healthz` and `persona-bot health` healthy, then unhealthy once the database is
-//! gone; and with the default configuration nothing listens. And the listener alone (issue 27):
-//! clients that never finish a request are cut off, and a burst of `/healthz` asks the database
-//! once.
+//! Observability end to end: the real bot against the fake Discord and the fake OpenAI-compatible
+//! server, with `metrics.listen` on a free loopback port; a turn's numbers on `/metrics`,
+//! `/healthz` and `persona-bot health` healthy, then unhealthy once the database is gone; and with
+//! the default configuration nothing listens. And the listener alone: clients that never finish a
+//! request are cut off, and a burst of `/healthz` asks the database once.
 
 // The shared fakes this binary uses (tests/support/). Public, so that what it leaves
 // unused of them is not dead code.
@@ -64,10 +63,10 @@ fn health_command(address: SocketAddr) -> (bool, String) {
     )
 }
 
-// Issue 13: a turn with a tool call and a Discord 429 shows on /metrics (the turn by status,
-// its tokens, the tool by name and outcome, the provider calls, Discord's requests and 429s,
-// the storage writer, the gateway); /healthz and `persona-bot health` say healthy, and once the
-// database is gone, unhealthy with the reason.
+// A turn with a tool call and a Discord 429 shows on /metrics (the turn by status, its tokens, the
+// tool by name and outcome, the provider calls, Discord's requests and 429s, the storage writer,
+// the gateway); /healthz and `persona-bot health` say healthy, and once the database is gone,
+// unhealthy with the reason.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_shows_on_metrics_and_health_follows_the_database() {
     let e = E2e::start_with(
@@ -228,8 +227,8 @@ async fn a_turn_shows_on_metrics_and_health_follows_the_database() {
     e.stop().await;
 }
 
-// Issue 13: metrics are off by default: the bot binds no listener, and `persona-bot health`
-// fails with one line saying so.
+// Metrics are off by default: the bot binds no listener, and `persona-bot health` fails with one
+// line saying so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_are_off_by_default_and_nothing_listens() {
     let e = E2e::start(Behaviour::succeed(), vec![]).await;
@@ -248,7 +247,7 @@ async fn metrics_are_off_by_default_and_nothing_listens() {
     e.stop().await;
 }
 
-// Issue 13: `persona-bot health` with nothing listening is one line and exit code 1.
+// `persona-bot health` with nothing listening is one line and exit code 1.
 #[test]
 fn the_health_command_fails_when_nothing_answers() {
     // A port that was free a moment ago: bound, read, closed.
@@ -358,9 +357,9 @@ async fn closed_at(
 
 const HALF_SENT: usize = 300;
 
-// Issue 27, SPEC D7: 300 connections that sent half a request (the port needs no token) are
-// all closed by the server within the header timeout, and meanwhile a fresh /healthz answers.
-// They used to stay open for ever (all 300 after 130 s).
+// SPEC D7: 300 connections that sent half a request (the port needs no token) are all closed by the
+// server within the header timeout, and meanwhile a fresh /healthz answers. They used to stay open
+// for ever (all 300 after 130 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn half_sent_requests_are_closed_within_the_header_timeout() {
     let limits = Limits {
@@ -389,8 +388,8 @@ async fn half_sent_requests_are_closed_within_the_header_timeout() {
     listener.stop().await;
 }
 
-// Issue 27, SPEC D7: past metrics.max_connections a new connection is closed as soon as it is
-// accepted, those within the cap at the header timeout; then /healthz answers again.
+// SPEC D7: past metrics.max_connections a new connection is closed as soon as it is accepted, those
+// within the cap at the header timeout; then /healthz answers again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_past_the_cap_are_closed_at_once() {
     let limits = Limits {
@@ -421,8 +420,8 @@ async fn connections_past_the_cap_are_closed_at_once() {
     listener.stop().await;
 }
 
-// Issue 27: /healthz needs no token, so a burst of 50 asks the database at most about once a
-// second, not 50 times (every request used to run a query on the pool turns use).
+// /healthz needs no token, so a burst of 50 asks the database at most about once a second, not 50
+// times (every request used to run a query on the pool turns use).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_healthz_probes_the_database_about_once_a_second() {
     let listener = Listener::start(Limits {

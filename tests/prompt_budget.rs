@@ -9,11 +9,11 @@ pub mod support {
 use persona_bot::engine::budget;
 use support::prompt::{default_request, token_counts};
 
-/// The budget for the default persona's system prompt plus its tool schemas (issue 18: a
-/// 4,096-token local model spent 1,480 of them before any history).
+/// The budget for the default persona's system prompt plus its tool schemas (kept small: a
+/// 4,096-token local model once spent 1,480 of them before any history).
 const PROMPT_BUDGET: usize = 700;
 
-// SPEC C12 (issue 18, lean prompts): system prompt plus tool schemas under the budget.
+// SPEC C12 (lean prompts): system prompt plus tool schemas under the budget.
 #[tokio::test]
 async fn the_default_prompt_fits_the_budget() {
     let request = default_request().await;
@@ -25,8 +25,8 @@ async fn the_default_prompt_fits_the_budget() {
     assert!(!request.tools.is_empty(), "the tools are still offered");
 }
 
-// Issue 18 (context budget): the estimate errs high against the real tokenizer, for the real
-// prompt and schemas, English prose, CJK and JSON, and not by more than about two times.
+// The token estimate errs high against the real tokenizer, for the real prompt and schemas, English
+// prose, CJK and JSON, and not by more than about two times.
 #[tokio::test]
 async fn the_estimate_never_counts_fewer_tokens_than_the_tokenizer() {
     let bpe = tiktoken_rs::o200k_base().expect("o200k_base");

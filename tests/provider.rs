@@ -344,8 +344,8 @@ async fn unknown_model_falls_back_to_the_next_one() {
     assert_eq!(bot.transcript(), "From the fallback.");
 }
 
-// Issue 18 (classifier): llama.cpp's 400 for an unknown model is a reason to try the next
-// model, not an invalid request the user should rephrase.
+// llama.cpp's 400 for an unknown model is a reason to try the next model, not an invalid request
+// the user should rephrase.
 #[tokio::test]
 async fn llama_cpp_unknown_model_falls_back_to_the_next_one() {
     let fake = FakeOpenAi::start().await;
@@ -364,9 +364,9 @@ async fn llama_cpp_unknown_model_falls_back_to_the_next_one() {
     assert_eq!(bot.transcript(), "From the model that is there.");
 }
 
-// Issue 18 (classifier): an error event inside the stream (llama.cpp: `data: {"error": ...}`,
-// then the end without finish_reason or [DONE]) is the server's failure, classed by its code,
-// not a dropped connection; with nothing else to try the user is told it is a server error.
+// An error event inside the stream (llama.cpp: `data: {"error": ...}`, then the end without
+// finish_reason or [DONE]) is the server's failure, classed by its code, not a dropped connection;
+// with nothing else to try the user is told it is a server error.
 #[tokio::test]
 async fn an_error_inside_the_stream_is_a_server_error() {
     let fake = FakeOpenAi::start().await;
@@ -388,8 +388,8 @@ async fn an_error_inside_the_stream_is_a_server_error() {
     );
 }
 
-// Issue 18 (cut replies): a reply the token limit cut (`finish_reason: length`) ends with a
-// note saying so, and the thought log records it.
+// A reply the token limit cut (`finish_reason: length`) ends with a note saying so, and the thought
+// log records it.
 #[tokio::test]
 async fn a_reply_cut_by_the_token_limit_says_so() {
     let fake = FakeOpenAi::start().await;
@@ -415,9 +415,9 @@ async fn a_reply_cut_by_the_token_limit_says_so() {
     );
 }
 
-// Issue 18 (strict templates, SPEC C12): the pieces of one posted reply go back as one assistant
-// message and messages of several people in a row as one user message, so roles alternate
-// after the one system message, as llama.cpp's stricter chat templates demand.
+// SPEC C12 (strict templates): the pieces of one posted reply go back as one assistant message and
+// messages of several people in a row as one user message, so roles alternate after the one system
+// message, as llama.cpp's stricter chat templates demand.
 #[tokio::test]
 async fn requests_alternate_roles_after_one_system_message() {
     use persona_bot::domain::ports::HistoryMessage;
@@ -494,9 +494,9 @@ fn trimmed_notices(bot: &Bot<OpenAiProvider>) -> Vec<u32> {
         .collect()
 }
 
-// Issue 18 (context budget): with a model's context window configured, the oldest history is
-// left out until the request fits (less the reply's max_tokens); the newest history, the
-// system prompt and the trigger stay; the thought log says how many were left out.
+// With a model's context window configured, the oldest history is left out until the request fits
+// (less the reply's max_tokens); the newest history, the system prompt and the trigger stay; the
+// thought log says how many were left out.
 #[tokio::test]
 async fn history_is_trimmed_to_a_configured_context_window() {
     let fake = FakeOpenAi::start().await;
@@ -525,8 +525,8 @@ async fn history_is_trimmed_to_a_configured_context_window() {
     assert!(sent.contains(&format!("message {:02}", left_out[0] + 1)));
 }
 
-// Issue 18 (context budget): llama.cpp's "context full" (with no window configured) is answered
-// by asking the same model once more with about half the history, and the reply is posted.
+// llama.cpp's "context full" (with no window configured) is answered by asking the same model once
+// more with about half the history, and the reply is posted.
 #[tokio::test]
 async fn a_full_context_is_retried_once_with_half_the_history() {
     let fake = FakeOpenAi::start().await;
@@ -557,8 +557,8 @@ async fn a_full_context_is_retried_once_with_half_the_history() {
     assert_eq!(trimmed_notices(&bot).len(), 1);
 }
 
-// Issue 18 (context budget): a model still "full" after the shorter retry is left for the next
-// model, which gets the whole history again.
+// A model still "full" after the shorter retry is left for the next model, which gets the whole
+// history again.
 #[tokio::test]
 async fn a_context_still_full_goes_to_the_next_model() {
     let fake = FakeOpenAi::start().await;
@@ -622,9 +622,9 @@ async fn a_server_error_is_retried_on_the_next_attempt() {
     assert_eq!(bot.transcript(), "Recovered.");
 }
 
-// SPEC C11, issue 10: a 500 with a 50 MB body is read only as far as its message: the error is
-// classified from the message's beginning (an exhausted balance, though the status says 500),
-// the turn answers with the localized error, and the server never hands out the whole body.
+// SPEC C11: a 500 with a 50 MB body is read only as far as its message: the error is classified
+// from the message's beginning (an exhausted balance, though the status says 500), the turn answers
+// with the localized error, and the server never hands out the whole body.
 #[tokio::test]
 async fn a_huge_error_body_is_not_read_whole_and_the_turn_answers() {
     let fake = FakeOpenAi::start().await;
@@ -691,9 +691,8 @@ async fn assert_cut_as_too_long(fake: &FakeOpenAi) -> String {
     transcript
 }
 
-// SPEC C11, issue 10: an answer past provider.stream_max_bytes is cut: the pass fails as
-// reply_too_long (another model would be tried), the user is told why, and what came before
-// the cut stays sent.
+// SPEC C11: an answer past provider.stream_max_bytes is cut: the pass fails as reply_too_long
+// (another model would be tried), the user is told why, and what came before the cut stays sent.
 #[tokio::test]
 async fn a_stream_past_the_byte_bound_is_cut_with_a_visible_reason() {
     let fake = FakeOpenAi::start().await;
@@ -708,8 +707,8 @@ async fn a_stream_past_the_byte_bound_is_cut_with_a_visible_reason() {
     assert!(!transcript.contains("number 1999"), "{transcript}");
 }
 
-// Issue 10: one endless SSE line (no newline, so no chunk ever completes) is cut at the byte
-// bound too, rather than buffered whole while the idle timeout waits for a chunk.
+// One endless SSE line (no newline, so no chunk ever completes) is cut at the byte bound too,
+// rather than buffered whole while the idle timeout waits for a chunk.
 #[tokio::test]
 async fn one_endless_line_is_cut_at_the_byte_bound() {
     let fake = FakeOpenAi::start().await;
@@ -722,8 +721,8 @@ async fn one_endless_line_is_cut_at_the_byte_bound() {
     assert!(!transcript.contains("aaaa"), "{transcript}");
 }
 
-// Issue 10: an answer still going after provider.stream_max_secs is cut, although every chunk
-// comes well within the idle timeout.
+// An answer still going after provider.stream_max_secs is cut, although every chunk comes well
+// within the idle timeout.
 #[tokio::test]
 async fn a_stream_past_the_time_bound_is_cut_with_a_visible_reason() {
     let fake = FakeOpenAi::start().await;

@@ -1,7 +1,7 @@
-//! Property tests, a bad-input corpus for the provider client (issue 10): arbitrary chunk JSON,
-//! arbitrary SSE bodies through the real line splitting (async-openai's event stream) and our
-//! chunk decoding and assembly, and arbitrary tool-call fragment sequences. Nothing panics,
-//! every stream ends, and what is kept stays bounded by what came in.
+//! Property tests, a bad-input corpus for the provider client: arbitrary chunk JSON, arbitrary SSE
+//! bodies through the real line splitting (async-openai's event stream) and our chunk decoding and
+//! assembly, and arbitrary tool-call fragment sequences. Nothing panics, every stream ends, and
+//! what is kept stays bounded by what came in.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -223,7 +223,7 @@ fn runtime() -> tokio::runtime::Runtime {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    // Issue 10: any text, and any JSON value, decodes as a chunk or fails cleanly.
+    // Any text, and any JSON value, decodes as a chunk or fails cleanly.
     #[test]
     fn chunk_decoding_never_panics(text in any::<String>(), value in json_value()) {
         let _ = serde_json::from_str::<Chunk>(&text);
@@ -231,9 +231,9 @@ proptest! {
         let _ = serde_json::from_str::<Chunk>(&value.to_string());
     }
 
-    // Issue 10: any SSE body, cut anywhere, goes through the client's line splitting, our chunk
-    // decoding and assembly without a panic; the stream ends with one End or one error, never
-    // hangs, and keeps no more text, and no more calls, than came in.
+    // Any SSE body, cut anywhere, goes through the client's line splitting, our chunk decoding and
+    // assembly without a panic; the stream ends with one End or one error, never hangs, and keeps
+    // no more text, and no more calls, than came in.
     #[test]
     fn arbitrary_sse_bodies_end_cleanly(
         pieces in proptest::collection::vec(sse_piece(), 0..24),
@@ -267,9 +267,9 @@ proptest! {
         prop_assert!(text <= total, "{text} bytes of text from {total} bytes");
     }
 
-    // Issue 10: fragments with missing, duplicate, out-of-order or huge indexes (4 000 000 000,
-    // usize::MAX) and null or empty ids never panic; calls stay few and their ids unique; the
-    // joined text is never longer than what came in.
+    // Fragments with missing, duplicate, out-of-order or huge indexes (4 000 000 000, usize::MAX)
+    // and null or empty ids never panic; calls stay few and their ids unique; the joined text is
+    // never longer than what came in.
     #[test]
     fn arbitrary_fragments_assemble_within_bounds(
         chunks in proptest::collection::vec(
@@ -307,8 +307,8 @@ proptest! {
     }
 }
 
-// Issue 10, found by the fragment property: a call at index usize::MAX followed by a fragment
-// with a new id and no index asked for index usize::MAX + 1.
+// Found by the fragment property: a call at index usize::MAX followed by a fragment with a new id
+// and no index asked for index usize::MAX + 1.
 #[test]
 fn a_new_call_after_index_usize_max_does_not_overflow() {
     let mut assembler = Assembler::default();
@@ -335,8 +335,8 @@ fn a_new_call_after_index_usize_max_does_not_overflow() {
     assert_eq!(tool_calls.len(), 2);
 }
 
-// Issue 10, found by the fragment property: a call opened by id alone and one opened by index
-// with the same id were both sent as `call_a`, so their results could not be told apart.
+// Found by the fragment property: a call opened by id alone and one opened by index with the same
+// id were both sent as `call_a`, so their results could not be told apart.
 #[test]
 fn two_calls_never_share_an_id() {
     let mut assembler = Assembler::default();
@@ -357,8 +357,8 @@ fn two_calls_never_share_an_id() {
     assert_eq!(ids, vec!["call_a", "gen_1"]);
 }
 
-// Issue 10: a server opening thousands of calls in one pass (one fragment each) keeps a few:
-// one call runs per pass, and every kept call is searched for each fragment.
+// A server opening thousands of calls in one pass (one fragment each) keeps a few: one call runs
+// per pass, and every kept call is searched for each fragment.
 #[test]
 fn calls_past_the_bound_are_dropped() {
     let mut assembler = Assembler::default();

@@ -152,8 +152,7 @@ on_both_databases!(
     reminders_survive_a_restart,
 );
 
-// Issue 14: a member with Manage Server may cancel any reminder set in that server, and only
-// there.
+// A member with Manage Server may cancel any reminder set in that server, and only there.
 async fn a_manager_may_cancel_any_reminder_of_their_server(db: TestDb) {
     let s = db.open().await;
     let id = s

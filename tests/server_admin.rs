@@ -1,6 +1,6 @@
-//! Issue 15 end to end: moderators shape their server's persona and its reviewer from Discord,
-//! through forms (modals) as well as options. The real serenity client and poise against the
-//! fake Discord, the real provider client against the fake model server, a real SQLite file.
+//! Server administration end to end: moderators shape their server's persona and its reviewer from
+//! Discord, through forms (modals) as well as options. The real serenity client and poise against
+//! the fake Discord, the real provider client against the fake model server, a real SQLite file.
 
 // The shared fakes this binary uses (tests/support/). Public, so that what it leaves
 // unused of them is not dead code.
@@ -28,9 +28,9 @@ fn modal_field(answer: &Value, n: usize) -> (String, String) {
     )
 }
 
-// SPEC A2 (issue 15, review): `/drafting prompt:edit` shows the server's reviewer prompt in a
-// modal; what the moderator submits is the prompt the next review gets, and the next modal
-// shows it. A member without Manage Server gets no modal.
+// SPEC A2 (review): `/drafting prompt:edit` shows the server's reviewer prompt in a modal; what the
+// moderator submits is the prompt the next review gets, and the next modal shows it. A member
+// without Manage Server gets no modal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reviewer_prompt_is_edited_in_a_modal() {
     let e = E2e::start(Behaviour::succeed(), vec![Reply::text(&["Hello."])]).await;
@@ -88,9 +88,9 @@ async fn the_reviewer_prompt_is_edited_in_a_modal() {
     e.stop().await;
 }
 
-// SPEC A2 (issue 15): permissions are checked when a change is made. A modal's submit may come
-// up to 15 minutes after its command; a moderator who lost Manage Server in between is refused
-// on the submit, and neither the persona nor the reviewer prompt changes.
+// SPEC A2: permissions are checked when a change is made. A modal's submit may come up to 15
+// minutes after its command; a moderator who lost Manage Server in between is refused on the
+// submit, and neither the persona nor the reviewer prompt changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_submit_after_losing_manage_server_changes_nothing() {
     let e = E2e::start(Behaviour::succeed(), vec![]).await;
@@ -138,11 +138,11 @@ fn persona_sub(sub: &str, options: Value) -> Value {
     json!([{ "name": sub, "type": 1, "options": options }])
 }
 
-// SPEC A1 (issue 15, personas): `/persona edit` shows the server's persona in a modal; what is
-// submitted is this server's own copy: the next turn's system prompt and trigger words are the
-// edited ones (its avatar is stored, and the thought log hears of it), while a DM and the
-// template keep the default and another server its own. A reserved name changes nothing; `/persona use` gives a fresh copy of the template back; a member without
-// Manage Server gets no modal.
+// SPEC A1 (personas): `/persona edit` shows the server's persona in a modal; what is submitted is
+// this server's own copy: the next turn's system prompt and trigger words are the edited ones (its
+// avatar is stored, and the thought log hears of it), while a DM and the template keep the default
+// and another server its own. A reserved name changes nothing; `/persona use` gives a fresh copy of
+// the template back; a member without Manage Server gets no modal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_edits_its_own_persona_in_a_modal() {
     let e = E2e::start(
@@ -250,9 +250,9 @@ async fn a_server_edits_its_own_persona_in_a_modal() {
     e.stop().await;
 }
 
-// SPEC A1 (issue 15, personas): `/persona show` gives the server's own copy (name, origin,
-// trigger words, prompt), `/persona list` the templates, and `/persona use` a fresh copy of a
-// template by its id (for moderators only; an unknown one is named with the ids there are).
+// SPEC A1 (personas): `/persona show` gives the server's own copy (name, origin, trigger words,
+// prompt), `/persona list` the templates, and `/persona use` a fresh copy of a template by its id
+// (for moderators only; an unknown one is named with the ids there are).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn persona_show_list_and_use() {
     let e = E2e::start(Behaviour::succeed(), vec![]).await;
@@ -340,11 +340,11 @@ async fn set_persona(e: &E2e, server: ServerId, persona: persona_bot::domain::po
     settings.update(server, change).await.unwrap();
 }
 
-// SPEC A1, C1 (issue 15, webhooks): where the bot may manage webhooks, the persona's reply is
-// posted through one webhook of its own, under the persona's name and avatar; a reply to that
-// post is a reply to the bot, and the model reads the post as its own words. A webhook a
-// moderator deleted costs no reply: it goes as the bot user, and the next one makes a new
-// webhook. Without the permission (#mods-public) the bot user posts.
+// SPEC A1, C1 (webhooks): where the bot may manage webhooks, the persona's reply is posted through
+// one webhook of its own, under the persona's name and avatar; a reply to that post is a reply to
+// the bot, and the model reads the post as its own words. A webhook a moderator deleted costs no
+// reply: it goes as the bot user, and the next one makes a new webhook. Without the permission
+// (#mods-public) the bot user posts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_persona_speaks_through_a_webhook_where_it_may() {
     let replies = [
@@ -433,9 +433,8 @@ async fn the_persona_speaks_through_a_webhook_where_it_may() {
     e.stop().await;
 }
 
-// SPEC A3 (issue 15, memory): /forget-me works in a DM with the bot (a data subject request
-// needs no server), and removes what is remembered about the caller in every server and DM,
-// nobody else's.
+// SPEC A3 (memory): /forget-me works in a DM with the bot (a data subject request needs no server),
+// and removes what is remembered about the caller in every server and DM, nobody else's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_me_works_in_a_dm() {
     use persona_bot::domain::ports::MemoryStore;
@@ -495,9 +494,9 @@ fn webhook_executes(e: &E2e) -> usize {
         .count()
 }
 
-// SPEC A1, D5 (issue 15, webhooks): a webhook takes no nonce, so a post Discord answers with a
-// 5xx may be shown already: it is posted neither again nor by the bot user. The channel's next
-// turn posts through the webhook as before.
+// SPEC A1, D5 (webhooks): a webhook takes no nonce, so a post Discord answers with a 5xx may be
+// shown already: it is posted neither again nor by the bot user. The channel's next turn posts
+// through the webhook as before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_webhook_post_answered_5xx_is_not_posted_again() {
     let replies = vec![Reply::text(&["Only once."]), Reply::text(&["Next."])];
@@ -530,10 +529,9 @@ async fn a_webhook_post_answered_5xx_is_not_posted_again() {
     e.stop().await;
 }
 
-// SPEC A1 (issue 15, webhooks): a server that never chose a persona keeps the bot user (which
-// can reply and ping) even where webhooks are allowed; a webhook post Discord refuses (a name it
-// will not take) is posted by the bot user instead, and the next post does not ask the webhook
-// again.
+// SPEC A1 (webhooks): a server that never chose a persona keeps the bot user (which can reply and
+// ping) even where webhooks are allowed; a webhook post Discord refuses (a name it will not take)
+// is posted by the bot user instead, and the next post does not ask the webhook again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_webhook_post_goes_as_the_bot_user() {
     let replies = ["Default voice.", "Refused, then the bot.", "The bot again."];
@@ -570,10 +568,10 @@ async fn a_refused_webhook_post_goes_as_the_bot_user() {
     e.stop().await;
 }
 
-// SPEC A2 (issue 15): every command that changes or shows a server's settings, its persona or
-// what is remembered about others is refused to a member without Manage Server when it runs
-// (Discord's default permissions hide them, but hiding is not authorizing), says so, shows no
-// modal, and changes nothing.
+// SPEC A2: every command that changes or shows a server's settings, its persona or what is
+// remembered about others is refused to a member without Manage Server when it runs (Discord's
+// default permissions hide them, but hiding is not authorizing), says so, shows no modal, and
+// changes nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_moderator_command_refuses_a_member() {
     let e = E2e::start(Behaviour::succeed(), vec![]).await;
@@ -658,9 +656,9 @@ async fn every_moderator_command_refuses_a_member() {
     e.stop().await;
 }
 
-// SPEC C12 (issue 15, personas): one request reads the bot's mention one way, as the server's
-// persona: in history read back from Discord (a channel's first turn after a start), in history
-// the gateway delivered, and in the trigger.
+// SPEC C12 (personas): one request reads the bot's mention one way, as the server's persona: in
+// history read back from Discord (a channel's first turn after a start), in history the gateway
+// delivered, and in the trigger.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_names_the_servers_persona() {
     let replies = vec![Reply::text(&["The tide."]), Reply::text(&["The moon."])];
@@ -698,8 +696,8 @@ async fn history_names_the_servers_persona() {
     e.stop().await;
 }
 
-// SPEC C1 (issue 15, webhooks): only the bot's own webhook speaks for it. A reply to another
-// webhook's post (a moderator's feed) is no reply to the bot, and starts no turn.
+// SPEC C1 (webhooks): only the bot's own webhook speaks for it. A reply to another webhook's post
+// (a moderator's feed) is no reply to the bot, and starts no turn.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_to_another_webhooks_post_is_not_a_reply_to_the_bot() {
     let e = E2e::start_in(
@@ -747,8 +745,8 @@ async fn a_reply_to_another_webhooks_post_is_not_a_reply_to_the_bot() {
     e.stop().await;
 }
 
-// SPEC A1 (issue 15, webhooks): a notice from the bot (here: the model wrote nothing) is the
-// bot's, not the persona's: the bot user posts it even where the persona speaks by webhook.
+// SPEC A1 (webhooks): a notice from the bot (here: the model wrote nothing) is the bot's, not the
+// persona's: the bot user posts it even where the persona speaks by webhook.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notice_is_posted_by_the_bot_user_not_the_persona() {
     let empty = Reply::Stream(vec![support::fake_openai::Sse::finish("stop")]);
@@ -775,9 +773,9 @@ fn models_asked(e: &E2e) -> Vec<String> {
         .collect()
 }
 
-// SPEC C8, A2 (issue 27): `/drafting model` offers the configured models (autocomplete); a
-// moderator's `model:rogue-model` is refused ephemerally, naming the allowed ones, and nothing is
-// stored, not even `state:on`; the next reviewed turn never asks for it.
+// SPEC C8, A2: `/drafting model` offers the configured models (autocomplete); a moderator's
+// `model:rogue-model` is refused ephemerally, naming the allowed ones, and nothing is stored, not
+// even `state:on`; the next reviewed turn never asks for it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reviewer_model_outside_the_configured_ones_is_refused_and_never_asked() {
     let e = E2e::start(
@@ -822,8 +820,8 @@ async fn a_reviewer_model_outside_the_configured_ones_is_refused_and_never_asked
     e.stop().await;
 }
 
-// SPEC C8, A2 (issue 27): a reviewer model a server stored before choices were checked (or one
-// taken out of the configuration since) is ignored: the reviewer asks the configured ones.
+// SPEC C8, A2: a reviewer model a server stored before choices were checked (or one taken out of
+// the configuration since) is ignored: the reviewer asks the configured ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stored_reviewer_model_no_longer_configured_is_ignored() {
     let e = E2e::start(

@@ -1,7 +1,7 @@
-//! Issue 27 end to end: which finished turns post a "Turn summary" card to the thought log
+//! Turn summaries end to end: which finished turns post a "Turn summary" card to the thought log
 //! (`/thoughtlog summaries off|problems|all`, `problems` by default), and failure notices never
-//! waiting behind summaries. The real serenity client and poise against the fake Discord (its
-//! rate limits on), the real provider client against the fake model server, a real SQLite file.
+//! waiting behind summaries. The real serenity client and poise against the fake Discord (its rate
+//! limits on), the real provider client against the fake model server, a real SQLite file.
 
 // The shared fakes this binary uses (tests/support/). Public, so that what it leaves
 // unused of them is not dead code.
@@ -48,8 +48,8 @@ fn cards(e: &E2e, what: &str) -> usize {
         .count()
 }
 
-// SPEC T11, A4 (issue 27): by default a turn that completed cleanly posts no summary, and one that
-// ended in an error posts one; /status says which turns are summarized.
+// SPEC T11, A4: by default a turn that completed cleanly posts no summary, and one that ended in an
+// error posts one; /status says which turns are summarized.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn by_default_only_a_troubled_turn_posts_a_summary() {
     let e = E2e::start(
@@ -76,8 +76,8 @@ async fn by_default_only_a_troubled_turn_posts_a_summary() {
     e.stop().await;
 }
 
-// SPEC T11, A2, A4 (issue 27): with `all` every turn posts a summary, with `off` none does; a
-// moderator sets it, and /status shows it.
+// SPEC T11, A2, A4: with `all` every turn posts a summary, with `off` none does; a moderator sets
+// it, and /status shows it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_posts_every_turn_and_off_none() {
     let replies = vec![
@@ -129,10 +129,10 @@ async fn all_posts_every_turn_and_off_none() {
     e.stop().await;
 }
 
-// SPEC D7, T11 (issue 27, failure notices first): with a channel allowed two posts in five seconds, a failed
+// SPEC D7, T11 (failure notices first): with a channel allowed two posts in five seconds, a failed
 // tool's notice takes one place on the thought log and the turn's summary is dropped rather than
-// take the last; the next turn's failure notice (another channel's turn: each turn posts a
-// progress line and a reply in its own) is posted at once, not after the window.
+// take the last; the next turn's failure notice (another channel's turn: each turn posts a progress
+// line and a reply in its own) is posted at once, not after the window.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_summary_never_keeps_a_failure_notice_waiting() {
     let failing = Behaviour::Fail(ToolError::Failed {

@@ -117,7 +117,7 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Issue 10: tool arguments, through the parse path every call takes (text, then the session's
+// Tool arguments, through the parse path every call takes (text, then the session's
 // authorize-then-validate, then the tool).
 
 /// A built-in tool name (and one unknown).
@@ -288,9 +288,9 @@ fn call_strategy() -> impl Strategy<Value = (&'static str, String)> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
-    // Issue 10, SPEC S4: any argument text for any built-in tool and role never panics, from
-    // parsing through validation to the tool itself; text that is not a JSON object is never
-    // dispatched, and every argument error names a JSON path.
+    // SPEC S4: any argument text for any built-in tool and role never panics, from parsing through
+    // validation to the tool itself; text that is not a JSON object is never dispatched, and every
+    // argument error names a JSON path.
     #[test]
     fn arbitrary_tool_arguments_never_panic_and_errors_carry_a_path(
         role in role_strategy(),

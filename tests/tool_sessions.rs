@@ -54,9 +54,9 @@ async fn each_role_session_lists_only_its_tools_and_its_submit_tool() {
     }
 }
 
-// Issue 14: a turn the bot started itself (a due reminder, a random one) is not offered
-// create_reminder, and calling it by name is refused before its arguments are read (hiding is
-// not authorizing), so a reminder cannot re-arm itself.
+// A turn the bot started itself (a due reminder, a random one) is not offered create_reminder, and
+// calling it by name is refused before its arguments are read (hiding is not authorizing), so a
+// reminder cannot re-arm itself.
 #[tokio::test]
 async fn a_quiet_turn_may_not_set_a_reminder() {
     let h = Harness::new();

@@ -86,11 +86,10 @@ async fn turns_in_a_channel_run_one_at_a_time_in_order() {
     );
 }
 
-// Issue 12, SPEC C4 (issue 27): every message of a reply may notify the person it answers and
-// the users their message named (Discord's mentions of it, queued with it: its text reads
-// `@name`), and no one else (the Discord adapter turns this into `allowed_mentions`); the
-// model's `@name` for one of them is posted as their mention; the bot's own notices notify
-// nobody.
+// SPEC C4: every message of a reply may notify the person it answers and the users their message
+// named (Discord's mentions of it, queued with it: its text reads `@name`), and no one else (the
+// Discord adapter turns this into `allowed_mentions`); the model's `@name` for one of them is
+// posted as their mention; the bot's own notices notify nobody.
 #[tokio::test(start_paused = true)]
 async fn a_reply_may_notify_only_the_asker_and_who_they_named() {
     let mut bot = Bot::new(ScriptedModel::new(vec![ScriptedPass::text(&[
@@ -616,10 +615,10 @@ async fn finished_marks<M: persona_bot::domain::ports::ChatModel>(
         .contains(&Delivery::Finished)
 }
 
-// SPEC D5, D9 (issue 26): every message a requester's /kill stops or drops has a finished mark
-// by the time /kill answers (the stopped turn's edit under its own id too), so no catch-up or
-// restart answers it again; its stored entry is gone. Another member's waiting message has no
-// mark and keeps its entry.
+// SPEC D5, D9: every message a requester's /kill stops or drops has a finished mark by the time
+// /kill answers (the stopped turn's edit under its own id too), so no catch-up or restart answers
+// it again; its stored entry is gone. Another member's waiting message has no mark and keeps its
+// entry.
 #[tokio::test(start_paused = true)]
 async fn killed_and_dropped_messages_are_marked_finished() {
     let probe = Behaviour::Sleep {
@@ -1173,8 +1172,8 @@ async fn typing_is_shown_while_a_turn_works() {
     );
 }
 
-// Issue 12: a reply ready within the typing delay costs no typing request; one that has posted
-// before the delay skips the first pulse, and a longer turn still renews it.
+// A reply ready within the typing delay costs no typing request; one that has posted before the
+// delay skips the first pulse, and a longer turn still renews it.
 #[tokio::test(start_paused = true)]
 async fn a_quick_reply_sends_no_typing() {
     let mut bot = Bot::new(ScriptedModel::new(vec![
@@ -1193,8 +1192,8 @@ async fn a_quick_reply_sends_no_typing() {
     );
 }
 
-// Issue 12: a typing pulse held by a rate limit never keeps the channel from a /kill: the
-// pulse is dropped after a moment and the kill is handled.
+// A typing pulse held by a rate limit never keeps the channel from a /kill: the pulse is dropped
+// after a moment and the kill is handled.
 #[tokio::test(start_paused = true)]
 async fn a_held_typing_pulse_does_not_hold_up_kill() {
     let fakes = Fakes::default();
@@ -1402,8 +1401,8 @@ async fn resumed_turn_reuses_the_outcome_stored_before_a_restart() {
     assert_eq!(next.transcript(), "Seven done.");
 }
 
-// Issue 13: a stop lets a running turn finish within the first half of the grace: it is
-// answered and its entry removed; the message waiting behind it stays stored for the next start.
+// A stop lets a running turn finish within the first half of the grace: it is answered and its
+// entry removed; the message waiting behind it stays stored for the next start.
 #[tokio::test(start_paused = true)]
 async fn a_stop_lets_the_running_turn_finish_and_keeps_the_waiting_one() {
     let queue = Arc::new(InMemoryQueue::default());
@@ -1424,8 +1423,8 @@ async fn a_stop_lets_the_running_turn_finish_and_keeps_the_waiting_one() {
     assert_eq!(left, vec![MessageId(2)], "the waiting message stays stored");
 }
 
-// Issue 13: a turn still running at half the grace is stopped at a safe point: what it had not
-// posted yet is not posted in part (its next run cuts it the same way), and its entry stays.
+// A turn still running at half the grace is stopped at a safe point: what it had not posted yet is
+// not posted in part (its next run cuts it the same way), and its entry stays.
 #[tokio::test(start_paused = true)]
 async fn a_stop_stops_a_long_turn_and_keeps_its_entry() {
     let queue = Arc::new(InMemoryQueue::default());
@@ -1444,9 +1443,9 @@ async fn a_stop_stops_a_long_turn_and_keeps_its_entry() {
     assert_eq!(queue.entries().len(), 1, "the interrupted message is kept");
 }
 
-// Issue 13: while a server's settings cannot be read, its turns wait (never run with guessed
-// settings, which would skip the server's review or its deliberate mode); once the store answers, the turn runs with
-// the server's own settings.
+// While a server's settings cannot be read, its turns wait (never run with guessed settings, which
+// would skip the server's review or its deliberate mode); once the store answers, the turn runs
+// with the server's own settings.
 #[tokio::test(start_paused = true)]
 async fn a_turn_waits_for_unreadable_settings_and_runs_with_the_real_ones() {
     let settings = Arc::new(InMemorySettings::default());
@@ -1484,8 +1483,8 @@ async fn a_turn_waits_for_unreadable_settings_and_runs_with_the_real_ones() {
     );
 }
 
-// Issue 13: a removal that fails (the database is down) is tried again until it lands, so the
-// answered message is not answered again after a restart.
+// A removal that fails (the database is down) is tried again until it lands, so the answered
+// message is not answered again after a restart.
 #[tokio::test(start_paused = true)]
 async fn a_failed_removal_of_an_answered_message_is_retried() {
     let queue = Arc::new(InMemoryQueue::default());

@@ -1,8 +1,8 @@
-//! Issue 14, item 4: the files of the messages a turn answers, end to end. The real serenity
-//! client reads attachment objects from the fake Discord's gateway and history, the real CDN
-//! client downloads them from the fake's CDN, and the real provider client sends them to the
-//! fake OpenAI-compatible server, which refuses image parts for a model that cannot see (as
-//! OpenAI does) and records the pictures a vision model received.
+//! The files of the messages a turn answers, end to end. The real serenity client reads attachment
+//! objects from the fake Discord's gateway and history, the real CDN client downloads them from the
+//! fake's CDN, and the real provider client sends them to the fake OpenAI-compatible server, which
+//! refuses image parts for a model that cannot see (as OpenAI does) and records the pictures a
+//! vision model received.
 
 pub mod support {
     pub mod e2e;
@@ -69,9 +69,8 @@ fn cdn_requests(e: &E2e) -> (usize, bool) {
     (cdn.len(), authorized)
 }
 
-// Issue 14 (vision): a png and a gif posted with a question reach a vision model as image parts
-// (the gif as its first frame, in png), after the text that names them; the CDN is asked
-// without the bot's token.
+// A png and a gif posted with a question reach a vision model as image parts (the gif as its first
+// frame, in png), after the text that names them; the CDN is asked without the bot's token.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pictures_reach_a_vision_model_as_image_parts() {
     let e = E2e::start_with(
@@ -111,8 +110,8 @@ async fn pictures_reach_a_vision_model_as_image_parts() {
     assert_eq!(cdn_requests(&e), (2, false), "two downloads, no token sent");
 }
 
-// Issue 14 (vision): a picture someone posted earlier in the channel reaches the model with
-// the message it came with, for a question about it.
+// A picture someone posted earlier in the channel reaches the model with the message it came with,
+// for a question about it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_picture_in_recent_history_reaches_a_vision_model() {
     let e = E2e::start_with(
@@ -145,8 +144,8 @@ async fn a_picture_in_recent_history_reaches_a_vision_model() {
     );
 }
 
-// Issue 14 (vision): with the shipped configuration (vision off), a picture is named to the
-// model, never downloaded, and no image part is sent (which the model would refuse).
+// With the shipped configuration (vision off), a picture is named to the model, never downloaded,
+// and no image part is sent (which the model would refuse).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_model_that_cannot_see_is_told_of_pictures_and_sent_none() {
     let e = E2e::start(
@@ -172,8 +171,8 @@ async fn a_model_that_cannot_see_is_told_of_pictures_and_sent_none() {
     assert_eq!(e.texts(GENERAL), vec!["I cannot see pictures, sorry."]);
 }
 
-// Issue 14 (attachments): a text file goes to the model as text (cut at its bound, saying so),
-// and a file of another kind is named with its size, never downloaded.
+// A text file goes to the model as text (cut at its bound, saying so), and a file of another kind
+// is named with its size, never downloaded.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_files_are_read_and_other_files_named() {
     let e = E2e::start_with(
@@ -217,8 +216,8 @@ async fn text_files_are_read_and_other_files_named() {
     );
 }
 
-// Issue 14 (attachments): an attachment whose address is not Discord's CDN (a forged event, a
-// proxy rewriting payloads) is never fetched: the model is told it is unavailable.
+// An attachment whose address is not Discord's CDN (a forged event, a proxy rewriting payloads) is
+// never fetched: the model is told it is unavailable.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_file_anywhere_but_the_cdn_is_never_fetched() {
     let elsewhere = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -262,8 +261,8 @@ async fn a_file_anywhere_but_the_cdn_is_never_fetched() {
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
 
-// Issue 14 (attachments): a file sent in a second message that joins its author's waiting one
-// reaches the model with the joined text.
+// A file sent in a second message that joins its author's waiting one reaches the model with the
+// joined text.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_joined_message_keeps_its_files() {
     use std::time::Duration;

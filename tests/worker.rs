@@ -333,8 +333,8 @@ async fn passing_failures_retry_with_backoff_then_fail() {
     assert_eq!(result.unwrap()["code"], "timeout");
 }
 
-// Issue 10: configured durations too long for the clock saturate: a retry far in the future,
-// not an arithmetic panic in the worker.
+// Configured durations too long for the clock saturate: a retry far in the future, not an
+// arithmetic panic in the worker.
 #[tokio::test]
 async fn huge_configured_backoff_and_lease_saturate() {
     persona_bot::app::install_crypto_provider();
@@ -350,8 +350,8 @@ async fn huge_configured_backoff_and_lease_saturate() {
     assert_eq!(once(&worker).await, Handled::Idle, "still backing off");
 }
 
-// Issue 10: an image answer larger than image_worker.max_image_bytes fails the task with a
-// reason that says so, from either backend, instead of being read whole.
+// An image answer larger than image_worker.max_image_bytes fails the task with a reason that says
+// so, from either backend, instead of being read whole.
 #[tokio::test]
 async fn an_image_past_the_size_bound_fails_and_says_so() {
     persona_bot::app::install_crypto_provider();

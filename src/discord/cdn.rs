@@ -109,8 +109,8 @@ mod tests {
         CdnFetcher::new(&config).unwrap()
     }
 
-    // SPEC D7 (issue 27): a redirect from the CDN is no file: "unavailable", its body unread,
-    // its target never asked; a 200 is the file.
+    // SPEC D7: a redirect from the CDN is no file: "unavailable", its body unread, its target never
+    // asked; a 200 is the file.
     #[tokio::test]
     async fn a_redirect_is_unavailable_never_the_file() {
         for status in [301, 302, 307] {

@@ -2,7 +2,7 @@
 //! checks, its prompt (in a modal) and its model. The model is one of the operator's
 //! (`review.models`, then `provider.models`): offered by autocomplete, checked on the server, and
 //! a name outside them is refused with nothing stored; the reviewer ignores a stored name that
-//! is no longer configured (issue 27).
+//! is no longer configured.
 
 use serenity::all::{AutocompleteChoice, CreateAutocompleteResponse};
 
@@ -87,7 +87,7 @@ pub enum PromptChoice {
 ///
 /// One change: the check, the reviewer's model and (in a modal) its prompt with it. The model is
 /// one of the configured ones (offered as the moderator types); any other is refused and
-/// nothing changes (issue 27).
+/// nothing changes.
 #[poise::command(slash_command, default_member_permissions = "MANAGE_GUILD")]
 pub async fn drafting(
     ctx: Context<'_>,
@@ -203,8 +203,8 @@ fn drafting_changed(
 mod tests {
     use super::offered;
 
-    // SPEC C8, A2 (issue 27): the autocomplete offers `default` and the configured models that hold
-    // what was typed, at most Discord's 25, none longer than Discord takes.
+    // SPEC C8, A2: the autocomplete offers `default` and the configured models that hold what was
+    // typed, at most Discord's 25, none longer than Discord takes.
     #[test]
     fn only_configured_models_are_offered() {
         let models: Vec<String> = ["review-model", "gpt-4o", "GPT-4o-mini"]

@@ -25,8 +25,8 @@ mod tests {
     use super::readable;
     use proptest::prelude::*;
 
-    // Issue 18 (one mention form): the bot's and each named user's mention read as @name, the
-    // bot's as the persona's name; ids nobody named stay.
+    // One mention form: the bot's and each named user's mention read as @name, the bot's as the
+    // persona's name; ids nobody named stay.
     #[test]
     fn mentions_read_as_names() {
         let text = readable(

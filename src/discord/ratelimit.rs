@@ -327,8 +327,8 @@ impl Scheduler {
 
     /// [`Self::acquire`] for a request that is dropped rather than kept waiting (a thought-log
     /// summary): `None` when a request of the bucket is in flight or waiting, or when sending
-    /// it would leave the window no place for the next request (issue 27: failure notices
-    /// never wait behind summaries).
+    /// it would leave the window no place for the next request (so failure notices never wait
+    /// behind summaries).
     pub fn try_acquire_spare(&self, route: Route) -> Option<Permit<'_>> {
         let mut state = self.state_of(route).try_lock_owned().ok()?;
         state.spare(Instant::now()).then_some(Permit {
@@ -551,10 +551,9 @@ mod tests {
         assert_eq!(Instant::now(), before);
     }
 
-    // SPEC D7 (issue 27, summaries by choice): a request that may be dropped is not sent while another
-    // of its bucket is in flight or waiting, nor when it would take the window's last place
-    // (headers or, without them, the local budget), so a failure notice never waits behind a
-    // turn summary.
+    // SPEC D7 (summaries by choice): a request that may be dropped is not sent while another of its
+    // bucket is in flight or waiting, nor when it would take the window's last place (headers or,
+    // without them, the local budget), so a failure notice never waits behind a turn summary.
     #[tokio::test(start_paused = true)]
     async fn a_droppable_request_leaves_the_bucket_to_those_that_wait() {
         let scheduler = Scheduler::new(50, Duration::from_secs(300));

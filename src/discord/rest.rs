@@ -605,7 +605,7 @@ pub fn nonce() -> String {
 mod tests {
     use super::*;
 
-    // Issue 10: a 429's wait comes from outside; no number may panic or wait past the bound.
+    // A 429's wait comes from outside; no number may panic or wait past the bound.
     #[test]
     fn outside_waits_are_bounded_and_never_panic() {
         let longest = Duration::from_secs(60);

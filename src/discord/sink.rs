@@ -520,8 +520,8 @@ mod tests {
         assert_ne!(a, keyed_nonce("0190abcd:piece-1"));
     }
 
-    // Issue 12: a reply notifies only the people it answers; no `parse` list, so `<@id>` of
-    // anyone else, `@everyone`, `@here` and roles stay silent.
+    // A reply notifies only the people it answers; no `parse` list, so `<@id>` of anyone else,
+    // `@everyone`, `@here` and roles stay silent.
     #[test]
     fn only_the_answered_people_are_notified() {
         let pings = Pings {
@@ -538,8 +538,8 @@ mod tests {
         );
     }
 
-    // Issue 10: history feeds the prompt, so a page is cut at the limit asked for, whatever the
-    // server sent; the bot's own messages are told apart.
+    // History feeds the prompt, so a page is cut at the limit asked for, whatever the server sent;
+    // the bot's own messages are told apart.
     #[test]
     fn a_history_page_is_cut_at_the_limit() {
         let page: Vec<Value> = (0..300)
@@ -561,8 +561,8 @@ mod tests {
         assert!(history_page(&json!({"message": "no"}), None, &[], 30).is_empty());
     }
 
-    // Issue 18 (one mention form): a history page reads mentions as `@name`, the bot's as the
-    // persona's name, as the gateway's messages do; its files come along.
+    // One mention form: a history page reads mentions as `@name`, the bot's as the persona's name,
+    // as the gateway's messages do; its files come along.
     #[test]
     fn history_reads_mentions_as_names_and_keeps_files() {
         let page = json!([{

@@ -91,7 +91,7 @@ impl ThoughtLog for DiscordThoughtLog {
             "enforce_nonce": true,
         });
         // A summary never keeps a notice waiting: it goes only when the channel's bucket is
-        // free with a place to spare, and is dropped otherwise (issue 27).
+        // free with a place to spare, and is dropped otherwise.
         let posted = match notice {
             Notice::TurnSummary { .. } => {
                 let Some(posted) = self.rest.create_message_unless_busy(channel.0, &body).await

@@ -1,6 +1,6 @@
 //! `/thoughtlog set|off|summaries` (SPEC T11): the hidden channel where moderators see what the
-//! bot did, and which finished turns post a summary there (issue 27: `problems`, the default,
-//! only turns that did not end cleanly; `all`; `off`).
+//! bot did, and which finished turns post a summary there (`problems`, the default, only turns that
+//! did not end cleanly; `all`; `off`).
 
 use serenity::all::ChannelId as SerenityChannelId;
 

@@ -649,8 +649,7 @@ mod tests {
         ),
     ];
 
-    // Issue 18 (classifier): each server's real error body gets the class that sends the bot to
-    // the right next step.
+    // Each server's real error body gets the class that sends the bot to the right next step.
     #[test]
     fn the_servers_people_run_are_understood() {
         for &(status, message, kind, code, class) in SERVER_BODIES {

@@ -63,7 +63,7 @@ impl Default for ReviewPolicy {
 impl ReviewPolicy {
     /// The server's own reviewer model while it is one of `configured`: a name stored before
     /// choices were checked, or since taken out of the configuration, is ignored, and the
-    /// configured order applies (issue 27: the operator's key asks only the operator's models).
+    /// configured order applies (the operator's key asks only the operator's models).
     pub fn configured_model(&self, configured: &[String]) -> Option<&str> {
         self.model
             .as_deref()
@@ -73,7 +73,7 @@ impl ReviewPolicy {
 
 /// The models a server may give its reviewer (`/drafting model`): the operator's, the
 /// reviewer's list first, then the persona's, each once. Both are asked on the operator's
-/// endpoint and keys, and nothing outside them is (issue 27).
+/// endpoint and keys, and nothing outside them is.
 pub fn reviewer_choices(review: &[String], persona: &[String]) -> Vec<String> {
     let mut choices: Vec<String> = Vec::new();
     for model in review.iter().chain(persona) {
@@ -274,8 +274,8 @@ impl ReviewLedger {
 mod tests {
     use super::*;
 
-    // SPEC C8, A2 (issue 27): a server's reviewer model is one of the operator's; anything else is
-    // refused, and a stored name no longer configured is ignored.
+    // SPEC C8, A2: a server's reviewer model is one of the operator's; anything else is refused,
+    // and a stored name no longer configured is ignored.
     #[test]
     fn a_server_reviewer_model_is_one_of_the_configured() {
         let configured = reviewer_choices(

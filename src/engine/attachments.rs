@@ -288,8 +288,8 @@ mod tests {
         }
     }
 
-    // Issue 14 (attachments): pictures and text files within their budgets, the trigger's
-    // first; what is over a budget, too large, unreadable or of another kind is named.
+    // Pictures and text files are read within their budgets, the trigger's first; what is over a
+    // budget, too large, unreadable or of another kind is named.
     #[tokio::test]
     async fn files_are_read_within_their_budgets_and_the_rest_named() {
         let files = FixedFiles::default();
@@ -342,8 +342,8 @@ mod tests {
         );
     }
 
-    // SPEC D7 (issue 27): the next turn showing the same picture (its address re-signed)
-    // neither downloads nor converts it again.
+    // SPEC D7: the next turn showing the same picture (its address re-signed) neither downloads nor
+    // converts it again.
     #[tokio::test]
     async fn a_picture_shown_again_is_not_downloaded_again() {
         let files = FixedFiles::default();
@@ -359,7 +359,7 @@ mod tests {
         assert_eq!(files.asked(), vec![first.url.clone()]);
     }
 
-    // Issue 14 (vision): with no model that sees, pictures are named and never downloaded.
+    // With no model that sees, pictures are named and never downloaded.
     #[tokio::test]
     async fn without_vision_no_picture_is_downloaded() {
         let files = FixedFiles::default();
@@ -371,7 +371,7 @@ mod tests {
         assert!(files.asked().is_empty());
     }
 
-    // Issue 14 (attachments): a file that fails, or is not what it claims, is named as such.
+    // A file that fails, or is not what it claims, is named as such.
     #[tokio::test]
     async fn unavailable_and_mislabelled_files_are_named() {
         let files = FixedFiles::default();

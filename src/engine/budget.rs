@@ -1,8 +1,8 @@
 //! How many tokens a request costs, estimated without the model's tokenizer, so history can be
-//! trimmed to fit a model's context window (issue 18). The estimate errs high: 3 bytes of
-//! ASCII per token (English prose runs about 4 on OpenAI's tokenizers, dense JSON 3.3), one token
-//! per other character (CJK runs about one), a few tokens of framing per message, and a fixed
-//! cost per picture. `tests/prompt_budget.rs` holds it against a real tokenizer.
+//! trimmed to fit a model's context window. The estimate errs high: 3 bytes of ASCII per token
+//! (English prose runs about 4 on OpenAI's tokenizers, dense JSON 3.3), one token per other
+//! character (CJK runs about one), a few tokens of framing per message, and a fixed cost per
+//! picture. `tests/prompt_budget.rs` holds it against a real tokenizer.
 
 use serde_json::Value;
 
@@ -109,8 +109,8 @@ mod tests {
         assert_eq!(text_tokens("こんにちは"), 5);
     }
 
-    // Issue 18 (context budget): history goes oldest first until the rest fits; none when it
-    // fits already; all when nothing but the fixed parts would fit.
+    // History goes oldest first until the rest fits; none when it fits already; all when nothing
+    // but the fixed parts would fit.
     #[test]
     fn history_is_left_out_oldest_first_until_it_fits() {
         let history: Vec<ChatMessage> = (0..10).map(|_| user(&"x".repeat(70))).collect();

@@ -479,8 +479,8 @@ mod tests {
         }
     }
 
-    // Issue 14 (memory): the prompt takes the facts that share words with the message, not
-    // only the newest; among equals the newer; newest first as before.
+    // The prompt takes the facts that share words with the message, not only the newest; among
+    // equals the newer; newest first as before.
     #[test]
     fn the_most_relevant_facts_are_chosen() {
         let facts: Vec<Fact> = (0..30)
@@ -571,8 +571,8 @@ mod tests {
     /// 2026-12-01 18:05 UTC.
     const AT: i64 = 1_796_148_300_000;
 
-    // Issue 14 (time and place): the prompt says who the persona is, where, and what day and
-    // time it is in the configured zone.
+    // The prompt says who the persona is, where, and what day and time it is in the configured
+    // zone.
     #[test]
     fn the_prompt_says_who_where_and_when() {
         let place = Place {

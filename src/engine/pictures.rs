@@ -288,7 +288,7 @@ mod tests {
         out
     }
 
-    // Issue 14 (vision): what a picture is comes from its bytes; a gif becomes its first frame.
+    // What a picture is comes from its bytes; a gif becomes its first frame.
     #[test]
     fn pictures_are_known_by_their_bytes_and_a_gif_by_its_first_frame() {
         let (mime, bytes) = decoded(&shown(image_part(PNG)));
@@ -325,7 +325,7 @@ mod tests {
         );
     }
 
-    // Issue 14 (vision): a gif claiming a canvas too large to draw is refused, not drawn.
+    // A gif claiming a canvas too large to draw is refused, not drawn.
     #[test]
     fn a_gif_too_large_to_draw_is_too_large() {
         let mut gif = two_frame_gif();
@@ -333,8 +333,8 @@ mod tests {
         assert_eq!(image_part(&gif), Picture::TooLarge);
     }
 
-    // SPEC D7 (issue 27): a 1 x 1 screen whose first frame is 3500 x 3500 (a 9 KB file that
-    // would take 49 MB to decode) is named too large; its pixels are never decoded.
+    // SPEC D7: a 1 x 1 screen whose first frame is 3500 x 3500 (a 9 KB file that would take 49 MB
+    // to decode) is named too large; its pixels are never decoded.
     #[test]
     fn a_first_frame_larger_than_its_screen_is_too_large() {
         let mut out = Vec::new();
@@ -352,8 +352,8 @@ mod tests {
         assert_eq!(image_part(&out), Picture::TooLarge);
     }
 
-    // SPEC D7 (issue 27): a picture looked at once is kept: the next turn neither downloads nor
-    // converts it again, whatever signature its address carries now.
+    // SPEC D7: a picture looked at once is kept: the next turn neither downloads nor converts it
+    // again, whatever signature its address carries now.
     #[tokio::test]
     async fn a_converted_picture_is_kept_for_the_next_turn() {
         let pictures = Pictures::default();

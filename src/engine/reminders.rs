@@ -172,8 +172,8 @@ mod tests {
         );
     }
 
-    // SPEC C4 (issue 27): a reminder's quiet turn may notify its target (the trigger names them
-    // as `<@id>`), and nobody else.
+    // SPEC C4: a reminder's quiet turn may notify its target (the trigger names them as `<@id>`),
+    // and nobody else.
     #[test]
     fn a_reminder_turn_may_notify_its_target() {
         let mut r = reminder(0, Repeat::Once, "UTC");

@@ -253,8 +253,8 @@ mod tests {
     use crate::domain::call::ToolCallRequest;
     use crate::domain::ports::ChatMessage;
 
-    // Issue 18 (reviewer history): a `submit_review` call whose arguments do not parse goes
-    // back into the reviewer's history as `{}`, never as the broken text.
+    // A `submit_review` call whose arguments do not parse goes back into the reviewer's history as
+    // `{}`, never as the broken text.
     #[test]
     fn unparseable_arguments_go_back_as_an_empty_object() {
         for (raw, stored) in [

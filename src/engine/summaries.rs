@@ -1,7 +1,7 @@
 //! The thought log's "Turn summary" cards (SPEC T11): each finished turn of a public server
-//! channel, as its server's `summaries` setting chooses (issue 27): `problems` (the default)
-//! posts only turns that did not end cleanly ([`troubled`]), `all` every turn, `off` none. The
-//! thought-log adapter drops a summary rather than make a notice wait behind it.
+//! channel, as its server's `summaries` setting chooses: `problems` (the default) posts only turns
+//! that did not end cleanly ([`troubled`]), `all` every turn, `off` none. The thought-log adapter
+//! drops a summary rather than make a notice wait behind it.
 
 use std::sync::Arc;
 
@@ -94,7 +94,7 @@ mod tests {
         }
     }
 
-    // SPEC T11 (issue 27, summaries by choice): a clean answer (or a follow-up's interrupt) is no problem;
+    // SPEC T11 (summaries by choice): a clean answer (or a follow-up's interrupt) is no problem;
     // errors, provider failures, limits, stops, releases and held responses are.
     #[test]
     fn only_turns_that_did_not_end_cleanly_are_problems() {

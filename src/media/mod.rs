@@ -123,8 +123,8 @@ mod tests {
         format!("http://{address}")
     }
 
-    // SPEC D13 (issue 27): an image backend follows a redirect within its own origin, never to
-    // another one (the 3xx is the answer, a failure).
+    // SPEC D13: an image backend follows a redirect within its own origin, never to another one
+    // (the 3xx is the answer, a failure).
     #[tokio::test]
     async fn backends_follow_no_redirect_to_another_origin() {
         crate::http_body::install_crypto_provider();

@@ -32,7 +32,7 @@ impl MeteredModel {
 }
 
 /// A call's `model` label: the model's name when it is configured, `other` when not, so the
-/// series stay bounded by the configuration whatever a caller asks for (issue 27).
+/// series stay bounded by the configuration whatever a caller asks for.
 fn label(known: &[String], model: &str) -> String {
     if known.iter().any(|k| k == model) {
         model.to_owned()
@@ -172,8 +172,8 @@ mod tests {
         }
     }
 
-    // SPEC D7, C8 (issue 27): a call's `model` label is a configured name, or `other` for any
-    // name a server stored, so the series stay bounded by the configuration.
+    // SPEC D7, C8: a call's `model` label is a configured name, or `other` for any name a server
+    // stored, so the series stay bounded by the configuration.
     #[test]
     fn model_labels_are_configured_names_or_other() {
         let recorder = PrometheusBuilder::new().build_recorder();

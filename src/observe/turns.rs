@@ -121,8 +121,7 @@ mod tests {
         }
     }
 
-    // Issue 13: one line per turn at the default level (info), with every field an operator
-    // reads.
+    // One line per turn at the default level (info), with every field an operator reads.
     #[test]
     fn a_finished_turn_is_one_info_line_with_its_numbers() {
         let captured = Captured::default();

@@ -484,8 +484,8 @@ mod tests {
         assert_eq!(calls[0].truncated, Some(Truncation::UnreadableChunk));
     }
 
-    // Issue 10: once the transport reports a cut, the pass fails at once: chunks still queued
-    // behind the cut are not delivered.
+    // Once the transport reports a cut, the pass fails at once: chunks still queued behind the cut
+    // are not delivered.
     #[tokio::test]
     async fn a_cut_stream_fails_before_its_queued_chunks() {
         let report = Arc::new(CutReport::default());

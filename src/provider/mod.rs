@@ -202,7 +202,7 @@ impl ChatModel for OpenAiProvider {
 mod tests {
     use super::*;
 
-    // Issue 10: a configured cooldown too long for the clock neither panics nor frees the key.
+    // A configured cooldown too long for the clock neither panics nor frees the key.
     #[tokio::test]
     async fn a_huge_key_cooldown_saturates() {
         let mut config = crate::config::Config::shipped_defaults().provider;

@@ -279,7 +279,7 @@ mod tests {
         (out, report.get())
     }
 
-    // Issue 10: a body of exactly the bound passes; one byte more ends it, reported.
+    // A body of exactly the bound passes; one byte more ends it, reported.
     #[tokio::test]
     async fn the_byte_bound_is_inclusive_and_reported() {
         let (whole, cut) = drain(vec!["12345", "67890"], limits(10, 60)).await;
@@ -296,7 +296,7 @@ mod tests {
         assert_eq!(cut, Some(Cut::Bytes(9)));
     }
 
-    // Issue 10: a body that never ends is cut at the time bound, even with no bytes coming.
+    // A body that never ends is cut at the time bound, even with no bytes coming.
     #[tokio::test(start_paused = true)]
     async fn a_body_that_never_ends_is_cut_at_the_time_bound() {
         let report = Arc::new(CutReport::default());
@@ -321,7 +321,7 @@ mod tests {
         assert_eq!(e.code.as_deref(), Some("429"));
         let plain = parse_error_body("Too Many Requests");
         assert_eq!(plain.message, "Too Many Requests");
-        // Issue 18: vLLM's top-level error object, and Ollama's error as a string.
+        // vLLM's top-level error object, and Ollama's error as a string.
         let vllm = parse_error_body(
             r#"{"object":"error","message":"The model `x` does not exist.","type":"NotFoundError","param":null,"code":404}"#,
         );

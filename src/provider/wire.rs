@@ -181,8 +181,8 @@ mod tests {
         }
     }
 
-    // Issue 14 (vision): a model that sees gets the pictures as image parts after the text; one
-    // that does not gets the text alone.
+    // A model that sees gets the pictures as image parts after the text; one that does not gets the
+    // text alone.
     #[test]
     fn pictures_go_only_to_a_model_that_sees() {
         use crate::domain::ports::ImagePart;

@@ -69,8 +69,8 @@ fn is_outage(error: &sqlx::Error) -> bool {
 mod tests {
     use super::*;
 
-    // Issue 13: an outage starts with the first connection failure and ends with the first
-    // success; an error the database answered is no outage.
+    // An outage starts with the first connection failure and ends with the first success; an error
+    // the database answered is no outage.
     #[test]
     fn outages_start_and_end_once() {
         let health = Health::default();

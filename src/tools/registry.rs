@@ -361,8 +361,8 @@ mod tests {
         assert!(plan["function"]["parameters"]["properties"]["prompt"].is_object());
     }
 
-    // SPEC C12 (issue 18, lean prompts): schemas carry no integer formats or type bounds, no
-    // `null` beside a type, no one-of-constants: an enum says it in fewer tokens.
+    // SPEC C12 (lean prompts): schemas carry no integer formats or type bounds, no `null` beside a
+    // type, no one-of-constants: an enum says it in fewer tokens.
     #[test]
     fn schemas_carry_nothing_the_model_does_not_need() {
         let registry = registry();

@@ -162,7 +162,7 @@ impl ToolSession {
     }
 
     /// A tool a turn the bot started itself never gets: a reminder's turn (or a random one)
-    /// may not set a reminder, so a reminder cannot re-arm itself (issue 14).
+    /// may not set a reminder, so a reminder cannot re-arm itself.
     fn withheld(&self, name: &str) -> bool {
         self.turn.quiet && name == super::create_reminder::CreateReminder::NAME
     }

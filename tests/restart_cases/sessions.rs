@@ -124,13 +124,12 @@ async fn settle(stage: &Stage, bot: &Bot) {
     tokio::time::sleep(Duration::from_secs(2)).await;
 }
 
-// SPEC D11 (issue 26): a rolling deploy. The first process runs with the default shard setting
-// and its five questions wait on a slow model; a second process starts with the same setting
-// while they do, and Discord sends both processes everything (the second's catch-up reads the
-// five channels). Each question reaches the model once and is answered once, also the one in a
-// channel where the server's own persona speaks through a webhook (no nonce protects such a
-// post). Then, with both running, a question in another such channel reaches the model once and
-// is posted once.
+// SPEC D11: a rolling deploy. The first process runs with the default shard setting and its five
+// questions wait on a slow model; a second process starts with the same setting while they do, and
+// Discord sends both processes everything (the second's catch-up reads the five channels). Each
+// question reaches the model once and is answered once, also the one in a channel where the
+// server's own persona speaks through a webhook (no nonce protects such a post). Then, with both
+// running, a question in another such channel reaches the model once and is posted once.
 pub(super) async fn a_rolling_deploy_asks_the_model_once(db: TestDb) {
     let stage = Stage::in_world(db, deploy_world()).await;
     let first = Bot::start(stage.dir.path(), &stage.db, 1);
@@ -237,16 +236,16 @@ pub(super) async fn a_rolling_deploy_asks_the_model_once(db: TestDb) {
     );
 }
 
-// SPEC D9 (issue 26): the bot answered a mention; its connection drops, Discord refuses the
-// RESUME (op 9, `d: false`), and a mention sent while it has no session reaches no session at
-// all. The bot identifies again (a fresh READY and GUILD_CREATE) and answers that mention
-// once, as a reply to it, and nothing else again.
+// SPEC D9: the bot answered a mention; its connection drops, Discord refuses the RESUME (op 9, `d:
+// false`), and a mention sent while it has no session reaches no session at all. The bot identifies
+// again (a fresh READY and GUILD_CREATE) and answers that mention once, as a reply to it, and
+// nothing else again.
 pub(super) async fn a_mention_sent_while_the_session_could_not_resume_is_answered_once(db: TestDb) {
     a_mention_in_the_gap_is_answered_once(db, false).await;
 }
 
-// SPEC D9 (issue 26): the same, with GUILD_CREATE's channels carrying no `last_message_id`, as
-// Discord sends them for some channel kinds and other backends for all.
+// SPEC D9: the same, with GUILD_CREATE's channels carrying no `last_message_id`, as Discord sends
+// them for some channel kinds and other backends for all.
 pub(super) async fn a_mention_sent_while_no_session_is_answered_once_without_last_message_ids(
     db: TestDb,
 ) {

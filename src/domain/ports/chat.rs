@@ -56,7 +56,7 @@ impl Pings {
 
     /// A reply to `author`'s message, which named `named` (Discord's `mentions` of it, never
     /// its text, which the model reads as `@name`): the author and those users may be notified,
-    /// nobody else (issue 27, SPEC C4).
+    /// nobody else (SPEC C4).
     pub fn answering(author: Mention, named: &[Mention]) -> Self {
         let mut pings = Self::none();
         for mention in std::iter::once(&author).chain(named) {
@@ -272,8 +272,8 @@ mod tests {
         pings.users.iter().map(|user| user.0).collect()
     }
 
-    // SPEC C4 (issue 27): an answer may notify its asker and the users their message named
-    // (Discord's mentions of it), each once, at most Discord's 100.
+    // SPEC C4: an answer may notify its asker and the users their message named (Discord's mentions
+    // of it), each once, at most Discord's 100.
     #[test]
     fn an_answer_may_notify_the_asker_and_the_users_they_named() {
         let named = [mention(11, "bob"), mention(12, "carol"), mention(11, "bob")];
@@ -286,8 +286,8 @@ mod tests {
         );
     }
 
-    // SPEC C4 (issue 27): the model's `@name` for a named user becomes their mention; a name
-    // the message did not name, a longer name, or an address stays text and notifies nobody.
+    // SPEC C4: the model's `@name` for a named user becomes their mention; a name the message did
+    // not name, a longer name, or an address stays text and notifies nobody.
     #[test]
     fn only_named_users_become_mentions() {
         let pings = Pings::answering(mention(7, "alice"), &[mention(301, "Bob")]);

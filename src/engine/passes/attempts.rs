@@ -41,7 +41,7 @@ impl<'t> PassKind<'t> {
 impl TurnRun<'_> {
     /// One pass, retried over the provider's attempts until one ends it or none is left. A
     /// model that answers "context full" is asked once more with half the history's estimate
-    /// before the next model is tried (issue 18).
+    /// before the next model is tried.
     pub(super) async fn run_pass(&mut self, kind: PassKind<'_>) -> PassEnd {
         self.streamed.clear();
         let attempts = self.deps.model.attempts();
