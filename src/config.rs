@@ -1560,7 +1560,7 @@ mod tests {
         }
     }
 
-    // Issue 13: metrics are off by default; a listen address that is not an IP and port is
+    // Metrics are off by default; a listen address that is not an IP and port is
     // refused by name (a host name would need a lookup; a port alone says no interface).
     #[test]
     fn the_metrics_listen_address_is_checked() {
@@ -1909,7 +1909,7 @@ mod tests {
         assert!(database_url_problem("sqlite:file.db").is_some());
     }
 
-    // Issue 14 (vision): pictures go to every model with `vision`, else only to those named.
+    // Pictures go to every model with `vision`, else only to those named.
     #[test]
     fn vision_is_per_model() {
         let mut p = Config::shipped_defaults().provider;
@@ -1921,7 +1921,7 @@ mod tests {
         assert!(p.sees("blind"));
     }
 
-    // Issue 18 (context budget): a model's input budget is its window less the reply's
+    // The context budget: a model's input budget is its window less the reply's
     // max_tokens, never under a quarter of the window; none when the window is not given.
     #[test]
     fn the_input_budget_leaves_room_for_the_reply() {
@@ -1995,7 +1995,7 @@ mod tests {
         assert!(err.to_string().contains("does not exist"), "{err}");
     }
 
-    // Issue 13: the binary runs from anywhere. Without a config directory, or with one that holds
+    // The binary runs from anywhere. Without a config directory, or with one that holds
     // only a local.toml, the built-in defaults fill every key.
     #[test]
     fn the_built_in_defaults_need_no_files() {

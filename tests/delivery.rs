@@ -48,7 +48,7 @@ fn message_posts(e: &E2e, channel: u64) -> Vec<Recorded> {
         .collect()
 }
 
-// Issue 12: a burst of one mention in each of 50 channels draws no 429 at all (it drew 51 for
+// A burst of one mention in each of 50 channels draws no 429 at all (it drew 51 for
 // 151 requests before the scheduler), and every reply is whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_across_fifty_channels_draws_no_429() {
@@ -77,7 +77,7 @@ async fn a_burst_across_fifty_channels_draws_no_429() {
     e.stop().await;
 }
 
-// Issue 12: a reply of twelve messages in one channel paces itself to the channel's window
+// A reply of twelve messages in one channel paces itself to the channel's window
 // (5 per 5 s) from the headers: no 429, every message whole and in order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_twelve_message_reply_paces_itself_without_429s() {
@@ -102,7 +102,7 @@ async fn a_twelve_message_reply_paces_itself_without_429s() {
     e.stop().await;
 }
 
-// Issue 12: a global 429 holds every channel for its retry_after, not only the one it answered.
+// A global 429 holds every channel for its retry_after, not only the one it answered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_global_429_holds_every_channel() {
     let e = E2e::start_in(
@@ -144,7 +144,7 @@ async fn a_global_429_holds_every_channel() {
     e.stop().await;
 }
 
-// Issue 12: the bot asks for the MESSAGE_CONTENT intent: a message in an always-reply channel
+// The bot asks for the MESSAGE_CONTENT intent: a message in an always-reply channel
 // that does not mention the bot reaches the model with its text (Discord sends it empty
 // otherwise).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,7 +187,7 @@ async fn a_message_without_a_mention_arrives_with_its_text() {
     e.stop().await;
 }
 
-// Issue 12: /kill is answered within Discord's 3 s interaction deadline while the turn's send
+// /kill is answered within Discord's 3 s interaction deadline while the turn's send
 // waits on a rate limit (the fake refuses a later callback with 10062).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_answers_in_time_while_a_send_waits_on_a_rate_limit() {
@@ -220,7 +220,7 @@ async fn kill_answers_in_time_while_a_send_waits_on_a_rate_limit() {
     e.stop().await;
 }
 
-// Issue 12: a reply notifies only the person it answers; another user the model names is a
+// A reply notifies only the person it answers; another user the model names is a
 // mention without a notification, and @everyone stays silent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_notifies_only_the_asker() {
@@ -237,7 +237,7 @@ async fn a_reply_notifies_only_the_asker() {
     e.stop().await;
 }
 
-// SPEC C4 (issue 27): a reply to "ask @Bob", Bob being in the message's mentions, may notify
+// SPEC C4: a reply to "ask @Bob", Bob being in the message's mentions, may notify
 // Bob and the asker and nobody else: the model's "@Bob" and "@alice" are posted as their
 // mentions; "@Carol" (not named), another user's id and @everyone notify nobody.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -270,7 +270,7 @@ async fn a_reply_to_ask_bob_notifies_bob_and_the_asker_only() {
     e.stop().await;
 }
 
-// Issue 12: Discord fails after writing the message (a 500 once it is created): the retry
+// Discord fails after writing the message (a 500 once it is created): the retry
 // carries the same nonce, so the reply is posted once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_retried_after_a_5xx_posts_once() {
@@ -290,7 +290,7 @@ async fn a_send_retried_after_a_5xx_posts_once() {
     e.stop().await;
 }
 
-// Issue 12: a channel's second turn takes its history from what the gateway delivered: no
+// A channel's second turn takes its history from what the gateway delivered: no
 // `GET /messages`, and the history still holds the first exchange.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_turn_reads_history_without_asking_discord() {
@@ -325,7 +325,7 @@ fn words(text: &str) -> Vec<String> {
     text.split_whitespace().map(str::to_owned).collect()
 }
 
-// SPEC C4 (issue 28): a chatty answer of 300 one-line paragraphs, streamed in small chunks as a
+// SPEC C4: a chatty answer of 300 one-line paragraphs, streamed in small chunks as a
 // real model server sends it, takes at most ceil(len / 1900) + 4 messages in the default
 // configuration (it took 300 before), with every word kept in order.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -532,7 +532,7 @@ async fn a_moderator_chooses_compact_replies_for_the_server() {
     e.stop().await;
 }
 
-// SPEC C4 (issue 28): a short paragraph waits for the next, unless the model pauses: then it is
+// SPEC C4: a short paragraph waits for the next, unless the model pauses: then it is
 // shown before the rest comes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_paragraph_is_shown_when_the_model_pauses() {

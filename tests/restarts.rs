@@ -469,7 +469,7 @@ async fn a_turn_killed_after_create_reminder_creates_it_once(db: TestDb) {
     assert_eq!(stage.texts(), vec!["Reminder set.".to_owned()]);
 }
 
-// Issue 13, SPEC D5: SIGTERM mid-turn (what `docker stop` sends) exits with status 0 within
+// SPEC D5: SIGTERM mid-turn (what `docker stop` sends) exits with status 0 within
 // `shutdown.grace_secs`: the text posted so far stays, the interrupted message and the one
 // waiting behind it stay queued, and the next start answers both, posting nothing twice.
 async fn sigterm_mid_turn_exits_0_and_the_next_start_goes_on(db: TestDb) {

@@ -156,7 +156,7 @@ fn sample_settings() -> ServerSettings {
             percent: 5,
             per_hour: 4,
         },
-        // Issue 15: a server's own persona, kept with its settings.
+        // A server's own persona, kept with its settings.
         persona: Some(persona_bot::domain::ports::Persona {
             id: persona_bot::domain::scope::PersonaId("aria".into()),
             display_name: "Mira".into(),
@@ -164,14 +164,14 @@ fn sample_settings() -> ServerSettings {
             trigger_words: vec!["mira".into(), "ミラ".into()],
             avatar_url: Some("https://example.com/mira.png".into()),
         }),
-        // Issue 27: which turns the thought log summarizes.
+        // Which turns the thought log summarizes.
         summaries: SummaryMode::All,
         // SPEC C4: the server's own reply style.
         reply_style: Some(persona_bot::config::ReplyStyle::Compact),
     }
 }
 
-// SPEC D1; issue 27: a server never configured summarizes only troubled turns.
+// SPEC D1: a server never configured summarizes only troubled turns.
 async fn settings_round_trip_with_defaults_for_unknown_servers(db: TestDb) {
     let s = db.open().await;
     assert_eq!(
@@ -323,7 +323,7 @@ async fn memory_summaries_and_facts_with_per_bucket_limits(db: TestDb) {
         .await
         .unwrap();
     assert_eq!(dm_seen.len(), 1);
-    // Issue 14: a fact learned in a private channel is read back there only.
+    // A fact learned in a private channel is read back there only.
     let staff = ChannelId(7);
     let private = NewFact {
         private_to: Some(staff),
@@ -529,7 +529,7 @@ async fn plans_create_tasks_claimed_once_with_lease_expiry(db: TestDb) {
     s.close().await;
 }
 
-// Issue 10: finished plans go into the next turn's system prompt, so the query has a limit:
+// Finished plans go into the next turn's system prompt, so the query has a limit:
 // more results than the limit give the newest ones, oldest first, as the prompt lists them.
 async fn plan_results_for_a_prompt_are_the_newest_few(db: TestDb) {
     let s = db.open().await;
@@ -599,7 +599,7 @@ async fn outcomes_round_trip(db: TestDb) {
     s.close().await;
 }
 
-// Issue 13: when the database cannot be reached, a server read before is handled with its last
+// When the database cannot be reached, a server read before is handled with its last
 // known settings (its access lists and review stay in force); one never read is an error, not
 // the defaults.
 async fn an_outage_uses_the_last_known_settings(db: TestDb) {
@@ -1460,9 +1460,9 @@ async fn two_processes_changing_two_settings_both_win(db: TestDb) {
     b.close().await;
 }
 
-// Issue 14 (attachments): a queued message's files survive in the queue, so a message answered
+// Attachments: a queued message's files survive in the queue, so a message answered
 // after a restart still shows its pictures; a file name with a NUL is stored all the same.
-// SPEC C4 (issue 27): so do the users it names, whom its reply may notify.
+// SPEC C4: so do the users it names, whom its reply may notify.
 async fn a_queued_message_keeps_its_files(db: TestDb) {
     let s = db.open().await;
     let files = vec![
@@ -1495,7 +1495,7 @@ async fn a_queued_message_keeps_its_files(db: TestDb) {
     s.close().await;
 }
 
-// Issue 14 (memory): `forget_fact` deletes only what `facts` would show the same turn: never a
+// Memory: `forget_fact` deletes only what `facts` would show the same turn: never a
 // fact about someone else, one private to another channel, or another server's.
 async fn a_fact_is_forgotten_only_where_it_could_be_seen(db: TestDb) {
     let s = db.open().await;
@@ -1550,7 +1550,7 @@ async fn a_fact_is_forgotten_only_where_it_could_be_seen(db: TestDb) {
     s.close().await;
 }
 
-// Issue 15 (memory): /memory's listing and deletions, and /forget-me's, on both databases.
+// Memory: /memory's listing and deletions, and /forget-me's, on both databases.
 async fn memory_commands_list_delete_and_forget_a_user(db: TestDb) {
     let s = db.open().await;
     let other = UserId(444);

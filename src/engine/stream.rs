@@ -254,8 +254,8 @@ impl<'a> ReplyDelivery<'a> {
         None
     }
 
-    /// A reply the token limit cut ends with a note saying so, and the thought log hears of it
-    /// (issue 18): otherwise a cut answer reads as if it were whole.
+    /// A reply the token limit cut ends with a note saying so, and the thought log hears of it:
+    /// otherwise a cut answer reads as if it were whole.
     async fn say_cut(&mut self) {
         let note = crate::locale::text(self.turn.locale, "reply-cut-note");
         let complete = self.segmenter.push(&format!("\n\n{note}"));

@@ -61,7 +61,7 @@ pub struct ServerSettings {
     pub reply_style: Option<ReplyStyle>,
 }
 
-/// Which finished turns post a "Turn summary" card to the thought log (issue 27): a busy
+/// Which finished turns post a "Turn summary" card to the thought log: a busy
 /// server's every turn was a post in a channel whose own limit is five posts in five seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SummaryMode {
@@ -350,7 +350,7 @@ pub trait SettingsStore: Send + Sync {
 mod access_tests {
     use super::*;
 
-    // Issue 15 (access): a channel has one rule at a time (an always-answered channel stays
+    // Access: a channel has one rule at a time (an always-answered channel stays
     // allowed where an allow list exists); clear removes every rule; a full list takes nothing.
     #[test]
     fn channel_and_role_rules_replace_each_other() {

@@ -273,7 +273,7 @@ mod tests {
         text.split_whitespace().collect()
     }
 
-    // SPEC C4 (issue 28): a chatty reply of 300 one-line paragraphs (77 messages before) takes
+    // SPEC C4: a chatty reply of 300 one-line paragraphs (77 messages before) takes
     // at most ceil(len / 1900) + 4 messages, every word kept in order.
     #[test]
     fn three_hundred_short_paragraphs_take_a_few_messages() {
