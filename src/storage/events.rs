@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 use sqlx::{AnyConnection, AssertSqlSafe, FromRow};
 
-use super::writer::{Write, WriteQueue};
+use super::write_queue::{Write, WriteQueue};
 use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, sql_id, storable};
 use crate::domain::ports::{PortError, ToolEvent, ToolEvents};
 use crate::domain::scope::ServerId;

@@ -28,9 +28,10 @@ pub mod reminders;
 pub mod seen;
 pub mod settings;
 pub mod usage;
+pub mod write_queue;
 pub mod writer;
 
-pub use writer::WriteQueue;
+pub use write_queue::{WriteQueue, WriterStats};
 
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");

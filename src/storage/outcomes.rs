@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 use sqlx::{AnyConnection, AssertSqlSafe};
 
-use super::writer::{Write, WriteQueue};
+use super::write_queue::{Write, WriteQueue};
 use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, storable};
 use crate::domain::ports::{Delivery, Durability, OutcomeStore, PortError, StoredOutcome};
 use crate::domain::scope::MessageId;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use sqlx::{AnyConnection, AssertSqlSafe};
 
-use super::writer::{Write, WriteQueue};
+use super::write_queue::{Write, WriteQueue};
 use super::{Database, ROWS_PER_STATEMENT, multi_row_sql, port_error, sql_id, storable};
 use crate::domain::ports::{PortError, UsageRecord, UsageStats};
 use crate::domain::scope::{PersonaId, ServerId, UserId};
