@@ -119,9 +119,12 @@ impl WaitingLine {
             }
         };
         if !follow_up {
-            return match self.join(pending) {
-                Ok(decisions) => decisions,
-                Err(pending) => {
+            return match self.join(&pending) {
+                Some(mut decisions) => {
+                    decisions.push(Decision::Forget(pending));
+                    decisions
+                }
+                None => {
                     self.entries.push_back(pending);
                     self.keep_bound()
                 }
@@ -149,22 +152,21 @@ impl WaitingLine {
 
     /// SPEC C2, C7: a message from someone whose own message already waits joins it (one turn
     /// answers both, replying to the first), up to `max_follow_ups` a message; its files come
-    /// along within a message's worth. Handed back when there is nothing to join.
-    fn join(&mut self, pending: Pending) -> Result<Vec<Decision>, Pending> {
+    /// along within a message's worth. `None`: there is nothing to join; else what storing the
+    /// joined text takes (the joined message is then forgotten).
+    fn join(&mut self, pending: &Pending) -> Option<Vec<Decision>> {
         if pending.message.quiet {
-            return Err(pending);
+            return None;
         }
         let max = self.max_follow_ups;
         let author = pending.message.author;
-        let Some(waiting) = self.entries.iter_mut().find(|q| {
+        let waiting = self.entries.iter_mut().find(|q| {
             q.message.author == author
                 && !q.message.quiet
                 && !q.message.follow_up
                 && q.folded < max
                 && q.store_id != pending.store_id
-        }) else {
-            return Err(pending);
-        };
+        })?;
         waiting.message.content.push('\n');
         waiting.message.content.push_str(&pending.message.content);
         // The stored entry keeps the first message's files: after a restart the joined one's
@@ -174,16 +176,12 @@ impl WaitingLine {
         waiting.message.attachments.extend(files);
         waiting.folded += 1;
         tracing::debug!(channel = %pending.message.channel, "a message joined the same author's waiting one");
-        let mut decisions = Vec::new();
-        if let Some(id) = waiting.store_id {
-            decisions.push(Decision::StoreText {
-                id,
-                content: waiting.message.content.clone(),
-                why: TextChange::Joined,
-            });
-        }
-        decisions.push(Decision::Forget(pending));
-        Ok(decisions)
+        let store = waiting.store_id.map(|id| Decision::StoreText {
+            id,
+            content: waiting.message.content.clone(),
+            why: TextChange::Joined,
+        });
+        Some(store.into_iter().collect())
     }
 
     /// Past the bound, the oldest message that is not a follow-up is dropped (SPEC C3).
