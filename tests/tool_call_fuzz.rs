@@ -111,7 +111,7 @@ proptest! {
                 }
             }
             ToolCallOutcome::Abort { .. } => prop_assert!(name.trim().is_empty()),
-            ToolCallOutcome::Restart => prop_assert!(false, "no restart tool was called"),
+            ToolCallOutcome::Restart(_) => prop_assert!(false, "no restart tool was called"),
         }
     }
 }

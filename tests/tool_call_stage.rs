@@ -402,7 +402,7 @@ fn assert_killed_tool_ended(h: &Harness, turn: &Turn, ending: ToolEnding, outcom
     };
     assert_eq!((tool.as_str(), *told), ("probe", ending));
     assert_eq!(
-        turn.state().stopped_tool,
+        turn.stopped_tool(),
         Some(StoppedTool {
             name: "probe".into(),
             ending
@@ -512,7 +512,7 @@ fn older_history() -> Vec<HistoryMessage> {
 async fn consumed_context_restart_returns_restart_without_a_history_entry() {
     let h = Harness::with_fakes(Fakes::default().with_history(older_history()));
     let turn = h.turn(public_scope());
-    turn.state().oldest_context_message = Some(MessageId(200));
+    turn.set_context_oldest(MessageId(200));
     let outcome = h
         .call(
             Role::Persona,
@@ -521,10 +521,14 @@ async fn consumed_context_restart_returns_restart_without_a_history_entry() {
             r#"{"count":2}"#,
         )
         .await;
-    assert_eq!(outcome, ToolCallOutcome::Restart);
+    let ToolCallOutcome::Restart(restart) = outcome else {
+        panic!("a restart: {outcome:?}");
+    };
+    assert_eq!(restart.messages.len(), 2);
+    assert_eq!(restart.oldest, MessageId(102));
+    // The stage hands the messages back; the turn's context, their owner, takes them.
+    assert_eq!(turn.context_oldest(), Some(MessageId(200)));
     let state = turn.state();
-    assert_eq!(state.injected_context.len(), 2);
-    assert_eq!(state.oldest_context_message, Some(MessageId(102)));
     assert!(
         state.review.calls.is_empty(),
         "drafting off keeps no restart entry for a reviewer"
@@ -540,7 +544,10 @@ async fn restart_with_drafting_on_keeps_the_entry_for_review() {
     let outcome = h
         .call(Role::Persona, &turn, "fetch_older_messages", "{}")
         .await;
-    assert_eq!(outcome, ToolCallOutcome::Restart);
+    assert!(
+        matches!(outcome, ToolCallOutcome::Restart(_)),
+        "{outcome:?}"
+    );
     let state = turn.state();
     assert_eq!(state.review.calls.len(), 1);
     assert_eq!(state.review.calls[0].tool, "fetch_older_messages");
@@ -560,7 +567,7 @@ async fn restart_tool_with_nothing_to_add_is_a_history_entry() {
             .await,
     );
     assert_eq!(entry.response["result"], json!({"messages": 0}));
-    assert!(turn.state().injected_context.is_empty());
+    assert_eq!(turn.context_oldest(), None);
 }
 
 // SPEC T6
@@ -854,9 +861,9 @@ async fn sticker_only_turn_counts_as_delivered() {
     let h = sticker_harness();
     h.fakes.sink.script_sticker(StickerSend::Confirmed);
     let turn = h.turn(public_scope());
-    assert!(!turn.state().response_delivered);
+    assert!(!turn.delivered());
     entry(select(&h, &turn, "heart").await);
-    assert!(turn.state().response_delivered);
+    assert!(turn.delivered());
 }
 
 // SPEC T9: the allowance lives on the turn: it survives invocations (fallback, rotation).
@@ -1116,7 +1123,7 @@ async fn failed_short_term_memory_update_does_not_lock_it() {
     );
     assert_eq!(code(&failed), "service_unavailable");
     assert!(!failed.response.to_string().contains("connection refused"));
-    assert!(!turn.state().short_term_memory_locked);
+    assert!(!turn.short_term_memory_locked());
 }
 
 // SPEC T11 regression: a failed sticker call whose argument was a key posted its own reason,

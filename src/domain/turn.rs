@@ -15,7 +15,6 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::domain::ledger::{OutcomeLedger, PlanLedger};
-use crate::domain::ports::HistoryMessage;
 use crate::domain::review::{ReviewLedger, ReviewPolicy};
 use crate::domain::scope::{ChannelId, MessageId, Scope};
 use crate::locale::Locale;
@@ -331,28 +330,34 @@ impl ToolAdmission {
     }
 }
 
-/// The mutable state a turn's passes share.
+/// The ledgers a turn's passes share: each has its own methods. The turn's flags are behind
+/// [`Turn`]'s narrow methods ([`Turn::mark_delivered`] and the rest), so each has one writer.
 #[derive(Debug, Default)]
 pub struct TurnState {
     pub expression: ExpressionState,
-    /// Something reached the channel (text or a sticker): a sticker-only turn is not empty.
-    pub response_delivered: bool,
-    /// Set by a successful `update_short_term_memory` (SPEC T12).
-    pub short_term_memory_locked: bool,
     pub plans: PlanLedger,
     pub outcomes: OutcomeLedger,
     /// The provider invocation (attempt) in progress; bumped on key rotation and fallback.
     pub invocation: u32,
-    /// Messages a context-restart tool brought in, for the next pass's request.
-    pub injected_context: Vec<HistoryMessage>,
-    /// The oldest message already in the turn's context (where older history continues).
-    pub oldest_context_message: Option<MessageId>,
-    /// A tool call has run: follow-ups now queue without interrupting (SPEC C7).
-    pub in_tool_chain: bool,
     /// Tool-request review state and verdicts (SPEC R1-R5).
     pub review: ReviewLedger,
+    flags: TurnFlags,
+}
+
+/// What a turn has come to, each set by one part of it and read by others.
+#[derive(Debug, Default)]
+struct TurnFlags {
+    /// Something reached the channel (text or a sticker): a sticker-only turn is not empty.
+    delivered: bool,
+    /// Set by a successful `update_short_term_memory` (SPEC T12).
+    short_term_memory_locked: bool,
+    /// The oldest message in the turn's context (where older history continues): set by the
+    /// context that owns it, read by `fetch_older_messages`.
+    context_oldest: Option<MessageId>,
+    /// A tool call has run: follow-ups now queue without interrupting (SPEC C7).
+    in_tool_chain: bool,
     /// The tool a kill stopped, and how it ended, for `/kill`'s answer (SPEC C6, T5).
-    pub stopped_tool: Option<StoppedTool>,
+    stopped_tool: Option<StoppedTool>,
 }
 
 /// One turn.
@@ -452,7 +457,58 @@ impl Turn {
         self
     }
 
-    /// Short, synchronous access to the shared state. Never hold it across an `.await`.
+    /// Something of the turn reached the channel (text or a sticker).
+    pub fn mark_delivered(&self) {
+        self.state().flags.delivered = true;
+    }
+
+    /// Whether something of the turn reached the channel: a sticker-only turn is not empty.
+    pub fn delivered(&self) -> bool {
+        self.state().flags.delivered
+    }
+
+    /// A tool call has run: follow-ups now wait instead of interrupting (SPEC C7).
+    pub fn enter_tool_chain(&self) {
+        self.state().flags.in_tool_chain = true;
+    }
+
+    pub fn in_tool_chain(&self) -> bool {
+        self.state().flags.in_tool_chain
+    }
+
+    /// `update_short_term_memory` succeeded: once per turn (SPEC T12).
+    pub fn lock_short_term_memory(&self) {
+        self.state().flags.short_term_memory_locked = true;
+    }
+
+    pub fn short_term_memory_locked(&self) -> bool {
+        self.state().flags.short_term_memory_locked
+    }
+
+    /// The oldest message in the turn's context, as the context that owns it says.
+    pub fn set_context_oldest(&self, oldest: MessageId) {
+        self.state().flags.context_oldest = Some(oldest);
+    }
+
+    /// Where older history continues (`None`: before the context was loaded).
+    pub fn context_oldest(&self) -> Option<MessageId> {
+        self.state().flags.context_oldest
+    }
+
+    /// The tool a stop ended, and how; a first note stands unless `replace` (the tool's own
+    /// account replaces a guess made while it was still running).
+    pub fn note_stopped_tool(&self, stopped: StoppedTool, replace: bool) {
+        let slot = &mut self.state().flags.stopped_tool;
+        if replace || slot.is_none() {
+            *slot = Some(stopped);
+        }
+    }
+
+    pub fn stopped_tool(&self) -> Option<StoppedTool> {
+        self.state().flags.stopped_tool.clone()
+    }
+
+    /// Short, synchronous access to the shared ledgers. Never hold it across an `.await`.
     pub fn state(&self) -> MutexGuard<'_, TurnState> {
         lock(&self.state)
     }

@@ -11,6 +11,7 @@ use crate::domain::scope::{MessageId, UserId};
 use crate::domain::turn::Turn;
 use crate::engine::attachments::{self, AttachmentPolicy, ReadFiles};
 use crate::engine::budget;
+use crate::tool_loop::Restart;
 
 /// The message a turn answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,6 +59,8 @@ pub struct LoadedContext {
     trigger: ChatMessage,
     /// Shape requests for strict chat templates ([`alternating`]).
     strict_roles: bool,
+    /// Older messages a context-restart tool brought in, oldest first.
+    older: Vec<HistoryMessage>,
     /// What the turn could look up beyond what the prompt shows.
     pub more: Beyond,
 }
@@ -149,7 +152,7 @@ pub async fn load(
         facts_shown: !facts.is_empty(),
     };
     let (trigger_files, recent) = with_files(ports, &settings.files, trigger, &recent).await;
-    turn.state().oldest_context_message = Some(oldest.unwrap_or(trigger.message));
+    turn.set_context_oldest(oldest.unwrap_or(trigger.message));
     let place = Place {
         server_name: scope.server.and_then(|s| ports.stickers.server_name(s)),
         now_ms: ports.clock.now_ms(),
@@ -170,6 +173,7 @@ pub async fn load(
             images: trigger_files.images,
         },
         strict_roles: settings.strict_roles,
+        older: Vec::new(),
         more,
     }
 }
@@ -310,18 +314,29 @@ async fn plan_results(turn: &Turn, ports: &Ports, system: &mut String) {
 }
 
 impl LoadedContext {
+    /// Older messages a context-restart tool fetched join the context (SPEC T6); older history
+    /// now continues before the oldest of them.
+    pub fn take_restart(&mut self, turn: &Turn, restart: Restart) {
+        self.older.extend(restart.messages);
+        self.older.sort_by_key(|m| m.id);
+        self.older.dedup_by_key(|m| m.id);
+        let oldest = turn
+            .context_oldest()
+            .map_or(restart.oldest, |o| o.min(restart.oldest));
+        turn.set_context_oldest(oldest);
+    }
+
     /// The request for the next pass. `continuation` is text a failed attempt already sent:
     /// the model is told to go on from there without repeating it. `tail` ends the conversation
     /// (a revision request, for one).
     pub fn request(
         &self,
-        turn: &Turn,
         entries: &[ToolHistoryEntry],
         continuation: Option<&str>,
         tail: &[ChatMessage],
         tools: Vec<serde_json::Value>,
     ) -> ModelRequest {
-        self.request_within(turn, entries, continuation, tail, tools, None)
+        self.request_within(entries, continuation, tail, tools, None)
             .0
     }
 
@@ -330,7 +345,6 @@ impl LoadedContext {
     /// are kept whole). Also returns how many history messages were left out.
     pub fn request_within(
         &self,
-        turn: &Turn,
         entries: &[ToolHistoryEntry],
         continuation: Option<&str>,
         tail: &[ChatMessage],
@@ -340,12 +354,8 @@ impl LoadedContext {
         let system = ChatMessage::System {
             content: self.system.clone(),
         };
-        let mut history: Vec<ChatMessage> = {
-            let state = turn.state();
-            let mut older: Vec<&HistoryMessage> = state.injected_context.iter().collect();
-            older.sort_by_key(|m| m.id);
-            older.into_iter().map(|m| as_message(m, None)).collect()
-        };
+        let mut history: Vec<ChatMessage> =
+            self.older.iter().map(|m| as_message(m, None)).collect();
         history.extend(self.recent.iter().cloned());
         let after = self.after_history(entries, continuation, tail);
         let dropped = budget.map_or(0, |budget| {

@@ -295,7 +295,7 @@ impl<'a> TurnRun<'a> {
         self.report.passes += 1;
         self.turn.progress.touch();
         // With drafting On a follow-up always interrupts (SPEC C8).
-        let interruptible = self.turn.drafting || !self.turn.state().in_tool_chain;
+        let interruptible = self.turn.drafting || !self.turn.in_tool_chain();
         match self.run_pass(PassKind::Step { interruptible }).await {
             PassEnd::Text => self.answered().await,
             PassEnd::ToolCalls(calls) => self.tool_calls(&calls).await,
@@ -317,7 +317,7 @@ impl<'a> TurnRun<'a> {
         {
             return self.end(status, TurnEnd::Stopped);
         }
-        let delivered = self.turn.state().response_delivered;
+        let delivered = self.turn.delivered();
         if !delivered {
             self.notice("turn-empty-response").await;
             return self.end(TurnStatus::Error, TurnEnd::Empty);
@@ -329,12 +329,13 @@ impl<'a> TurnRun<'a> {
     /// (SPEC C9), and the failure cap is applied.
     async fn tool_calls(&mut self, calls: &[ToolCallRequest]) -> ControlFlow<()> {
         self.report.tool_calls += 1;
-        self.turn.state().in_tool_chain = true;
+        self.turn.enter_tool_chain();
         let (first, rest) = calls
             .split_first()
             .unwrap_or_else(|| unreachable!("a tool-call pass has at least one call"));
         match execute_tool_call(&self.session, Some(first), &mut self.streamed).await {
-            ToolCallOutcome::Restart => {
+            ToolCallOutcome::Restart(restart) => {
+                self.context.take_restart(self.turn, restart);
                 self.failures = 0;
                 return ControlFlow::Continue(());
             }

@@ -47,7 +47,7 @@ pub async fn delivered_before(turn: &Turn, ports: &Ports, trigger: MessageId) ->
         turn.state().expression = ExpressionState::Delivered { sticker_id };
     }
     if delivered.pieces > 0 {
-        turn.state().response_delivered = true;
+        turn.mark_delivered();
     }
     delivered
 }

@@ -106,7 +106,7 @@ impl ModelReviewer {
                 ToolCallOutcome::History { entry } => {
                     messages.extend(exchange(&call, entry.response.to_string()));
                 }
-                ToolCallOutcome::Restart => {}
+                ToolCallOutcome::Restart(_) => {}
                 ToolCallOutcome::Abort { status } => {
                     return ReviewOutcome::Unavailable(format!(
                         "review stopped: {}",

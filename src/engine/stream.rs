@@ -209,7 +209,7 @@ impl<'a> ReplyDelivery<'a> {
         }
         self.sent_this_pass.push_str(&text);
         self.sent += 1;
-        self.turn.state().response_delivered = true;
+        self.turn.mark_delivered();
     }
 
     async fn send_all(&mut self, messages: Vec<String>) {

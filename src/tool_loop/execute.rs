@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use super::Restart;
 use super::expression::{self, StickerDelivery};
 use super::payload::{Failure, StickerWithheld, review_rejected, success_payload};
 use super::review_gate::{self, Rejection, Review};
@@ -174,20 +175,13 @@ async fn announce_progress(session: &ToolSession, tool: &RegisteredTool) {
     }
 }
 
-/// Feeds a restart payload to the turn's context. Returns whether it was consumed.
-fn consume_restart(turn: &Turn, restart: ContextRestart) -> bool {
+/// A restart payload as the turn takes it; `None`: nothing to restart with.
+fn restart_of(restart: ContextRestart) -> Option<Restart> {
     match restart {
-        ContextRestart::OlderMessages(messages) if !messages.is_empty() => {
-            let mut state = turn.state();
-            let oldest = messages.iter().map(|m| m.id).min();
-            state.oldest_context_message = match (state.oldest_context_message, oldest) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
-            state.injected_context.extend(messages);
-            true
+        ContextRestart::OlderMessages(messages) => {
+            let oldest = messages.iter().map(|m| m.id).min()?;
+            Some(Restart { messages, oldest })
         }
-        ContextRestart::OlderMessages(_) => false,
     }
 }
 
@@ -377,10 +371,13 @@ impl Stage<'_> {
         let shutdown = turn.stop.is_shutdown();
         let by = if shutdown { "shutdown" } else { "killed" };
         self.record(outcome, Some(by.to_owned())).await;
-        turn.state().stopped_tool = Some(StoppedTool {
-            name: self.call.name.clone(),
-            ending,
-        });
+        turn.note_stopped_tool(
+            StoppedTool {
+                name: self.call.name.clone(),
+                ending,
+            },
+            true,
+        );
         // A stopping process is no moderator's doing: the event says it.
         if let Some(server) = turn.scope.thought_log_server().filter(|_| !shutdown) {
             let notice = Notice::ToolStopped {
@@ -450,18 +447,16 @@ impl Stage<'_> {
         let response = success_payload(&output);
 
         // T6: a consumed context restart re-runs the pass; no history entry.
-        if let Some(restart) = output.restart.take()
-            && consume_restart(turn, restart)
-        {
+        if let Some(restart) = output.restart.take().and_then(restart_of) {
             self.record_use(prepared.name).await;
             self.record(EventOutcome::Succeeded, None).await;
             self.show_reviewer(&response);
-            return ToolCallOutcome::Restart;
+            return ToolCallOutcome::Restart(restart);
         }
 
         // T12: one short-term memory update per turn.
         if prepared.name == UpdateShortTermMemory::NAME {
-            turn.state().short_term_memory_locked = true;
+            turn.lock_short_term_memory();
         }
         if counted {
             self.record_use(prepared.name).await;

@@ -49,7 +49,8 @@ pub async fn deliver(turn: &Turn, sink: &dyn ChatSink, sticker: &Sticker) -> Sti
             state.expression = ExpressionState::Delivered {
                 sticker_id: sticker.id,
             };
-            state.response_delivered = true;
+            drop(state);
+            turn.mark_delivered();
             StickerDelivery::Sent
         }
         StickerSend::Refused { reason } => StickerDelivery::Refused { reason },

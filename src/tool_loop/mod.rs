@@ -19,16 +19,27 @@ pub use crate::domain::call::{ToolCallRequest, Truncation};
 pub use execute::execute_tool_call;
 
 use crate::domain::history::ToolHistoryEntry;
+use crate::domain::ports::HistoryMessage;
+use crate::domain::scope::MessageId;
 use crate::domain::turn::TurnStatus;
 
 /// What the loop does after one tool call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolCallOutcome {
-    /// A context-restart tool fed the turn new context: reset the error counters and run the
-    /// pass again, with no history entry for the call (SPEC T6).
-    Restart,
+    /// A context-restart tool brought new context: the turn that owns its context takes it,
+    /// resets the error counters and runs the pass again, with no history entry for the call
+    /// (SPEC T6).
+    Restart(Restart),
     /// End the turn now with this status.
     Abort { status: TurnStatus },
     /// Append the entry to history and continue the tool chain.
     History { entry: ToolHistoryEntry },
+}
+
+/// Older messages a context-restart tool fetched, handed back to the turn that owns the context.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restart {
+    pub messages: Vec<HistoryMessage>,
+    /// The oldest of them: where older history now continues.
+    pub oldest: MessageId,
 }

@@ -57,7 +57,7 @@ impl Tool for FetchOlderMessages {
         args: Args,
         _cancel: &CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
-        let before = ctx.turn.state().oldest_context_message;
+        let before = ctx.turn.context_oldest();
         let messages = ctx
             .ports()
             .history

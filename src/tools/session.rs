@@ -169,7 +169,7 @@ impl ToolSession {
 
     /// A tool this turn no longer offers: short-term memory after its one update (SPEC T12).
     fn used_up(&self, name: &str) -> bool {
-        name == UpdateShortTermMemory::NAME && self.turn.state().short_term_memory_locked
+        name == UpdateShortTermMemory::NAME && self.turn.short_term_memory_locked()
     }
 
     /// Whether the model is shown `tool` now: its role, the turn's admission (deliberate tool

@@ -58,7 +58,7 @@ pub async fn default_request() -> ModelRequest {
         strict_roles: true,
     };
     let tools = persona_session(&deps, &turn, &context, &[]).specifications();
-    context.request(&turn, &[], None, &[], tools)
+    context.request(&[], None, &[], tools)
 }
 
 /// Tokens of the system prompt and of the tool schemas (as sent: their JSON text).

@@ -115,7 +115,7 @@ impl Worker {
                         running.next_typing = Instant::now() + typing_every;
                         // The first pulse is for a turn that has shown nothing yet.
                         let shown =
-                            !running.typing_started && running.turn.state().response_delivered;
+                            !running.typing_started && running.turn.delivered();
                         running.typing_started = true;
                         if !shown {
                             // Best effort, and never long: a pulse held by a rate limit is
@@ -209,7 +209,7 @@ impl Worker {
         }
         if let Some(running) = &self.running
             && running.pending.message.message == message
-            && !running.turn.state().response_delivered
+            && !running.turn.delivered()
         {
             tracing::info!(channel = %self.channel, turn = %running.turn.id, "the trigger was deleted before any answer went out; stopping the turn");
             running.turn.stop.kill();
@@ -264,7 +264,7 @@ impl Worker {
     fn note_follow_up(&self) {
         if let Some(running) = &self.running {
             let turn = &running.turn;
-            let in_chain = turn.state().in_tool_chain;
+            let in_chain = turn.in_tool_chain();
             if turn.drafting || !in_chain {
                 turn.stop.note_follow_up();
             }
@@ -353,7 +353,7 @@ impl Worker {
         };
         let tool = stopped
             .as_ref()
-            .and_then(|(running, _)| running.turn.state().stopped_tool.clone());
+            .and_then(|(running, _)| running.turn.stopped_tool());
         let stopped_pending = stopped.as_ref().map(|(running, _)| &running.pending);
         for pending in dropped.iter().chain(stopped_pending) {
             self.mark_finished(pending).await;
@@ -393,14 +393,11 @@ impl Worker {
             Err(_) => {
                 tracing::warn!(channel = %self.channel, "killed turn did not wind down in time; dropped");
                 if let Some(name) = running.turn.channel.active_tool() {
-                    running
-                        .turn
-                        .state()
-                        .stopped_tool
-                        .get_or_insert(StoppedTool {
-                            name: name.to_string(),
-                            ending: ToolEnding::MayStillFinish,
-                        });
+                    let stopped = StoppedTool {
+                        name: name.to_string(),
+                        ending: ToolEnding::MayStillFinish,
+                    };
+                    running.turn.note_stopped_tool(stopped, false);
                 }
                 released(TurnStatus::StoppedByUser)
             }

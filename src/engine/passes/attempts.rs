@@ -116,7 +116,6 @@ impl TurnRun<'_> {
             PassKind::Revision(_) => Vec::new(),
         };
         let (request, left_out) = self.context.request_within(
-            turn,
             &self.entries,
             Some(continuation),
             kind.tail(),
