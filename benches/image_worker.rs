@@ -23,7 +23,7 @@ use persona_bot::domain::ports::{
 use persona_bot::domain::provider_failure::ProviderFailure;
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use persona_bot::domain::turn::TurnId;
-use persona_bot::engine::worker::{Handled, ImageWorker, WorkerPorts};
+use persona_bot::engine::image_worker::{Handled, ImageWorker, WorkerPorts};
 use persona_bot::locale::Locale;
 use persona_bot::storage::Storage;
 use persona_bot::testkit::{RecordingSink, RecordingThoughtLog};

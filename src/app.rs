@@ -20,11 +20,11 @@ use crate::domain::ports::{ChatPorts, ChatSink, Persona, PersonaStore, SystemClo
 use crate::domain::review::reviewer_choices;
 use crate::domain::scope::PersonaId;
 use crate::engine::attachments::AttachmentPolicy;
+use crate::engine::image_worker::{ImageWorker, WorkerPorts};
 use crate::engine::orchestrator::{Orchestrator, OrchestratorDeps};
 use crate::engine::passes::TurnDeps;
 use crate::engine::reminders::ReminderScheduler;
 use crate::engine::reviewer::ModelReviewer;
-use crate::engine::worker::{ImageWorker, WorkerPorts};
 use crate::observe::events::MeteredEvents;
 use crate::observe::health::Health;
 use crate::observe::model::MeteredModel;
@@ -280,13 +280,13 @@ fn spawn_background(
     thought_log: &Arc<dyn ThoughtLog>,
     shutdown: &Shutdown,
 ) {
-    shutdown.spawn(crate::engine::summaries::post_summaries(
+    shutdown.spawn(crate::observe::summaries::post_summaries(
         orchestrator.clone(),
         thought_log.clone(),
         storage.settings.clone(),
         shutdown.token().clone(),
     ));
-    shutdown.spawn(hold_the_queue(
+    shutdown.spawn(crate::engine::orchestrator::hold_the_queue(
         orchestrator.clone(),
         storage.queue.clone(),
         Duration::from_secs(config.turn.queue_lease_secs),
@@ -321,33 +321,6 @@ fn queue_claims(config: &Config) -> crate::storage::queue::Claims {
     }
 }
 
-/// Keeps this process's hold on its queued messages (renewed every third of the lease) and
-/// takes over those of its shards that a stopped process left (SPEC D6), until `stop`.
-async fn hold_the_queue(
-    orchestrator: Orchestrator,
-    queue: Arc<crate::storage::queue::QueueRepo>,
-    lease: Duration,
-    stop: tokio_util::sync::CancellationToken,
-) {
-    use crate::domain::ports::QueueStore as _;
-    let mut every = tokio::time::interval(lease / 3);
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            _ = every.tick() => {}
-        }
-        if let Err(error) = queue.renew_claims().await {
-            tracing::warn!(%error, "could not renew the hold on queued messages");
-        }
-        match orchestrator.take_over().await {
-            Ok(0) => {}
-            Ok(taken) => tracing::info!(taken, "took over queued messages no live process held"),
-            Err(error) => tracing::warn!(%error, "could not look for queued messages to take over"),
-        }
-    }
-}
-
 /// Takes back the stored queue, once the turn lines are watched (recovered messages start at
 /// once, and their ends must be logged).
 async fn recover(orchestrator: &Orchestrator, shutdown: &Shutdown) -> anyhow::Result<()> {
@@ -375,82 +348,21 @@ fn catch_up_limits(config: &Config) -> crate::domain::catch_up::Limits {
     }
 }
 
-/// Channels whose last seen message is remembered (the marks of the busiest are kept).
-const SEEN_CHANNELS: usize = 10_000;
-/// How often changed marks are stored.
-const SEEN_SAVE_EVERY: Duration = Duration::from_secs(5);
-/// Marks of messages older than this are dropped at start: no catch-up reads back that far.
-const SEEN_KEPT_MS: i64 = 24 * 60 * 60 * 1000;
-
-/// The last message seen in each channel (SPEC D9): the stored marks inside the catch-up
-/// window, kept up to date in memory and stored every few seconds and once more at the stop.
+/// The last message seen in each channel (SPEC D9), loaded from the store and kept saved until
+/// the stop.
 async fn seen_marks(
     config: &Config,
     storage: &Storage,
     shutdown: &Shutdown,
 ) -> Arc<crate::domain::catch_up::SeenMarks> {
-    use crate::domain::catch_up::{SeenMarks, snowflake_at};
-    use crate::domain::ports::{Clock as _, SeenStore as _};
-    let marks = Arc::new(SeenMarks::new(SEEN_CHANNELS));
-    let now = SystemClock.now_ms();
-    if let Err(error) = storage
-        .seen
-        .prune_seen(snowflake_at(now - SEEN_KEPT_MS))
-        .await
-    {
-        tracing::warn!(%error, "could not drop old seen-message marks");
-    }
     let window = catch_up_limits(config).window_ms;
-    match storage
-        .seen
-        .seen_since(snowflake_at(now.saturating_sub(window)), SEEN_CHANNELS)
-        .await
-    {
-        Ok(stored) => marks.load(stored),
-        Err(error) => {
-            tracing::warn!(%error, "could not read where the last catch-up left off; channels are read from the window's start")
-        }
-    }
-    shutdown.spawn(save_seen(
+    let marks = crate::engine::seen_marks::load(storage.seen.as_ref(), window).await;
+    shutdown.spawn(crate::engine::seen_marks::keep_saved(
         marks.clone(),
         storage.seen.clone(),
         shutdown.token().clone(),
     ));
     marks
-}
-
-/// Stores changed marks every few seconds, and at the stop.
-async fn save_seen(
-    marks: Arc<crate::domain::catch_up::SeenMarks>,
-    store: Arc<crate::storage::seen::SeenRepo>,
-    stop: tokio_util::sync::CancellationToken,
-) {
-    use crate::domain::ports::{Clock as _, SeenStore as _};
-    let mut every = tokio::time::interval(SEEN_SAVE_EVERY);
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut failing = false;
-    loop {
-        let stopping = tokio::select! {
-            () = stop.cancelled() => true,
-            _ = every.tick() => false,
-        };
-        let changed = marks.take_changed();
-        if !changed.is_empty() {
-            match store.save_seen(&changed, SystemClock.now_ms()).await {
-                Ok(()) => failing = false,
-                Err(error) => {
-                    if !failing {
-                        tracing::warn!(%error, "could not store the last message seen per channel; retrying (a restart meanwhile re-reads a little more)");
-                    }
-                    failing = true;
-                    marks.unsaved(changed);
-                }
-            }
-        }
-        if stopping {
-            return;
-        }
-    }
 }
 
 /// Drops delivery records of turns long over (SPEC D5 keeps them for resumed turns only).

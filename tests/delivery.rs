@@ -385,10 +385,11 @@ async fn long_paragraphs_keep_their_messages_and_a_long_code_block_survives_pack
     let three = [paragraph("One"), paragraph("Two"), paragraph("Three")].join("\n\n");
     let code: String = (0..150).map(|i| format!("let x{i:03} = {i};\n")).collect();
     let chatter: Vec<String> = (0..40).map(|i| format!("Chatter line {i:02}.")).collect();
+    let closing: Vec<String> = (0..40).map(|i| format!("Closing line {i:02}.")).collect();
     let fenced = format!(
         "{}\n\n```rust\n{code}```\n\n{}",
         chatter.join("\n\n"),
-        chatter.join("\n\n")
+        closing.join("\n\n")
     );
     let e = E2e::start(
         Behaviour::succeed(),
@@ -410,7 +411,7 @@ async fn long_paragraphs_keep_their_messages_and_a_long_code_block_survives_pack
     e.until("the code reply", |e| {
         e.texts(GENERAL)
             .last()
-            .is_some_and(|t| t.ends_with("Chatter line 39."))
+            .is_some_and(|t| t.ends_with("Closing line 39."))
             && e.texts(GENERAL).len() > 3
     })
     .await;

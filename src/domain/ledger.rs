@@ -4,9 +4,20 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt;
 
+use serde::Serialize;
 use serde_json::Value;
 
-use crate::domain::ports::{PlanId, PlanPart};
+/// A stored image plan's id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+pub struct PlanId(pub String);
+
+/// One part of a promised set of images ("3 pictures"): the set's key, this part and the total.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlanPart {
+    pub set: String,
+    pub index: u8,
+    pub total: u8,
+}
 
 /// The image plans a turn has recorded.
 #[derive(Debug, Default)]

@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::domain::ledger::{OutcomeLedger, PlanLedger};
 use crate::domain::review::{ReviewLedger, ReviewPolicy};
-use crate::domain::scope::{ChannelId, MessageId, Scope};
+use crate::domain::scope::{ChannelId, MessageId, Scope, ServerId};
 use crate::locale::Locale;
 
 /// A turn's id: a UUIDv7, unique across restarts and processes.
@@ -360,6 +360,14 @@ struct TurnFlags {
     stopped_tool: Option<StoppedTool>,
 }
 
+/// Who a persona's message is posted as: its name and avatar in its server (SPEC A1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Voice {
+    pub server: ServerId,
+    pub name: String,
+    pub avatar_url: Option<String>,
+}
+
 /// One turn.
 #[derive(Debug)]
 pub struct Turn {
@@ -379,7 +387,7 @@ pub struct Turn {
     pub admission: ToolAdmission,
     /// Whom the persona's messages are posted as: a server's own persona posts under its name
     /// and avatar where it may (SPEC A1); `None`, as the bot user.
-    pub voice: Option<crate::domain::ports::Voice>,
+    pub voice: Option<Voice>,
     /// The persona's name here: the bot's mention in history reads as it (empty: unknown).
     pub persona_name: String,
     pub stop: StopSignal,
@@ -429,7 +437,7 @@ impl Turn {
         self
     }
 
-    pub fn voice(mut self, voice: Option<crate::domain::ports::Voice>) -> Self {
+    pub fn voice(mut self, voice: Option<Voice>) -> Self {
         self.voice = voice;
         self
     }

@@ -10,6 +10,8 @@
 //!   the app does only when `metrics.listen` is set.
 //! - **The listener** ([`server::Endpoint`]): `/metrics` in Prometheus text format and
 //!   `/healthz` (gateway connected, database reachable: 200 or 503, a small JSON object).
+//! - **Turn summaries** ([`summaries`]): the thought log's card per finished turn, as each
+//!   server chooses.
 //!
 //! Labels are bounded and never user text: statuses and outcomes are the core's codes, tools are
 //! the registry's names (any other name counts as [`events::OTHER_TOOL`]), models come from the
@@ -24,6 +26,7 @@ pub mod events;
 pub mod health;
 pub mod model;
 pub mod server;
+pub mod summaries;
 pub mod turns;
 
 /// Turns finished, by `status` (`completed`, `stopped_by_user`, ...).

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::PortError;
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId};
+pub use crate::domain::turn::Voice;
 
 /// A server sticker the persona may send.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -130,14 +131,6 @@ fn names_whole(text: &str, name: &str) -> bool {
             .chars()
             .next()
             .is_none_or(|c| !in_name(c))
-}
-
-/// Who a persona's message is posted as: its name and avatar in its server (SPEC A1).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Voice {
-    pub server: ServerId,
-    pub name: String,
-    pub avatar_url: Option<String>,
 }
 
 /// Where the persona speaks.

@@ -1,5 +1,5 @@
 //! Media ports: an image backend that makes a planned image, and a poster that puts it in the
-//! channel. The worker (`crate::engine::worker`) drives them; `media/` and `discord/` implement them.
+//! channel. The worker (`crate::engine::image_worker`) drives them; `media/` and `discord/` implement them.
 
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;

@@ -4,7 +4,6 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::PortError;
-use super::settings::ServerSettings;
 use crate::domain::scope::PersonaId;
 
 /// A persona the bot can speak as.
@@ -81,11 +80,6 @@ impl Persona {
             url::Url::parse(u).is_ok_and(|u| u.scheme() == "https" && u.host().is_some())
         });
         (!https).then_some(PersonaProblem::AvatarNotHttps)
-    }
-
-    /// The persona a server speaks as: its own copy, else `default`.
-    pub fn of_server<'a>(settings: &'a ServerSettings, default: &'a Persona) -> &'a Persona {
-        settings.persona.as_ref().unwrap_or(default)
     }
 }
 

@@ -1,24 +1,12 @@
 //! Image plans (SPEC S5) and the worker tasks that make them.
 
 use async_trait::async_trait;
-use serde::Serialize;
 use serde_json::Value;
 
 use super::PortError;
+pub use crate::domain::ledger::{PlanId, PlanPart};
 use crate::domain::scope::{ChannelId, PersonaId, ServerId, UserId, Visibility};
 use crate::domain::turn::TurnId;
-
-/// A stored image plan's id.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-pub struct PlanId(pub String);
-
-/// One part of a promised set of images ("3 pictures"): the set's key, this part and the total.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PlanPart {
-    pub set: String,
-    pub index: u8,
-    pub total: u8,
-}
 
 /// An image plan to store: a request accepted, not an image made (SPEC S5).
 #[derive(Debug, Clone, PartialEq, Eq)]

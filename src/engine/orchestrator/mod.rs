@@ -499,3 +499,29 @@ fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "a non-text panic".to_owned());
     crate::redact::redact_text(&crate::redact::cut(&text, 500))
 }
+
+/// Keeps this process's hold on its queued messages (renewed every third of the lease) and
+/// takes over those of its shards that a stopped process left (SPEC D6), until `stop`.
+pub async fn hold_the_queue(
+    orchestrator: Orchestrator,
+    queue: Arc<dyn QueueStore>,
+    lease: Duration,
+    stop: CancellationToken,
+) {
+    let mut every = tokio::time::interval(lease / 3);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        if let Err(error) = queue.renew_claims().await {
+            tracing::warn!(%error, "could not renew the hold on queued messages");
+        }
+        match orchestrator.take_over().await {
+            Ok(0) => {}
+            Ok(taken) => tracing::info!(taken, "took over queued messages no live process held"),
+            Err(error) => tracing::warn!(%error, "could not look for queued messages to take over"),
+        }
+    }
+}

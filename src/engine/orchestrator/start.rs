@@ -11,7 +11,7 @@ use futures::FutureExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::worker::{RunningTurn, TurnFuture, Worker};
+use super::worker::{RunningTurn, TurnFuture, Worker, released};
 use super::{OrchestratorDeps, Pending, panic_text};
 use crate::domain::ports::{Persona, Pings, ServerSettings, Voice};
 use crate::domain::role::Role;
@@ -221,17 +221,5 @@ async fn crashed(deps: &OrchestratorDeps, turn: &Turn, panic: String) -> TurnRep
     TurnReport {
         end: TurnEnd::Crashed,
         ..released(TurnStatus::Error)
-    }
-}
-
-pub(super) fn released(status: TurnStatus) -> TurnReport {
-    TurnReport {
-        status,
-        end: TurnEnd::Released,
-        passes: 0,
-        tool_calls: 0,
-        messages_sent: 0,
-        usage: Default::default(),
-        reviews: Vec::new(),
     }
 }

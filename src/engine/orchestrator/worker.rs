@@ -13,7 +13,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::start::released;
 use super::waiting_line::{Decision, Running, TextChange, WaitingLine};
 use super::{
     Command, KillReach, KillReport, OrchestratorDeps, Pending, Slots, StopPlan, TurnFinished, lock,
@@ -22,7 +21,7 @@ use crate::config::KillPermission;
 use crate::domain::ports::{Delivery, Pings, QueueStore, close_unanswered, remember_delivery};
 use crate::domain::scope::{ChannelId, MessageId, UserId};
 use crate::domain::turn::{ChannelActivity, StoppedTool, ToolEnding, Turn, TurnId, TurnStatus};
-use crate::engine::passes::TurnReport;
+use crate::engine::passes::{TurnEnd, TurnReport};
 use crate::locale;
 
 pub(super) type TurnFuture = Pin<Box<dyn Future<Output = TurnReport> + Send>>;
@@ -555,6 +554,20 @@ async fn forget(
             wait = (wait * 2).min(REMOVE_RETRY_MAX);
         }
     });
+}
+
+/// The report of a turn that was released (dropped, or stopped past its grace), not ended by
+/// itself.
+pub(super) fn released(status: TurnStatus) -> TurnReport {
+    TurnReport {
+        status,
+        end: TurnEnd::Released,
+        passes: 0,
+        tool_calls: 0,
+        messages_sent: 0,
+        usage: Default::default(),
+        reviews: Vec::new(),
+    }
 }
 
 async fn poll_running(running: &mut Option<RunningTurn>) -> TurnReport {
