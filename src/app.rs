@@ -446,16 +446,7 @@ fn orchestrator(
 /// start).
 async fn default_persona(config: &Config, storage: &Storage) -> anyhow::Result<Persona> {
     for p in &config.personas {
-        storage
-            .personas
-            .save_persona(&Persona {
-                id: PersonaId(p.id.clone()),
-                display_name: p.display_name.clone(),
-                system_prompt: p.system_prompt.clone(),
-                trigger_words: p.trigger_words.clone(),
-                avatar_url: p.avatar_url.clone(),
-            })
-            .await?;
+        storage.personas.save_persona(&Persona::from(p)).await?;
     }
     let id = PersonaId(config.turn.default_persona.clone());
     storage

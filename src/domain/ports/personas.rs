@@ -83,6 +83,20 @@ impl Persona {
     }
 }
 
+impl From<&crate::config::PersonaConfig> for Persona {
+    /// A shipped persona as the deployment configures it: the one conversion from the
+    /// configuration, for the stored templates and for the fallback when the store fails.
+    fn from(p: &crate::config::PersonaConfig) -> Self {
+        Self {
+            id: PersonaId(p.id.clone()),
+            display_name: p.display_name.clone(),
+            system_prompt: p.system_prompt.clone(),
+            trigger_words: p.trigger_words.clone(),
+            avatar_url: p.avatar_url.clone(),
+        }
+    }
+}
+
 /// Trigger words as typed in one field: separated by commas (or new lines).
 pub fn parse_trigger_words(text: &str) -> Vec<String> {
     text.split([',', '\n'])

@@ -195,12 +195,19 @@ async fn persona(deps: &OrchestratorDeps, id: &crate::domain::scope::PersonaId) 
                 .find(|p| p.id == config.turn.default_persona)
         })
         .or(config.personas.first());
-    Persona {
-        id: id.clone(),
-        display_name: shipped.map_or_else(|| id.0.clone(), |p| p.display_name.clone()),
-        system_prompt: shipped.map_or_else(String::new, |p| p.system_prompt.clone()),
-        trigger_words: shipped.map_or_else(Vec::new, |p| p.trigger_words.clone()),
-        avatar_url: shipped.and_then(|p| p.avatar_url.clone()),
+    match shipped {
+        // Under the id asked for: the turn's scope and records name it.
+        Some(shipped) => Persona {
+            id: id.clone(),
+            ..Persona::from(shipped)
+        },
+        None => Persona {
+            id: id.clone(),
+            display_name: id.0.clone(),
+            system_prompt: String::new(),
+            trigger_words: Vec::new(),
+            avatar_url: None,
+        },
     }
 }
 
