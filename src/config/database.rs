@@ -1,0 +1,70 @@
+//! Where data lives and how it is written: the database URL, the pool, the background batches.
+
+use serde::Deserialize;
+
+use super::{ConfigError, urls};
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatabaseConfig {
+    /// `sqlite://path` (created at start) or `postgres://user@host/db` (no password here).
+    pub url: String,
+    /// Most pooled connections.
+    pub max_connections: u32,
+    /// Longest wait for the database to answer when opened, and for a pooled connection.
+    pub connect_timeout_secs: u64,
+    /// Background writes are flushed at least this often.
+    pub flush_interval_ms: u64,
+    /// ... or as soon as this many are waiting.
+    pub batch_max: usize,
+    /// Writes kept in memory while the database is unreachable.
+    pub buffer_max: usize,
+}
+
+impl DatabaseConfig {
+    pub fn connect_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.connect_timeout_secs)
+    }
+}
+
+impl DatabaseConfig {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        let key = |k: &str, problem: &str| ConfigError::Key {
+            key: format!("database.{k}"),
+            problem: problem.to_owned(),
+        };
+        if let Some(problem) = database_url_problem(&self.url) {
+            return Err(key("url", problem));
+        }
+        // From the environment too (PERSONA_BOT_DATABASE__URL): the database's own variable
+        // is the one for credentials.
+        if let Some(problem) = urls::credential_in(&self.url) {
+            return Err(key(
+                "url",
+                &format!("{problem}; put the whole URL in the DATABASE_URL environment variable"),
+            ));
+        }
+        if self.max_connections == 0 {
+            return Err(key("max_connections", "must be greater than 0"));
+        }
+        if self.flush_interval_ms == 0 || self.batch_max == 0 {
+            return Err(key(
+                "flush_interval_ms",
+                "and batch_max must be greater than 0",
+            ));
+        }
+        if self.buffer_max < self.batch_max {
+            return Err(key("buffer_max", "must be at least batch_max"));
+        }
+        Ok(())
+    }
+}
+
+/// Why `url` is no database URL the bot opens, if it is not: the one rule for the setting,
+/// `DATABASE_URL`, `check-config`, `migrate` and `run`.
+pub fn database_url_problem(url: &str) -> Option<&'static str> {
+    let ok = ["sqlite://", "postgres://", "postgresql://"]
+        .iter()
+        .any(|s| url.starts_with(s));
+    (!ok).then_some("must start with sqlite:// or postgres://")
+}

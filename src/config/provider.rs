@@ -1,0 +1,65 @@
+//! The model server: its endpoint and models, stream limits, pictures, context windows, and the
+//! reviewer that uses the same endpoint.
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// The OpenAI-compatible endpoint, up to `/v1` (OpenAI, OpenRouter, Ollama, vLLM, ...).
+    pub base_url: String,
+    /// Models in fallback order.
+    pub models: Vec<String>,
+    /// Longest wait for the first streamed chunk.
+    pub first_token_timeout_secs: u64,
+    /// Longest wait between two chunks.
+    pub idle_timeout_secs: u64,
+    /// How long a key rests after a rate limit or error (longer for balance/auth failures).
+    pub key_cooldown_secs: u64,
+    /// Send `parallel_tool_calls: false` (for servers that reject the field, turn it off).
+    pub send_parallel_tool_calls: bool,
+    /// Most tokens per pass.
+    pub max_tokens: u32,
+    /// Most bytes of one streamed answer; past it the pass fails as `reply_too_long`.
+    pub stream_max_bytes: usize,
+    /// Longest one streamed answer may go on; past it the pass fails as `reply_too_long`.
+    pub stream_max_secs: u64,
+    /// Every model in `models` sees pictures.
+    pub vision: bool,
+    /// These models (of `models`) see pictures even when `vision` is off.
+    pub vision_models: Vec<String>,
+    /// One leading system message and alternating roles in every request (SPEC C12).
+    pub strict_roles: bool,
+    /// Context windows, in tokens, of models in `models` (optional per model).
+    pub context_tokens: std::collections::BTreeMap<String, u32>,
+}
+
+impl ProviderConfig {
+    /// Whether `model` is sent pictures as image parts.
+    pub fn sees(&self, model: &str) -> bool {
+        self.vision || self.vision_models.iter().any(|m| m == model)
+    }
+
+    /// Whether any model may be sent pictures (otherwise none are downloaded).
+    pub fn any_sees(&self) -> bool {
+        self.vision || !self.vision_models.is_empty()
+    }
+
+    /// Most tokens a request to `model` may take: its context window less the reply's
+    /// `max_tokens`, when `context_tokens` names it.
+    pub fn input_budget(&self, model: &str) -> Option<u32> {
+        let window = *self.context_tokens.get(model)?;
+        Some(window.saturating_sub(self.max_tokens).max(window / 4))
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewConfig {
+    /// The reviewer's models, in fallback order (the provider's endpoint and keys).
+    pub models: Vec<String>,
+    /// The reviewer's instructions (a server may store its own).
+    pub prompt: String,
+    /// Longest time one review may take; past it the reviewer is unavailable for the turn.
+    pub timeout_secs: u64,
+}
