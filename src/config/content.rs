@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use super::bound::{Bound, Read, Unit, WEEK_SECS};
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsConfig {
@@ -44,6 +46,86 @@ pub struct ThoughtLogConfig {
     /// Free-text argument values longer than this are cut in notices and tool events.
     pub argument_max_chars: usize,
 }
+
+/// The ranges of this file's numeric settings ([`super::bound`] checks and documents them).
+pub(super) const BOUNDS: &[Bound] = &[
+    Bound {
+        key: "tools.default_timeout_secs",
+        least: 1,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.tools.default_timeout_secs),
+    },
+    Bound {
+        key: "tools.older_messages_max",
+        least: 1,
+        most: 100,
+        unit: Unit::Count,
+        read: Read::One(|c| c.tools.older_messages_max.into()),
+    },
+    Bound {
+        key: "tools.timeouts_secs",
+        least: 1,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::Each(|c| {
+            c.tools
+                .timeouts_secs
+                .iter()
+                .map(|(k, v)| (k.as_str(), *v))
+                .collect()
+        }),
+    },
+    Bound {
+        key: "memory.summary_max_chars",
+        least: 1,
+        most: 20000,
+        unit: Unit::Chars,
+        read: Read::One(|c| c.memory.summary_max_chars as u64),
+    },
+    Bound {
+        key: "memory.fact_max_chars",
+        least: 1,
+        most: 2000,
+        unit: Unit::Chars,
+        read: Read::One(|c| c.memory.fact_max_chars as u64),
+    },
+    Bound {
+        key: "memory.facts_per_server",
+        least: 0,
+        most: 10000,
+        unit: Unit::Count,
+        read: Read::One(|c| c.memory.facts_per_server.into()),
+    },
+    Bound {
+        key: "memory.facts_per_user",
+        least: 0,
+        most: 1000,
+        unit: Unit::Count,
+        read: Read::One(|c| c.memory.facts_per_user.into()),
+    },
+    Bound {
+        key: "image.max_plans_per_turn",
+        least: 1,
+        most: 16,
+        unit: Unit::Count,
+        read: Read::One(|c| c.image.max_plans_per_turn.into()),
+    },
+    Bound {
+        key: "image.prompt_max_chars",
+        least: 1,
+        most: 4000,
+        unit: Unit::Chars,
+        read: Read::One(|c| c.image.prompt_max_chars as u64),
+    },
+    Bound {
+        key: "thought_log.argument_max_chars",
+        least: 1,
+        most: 1000,
+        unit: Unit::Chars,
+        read: Read::One(|c| c.thought_log.argument_max_chars as u64),
+    },
+];
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

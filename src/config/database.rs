@@ -2,6 +2,8 @@
 
 use serde::Deserialize;
 
+use super::bound::{Bound, Read, Unit, WEEK_MS};
+
 use super::{ConfigError, urls};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -20,6 +22,45 @@ pub struct DatabaseConfig {
     /// Writes kept in memory while the database is unreachable.
     pub buffer_max: usize,
 }
+
+/// The ranges of this file's numeric settings ([`super::bound`] checks and documents them).
+pub(super) const BOUNDS: &[Bound] = &[
+    Bound {
+        key: "database.max_connections",
+        least: 1,
+        most: 100,
+        unit: Unit::Count,
+        read: Read::One(|c| c.database.max_connections.into()),
+    },
+    Bound {
+        key: "database.connect_timeout_secs",
+        least: 1,
+        most: 300,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.database.connect_timeout_secs),
+    },
+    Bound {
+        key: "database.flush_interval_ms",
+        least: 1,
+        most: WEEK_MS,
+        unit: Unit::Millis,
+        read: Read::One(|c| c.database.flush_interval_ms),
+    },
+    Bound {
+        key: "database.batch_max",
+        least: 1,
+        most: 100_000,
+        unit: Unit::Count,
+        read: Read::One(|c| c.database.batch_max as u64),
+    },
+    Bound {
+        key: "database.buffer_max",
+        least: 0,
+        most: 10_000_000,
+        unit: Unit::Count,
+        read: Read::One(|c| c.database.buffer_max as u64),
+    },
+];
 
 impl DatabaseConfig {
     pub fn connect_timeout(&self) -> std::time::Duration {
@@ -42,15 +83,6 @@ impl DatabaseConfig {
             return Err(key(
                 "url",
                 &format!("{problem}; put the whole URL in the DATABASE_URL environment variable"),
-            ));
-        }
-        if self.max_connections == 0 {
-            return Err(key("max_connections", "must be greater than 0"));
-        }
-        if self.flush_interval_ms == 0 || self.batch_max == 0 {
-            return Err(key(
-                "flush_interval_ms",
-                "and batch_max must be greater than 0",
             ));
         }
         if self.buffer_max < self.batch_max {

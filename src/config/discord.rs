@@ -3,6 +3,8 @@
 
 use serde::Deserialize;
 
+use super::bound::{Bound, DAY_SECS, Read, Unit, WEEK_SECS};
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DiscordConfig {
@@ -109,3 +111,112 @@ pub struct AttachmentsConfig {
     /// Longest time one download may take.
     pub fetch_timeout_secs: u64,
 }
+
+/// The ranges of this file's numeric settings ([`super::bound`] checks and documents them).
+pub(super) const BOUNDS: &[Bound] = &[
+    Bound {
+        key: "discord.channel_messages_per_5s",
+        least: 1,
+        most: 50,
+        unit: Unit::Count,
+        read: Read::One(|c| c.discord.channel_messages_per_5s.into()),
+    },
+    Bound {
+        key: "discord.global_requests_per_second",
+        least: 1,
+        most: 10_000,
+        unit: Unit::Count,
+        read: Read::One(|c| c.discord.global_requests_per_second.into()),
+    },
+    Bound {
+        key: "discord.max_rate_limit_waits",
+        least: 0,
+        most: 100,
+        unit: Unit::Count,
+        read: Read::One(|c| c.discord.max_rate_limit_waits.into()),
+    },
+    Bound {
+        key: "discord.rate_bucket_idle_secs",
+        least: 1,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.discord.rate_bucket_idle_secs),
+    },
+    Bound {
+        key: "discord.request_timeout_secs",
+        least: 1,
+        most: 300,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.discord.request_timeout_secs),
+    },
+    Bound {
+        key: "discord.reconnect_max_secs",
+        least: 1,
+        most: 3600,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.discord.reconnect_max_secs),
+    },
+    Bound {
+        key: "discord.gateway_stuck_secs",
+        least: 10,
+        most: DAY_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.discord.gateway_stuck_secs),
+    },
+    Bound {
+        key: "catch_up.window_secs",
+        least: 0,
+        most: DAY_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.catch_up.window_secs),
+    },
+    Bound {
+        key: "catch_up.max_messages",
+        least: 1,
+        most: 100,
+        unit: Unit::Count,
+        read: Read::One(|c| c.catch_up.max_messages.into()),
+    },
+    Bound {
+        key: "catch_up.max_channels",
+        least: 1,
+        most: 500,
+        unit: Unit::Count,
+        read: Read::One(|c| c.catch_up.max_channels.into()),
+    },
+    Bound {
+        key: "attachments.max_images",
+        least: 0,
+        most: 10,
+        unit: Unit::Count,
+        read: Read::One(|c| c.attachments.max_images.into()),
+    },
+    Bound {
+        key: "attachments.image_max_bytes",
+        least: 0,
+        most: 52_428_800,
+        unit: Unit::Bytes,
+        read: Read::One(|c| c.attachments.image_max_bytes),
+    },
+    Bound {
+        key: "attachments.max_text_files",
+        least: 0,
+        most: 10,
+        unit: Unit::Count,
+        read: Read::One(|c| c.attachments.max_text_files.into()),
+    },
+    Bound {
+        key: "attachments.text_max_bytes",
+        least: 0,
+        most: 1_048_576,
+        unit: Unit::Bytes,
+        read: Read::One(|c| c.attachments.text_max_bytes),
+    },
+    Bound {
+        key: "attachments.fetch_timeout_secs",
+        least: 1,
+        most: 300,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.attachments.fetch_timeout_secs),
+    },
+];

@@ -16,6 +16,7 @@ use serde::Deserialize;
 
 use crate::locale::Locale;
 
+pub mod bound;
 mod content;
 mod database;
 mod discord;
@@ -44,9 +45,6 @@ pub use service::{
 };
 pub use turn::{KillPermission, ReplyStyle, TurnConfig};
 use urls::http_url_problem;
-
-/// The longest any duration setting may be, in seconds.
-const WEEK_SECS: u64 = 7 * 24 * 60 * 60;
 
 /// The built-in defaults: `config/default.toml` itself, compiled in, so the binary runs from any
 /// directory (an installed binary, a container without the folder). The file stays the commented
@@ -153,302 +151,6 @@ impl Config {
         Self::from_toml(BUILT_IN_DEFAULTS).expect("config/default.toml is valid")
     }
 
-    /// Counts, sizes and durations where 0 would disable a limit or spin a loop: a table.
-    fn must_be_positive(&self) -> Vec<(String, u64)> {
-        let (t, w) = (&self.turn, &self.image_worker);
-        let mut positive: Vec<(String, u64)> = [
-            (
-                "tools.default_timeout_secs",
-                self.tools.default_timeout_secs,
-            ),
-            (
-                "tools.older_messages_max",
-                self.tools.older_messages_max.into(),
-            ),
-            (
-                "memory.summary_max_chars",
-                self.memory.summary_max_chars as u64,
-            ),
-            ("memory.fact_max_chars", self.memory.fact_max_chars as u64),
-            (
-                "image.max_plans_per_turn",
-                self.image.max_plans_per_turn.into(),
-            ),
-            ("image.prompt_max_chars", self.image.prompt_max_chars as u64),
-            (
-                "thought_log.argument_max_chars",
-                self.thought_log.argument_max_chars as u64,
-            ),
-            ("turn.max_passes", t.max_passes.into()),
-            (
-                "turn.max_consecutive_failures",
-                t.max_consecutive_failures.into(),
-            ),
-            ("turn.queue_limit", t.queue_limit as u64),
-            ("turn.stale_after_secs", t.stale_after_secs),
-            ("turn.typing_interval_secs", t.typing_interval_secs),
-            ("turn.worker_idle_secs", t.worker_idle_secs),
-            ("turn.history_messages", t.history_messages.into()),
-            (
-                "provider.first_token_timeout_secs",
-                self.provider.first_token_timeout_secs,
-            ),
-            (
-                "provider.idle_timeout_secs",
-                self.provider.idle_timeout_secs,
-            ),
-            ("provider.max_tokens", self.provider.max_tokens.into()),
-            (
-                "provider.stream_max_bytes",
-                self.provider.stream_max_bytes as u64,
-            ),
-            ("provider.stream_max_secs", self.provider.stream_max_secs),
-            (
-                "discord.channel_messages_per_5s",
-                self.discord.channel_messages_per_5s.into(),
-            ),
-            (
-                "discord.global_requests_per_second",
-                self.discord.global_requests_per_second.into(),
-            ),
-            (
-                "discord.rate_bucket_idle_secs",
-                self.discord.rate_bucket_idle_secs,
-            ),
-            ("review.timeout_secs", self.review.timeout_secs),
-            ("image_worker.timeout_secs", w.timeout_secs),
-            ("image_worker.max_attempts", w.max_attempts.into()),
-            ("image_worker.poll_ms", w.poll_ms),
-            ("image_worker.max_image_bytes", w.max_image_bytes as u64),
-            ("reminders.poll_ms", self.reminders.poll_ms),
-            ("reminders.max_per_user", self.reminders.max_per_user.into()),
-        ]
-        .into_iter()
-        .map(|(name, value)| (name.to_owned(), value))
-        .collect();
-        positive.extend(
-            self.tools
-                .timeouts_secs
-                .iter()
-                .map(|(tool, secs)| (format!("tools.timeouts_secs.{tool}"), *secs)),
-        );
-        positive
-    }
-
-    /// Every count and size setting with its largest allowed value (documented in
-    /// `config/default.toml`): past it a value is a typo or would make a bound meaningless.
-    fn counts(&self) -> Vec<(&'static str, u64, u64)> {
-        let mut counts = self.content_counts();
-        counts.extend(self.service_counts());
-        counts
-    }
-
-    /// What a turn may hold: memory, images, notices.
-    fn content_counts(&self) -> Vec<(&'static str, u64, u64)> {
-        vec![
-            (
-                "tools.older_messages_max",
-                self.tools.older_messages_max as u64,
-                100,
-            ),
-            (
-                "memory.summary_max_chars",
-                self.memory.summary_max_chars as u64,
-                20000,
-            ),
-            (
-                "memory.fact_max_chars",
-                self.memory.fact_max_chars as u64,
-                2000,
-            ),
-            (
-                "memory.facts_per_server",
-                self.memory.facts_per_server as u64,
-                10000,
-            ),
-            (
-                "memory.facts_per_user",
-                self.memory.facts_per_user as u64,
-                1000,
-            ),
-            (
-                "image.max_plans_per_turn",
-                self.image.max_plans_per_turn as u64,
-                16,
-            ),
-            (
-                "image.prompt_max_chars",
-                self.image.prompt_max_chars as u64,
-                4000,
-            ),
-            (
-                "thought_log.argument_max_chars",
-                self.thought_log.argument_max_chars as u64,
-                1000,
-            ),
-            (
-                "attachments.max_images",
-                self.attachments.max_images as u64,
-                10,
-            ),
-            (
-                "attachments.image_max_bytes",
-                self.attachments.image_max_bytes,
-                52428800,
-            ),
-            (
-                "attachments.max_text_files",
-                self.attachments.max_text_files as u64,
-                10,
-            ),
-            (
-                "attachments.text_max_bytes",
-                self.attachments.text_max_bytes,
-                1048576,
-            ),
-        ]
-    }
-
-    /// What the service may hold: connections, queues, requests, retries.
-    fn service_counts(&self) -> Vec<(&'static str, u64, u64)> {
-        vec![
-            (
-                "database.max_connections",
-                self.database.max_connections as u64,
-                100,
-            ),
-            ("database.batch_max", self.database.batch_max as u64, 100000),
-            (
-                "database.buffer_max",
-                self.database.buffer_max as u64,
-                10000000,
-            ),
-            ("turn.max_passes", self.turn.max_passes as u64, 100),
-            (
-                "turn.max_consecutive_failures",
-                self.turn.max_consecutive_failures as u64,
-                100,
-            ),
-            ("turn.max_follow_ups", self.turn.max_follow_ups as u64, 20),
-            (
-                "turn.max_messages_per_reply",
-                self.turn.max_messages_per_reply as u64,
-                50,
-            ),
-            (
-                "turn.short_paragraph_chars",
-                self.turn.short_paragraph_chars as u64,
-                2000,
-            ),
-            (
-                "turn.user_messages_per_minute",
-                self.turn.user_messages_per_minute as u64,
-                1000,
-            ),
-            ("turn.queue_limit", self.turn.queue_limit as u64, 1000),
-            (
-                "turn.history_messages",
-                self.turn.history_messages as u64,
-                100,
-            ),
-            (
-                "provider.max_tokens",
-                self.provider.max_tokens as u64,
-                1000000,
-            ),
-            (
-                "provider.stream_max_bytes",
-                self.provider.stream_max_bytes as u64,
-                268435456,
-            ),
-            (
-                "discord.channel_messages_per_5s",
-                self.discord.channel_messages_per_5s as u64,
-                50,
-            ),
-            (
-                "discord.global_requests_per_second",
-                self.discord.global_requests_per_second as u64,
-                10000,
-            ),
-            (
-                "discord.max_rate_limit_waits",
-                self.discord.max_rate_limit_waits as u64,
-                100,
-            ),
-            (
-                "image_worker.max_attempts",
-                self.image_worker.max_attempts as u64,
-                20,
-            ),
-            (
-                "image_worker.max_image_bytes",
-                self.image_worker.max_image_bytes as u64,
-                104857600,
-            ),
-            (
-                "reminders.max_per_user",
-                self.reminders.max_per_user as u64,
-                1000,
-            ),
-        ]
-    }
-
-    /// Every duration setting, in seconds or milliseconds (`true` for milliseconds).
-    fn durations(&self) -> Vec<(String, u64, bool)> {
-        let (t, p, w) = (&self.turn, &self.provider, &self.image_worker);
-        let mut all: Vec<(String, u64, bool)> = [
-            (
-                "tools.default_timeout_secs",
-                self.tools.default_timeout_secs,
-                false,
-            ),
-            (
-                "database.flush_interval_ms",
-                self.database.flush_interval_ms,
-                true,
-            ),
-            ("turn.queue_lease_secs", t.queue_lease_secs, false),
-            ("turn.stale_after_secs", t.stale_after_secs, false),
-            ("turn.typing_interval_secs", t.typing_interval_secs, false),
-            ("turn.typing_delay_ms", t.typing_delay_ms, true),
-            ("turn.paragraph_wait_ms", t.paragraph_wait_ms, true),
-            ("turn.worker_idle_secs", t.worker_idle_secs, false),
-            ("turn.kill_grace_ms", t.kill_grace_ms, true),
-            (
-                "provider.first_token_timeout_secs",
-                p.first_token_timeout_secs,
-                false,
-            ),
-            ("provider.idle_timeout_secs", p.idle_timeout_secs, false),
-            ("provider.key_cooldown_secs", p.key_cooldown_secs, false),
-            ("provider.stream_max_secs", p.stream_max_secs, false),
-            (
-                "discord.rate_bucket_idle_secs",
-                self.discord.rate_bucket_idle_secs,
-                false,
-            ),
-            ("review.timeout_secs", self.review.timeout_secs, false),
-            ("image_worker.timeout_secs", w.timeout_secs, false),
-            (
-                "image_worker.retry_backoff_secs",
-                w.retry_backoff_secs,
-                false,
-            ),
-            ("image_worker.lease_secs", w.lease_secs, false),
-            ("image_worker.poll_ms", w.poll_ms, true),
-            ("reminders.poll_ms", self.reminders.poll_ms, true),
-            ("shutdown.grace_secs", self.shutdown.grace_secs, false),
-        ]
-        .into_iter()
-        .map(|(k, v, ms)| (k.to_owned(), v, ms))
-        .collect();
-        for (tool, secs) in &self.tools.timeouts_secs {
-            all.push((format!("tools.timeouts_secs.{tool}"), *secs, false));
-        }
-        all
-    }
-
     /// Every URL setting parses as an http(s) URL with a host (an empty Discord base means
     /// Discord itself), and the ComfyUI workflow file exists when ComfyUI makes the images.
     fn check_urls_and_files(&self) -> Result<(), ConfigError> {
@@ -484,19 +186,11 @@ impl Config {
     /// (`https://cdn.discordapp.com`: no path, query or credentials).
     fn check_vision_and_origins(&self) -> Result<(), ConfigError> {
         let p = &self.provider;
-        if let Some((model, tokens)) = p
-            .context_tokens
-            .iter()
-            .find(|(m, t)| !p.models.contains(m) || !(256..=10_000_000).contains(*t))
-        {
-            let problem = if p.models.contains(model) {
-                format!("{}: {tokens} must be from 256 to 10000000", cut(model))
-            } else {
-                format!("names {}, which is not in provider.models", cut(model))
-            };
+        // Each window's range is a bound; here, that it names a model in use.
+        if let Some(model) = p.context_tokens.keys().find(|m| !p.models.contains(m)) {
             return Err(ConfigError::Key {
                 key: "provider.context_tokens".to_owned(),
-                problem,
+                problem: format!("names {}, which is not in provider.models", cut(model)),
             });
         }
         if let Some(model) = p.vision_models.iter().find(|m| !p.models.contains(m)) {
@@ -527,37 +221,12 @@ impl Config {
         Ok(())
     }
 
-    /// How the process runs as a service: its queue lease, its shards, its stop.
+    /// How the process runs as a service: its time zone, its shards.
     fn check_service_settings(&self) -> Result<(), ConfigError> {
         let key = |k: &str, problem: &str| ConfigError::Key {
             key: k.to_owned(),
             problem: problem.to_owned(),
         };
-        for (name, value, most) in self.counts() {
-            if value > most {
-                return Err(key(name, &format!("must be at most {most}")));
-            }
-        }
-        // No duration is longer than a week: arithmetic on a time plus a setting (or ten times
-        // one, for a key's cooldown) cannot overflow at run time.
-        for (name, value, ms) in self.durations() {
-            let (most, unit) = if ms {
-                (WEEK_SECS * 1000, "ms")
-            } else {
-                (WEEK_SECS, "s")
-            };
-            if value > most {
-                return Err(key(
-                    &name,
-                    &format!("must be at most {most} {unit} (a week)"),
-                ));
-            }
-        }
-        for (name, value, (least, most)) in self.ranges() {
-            if !(least..=most).contains(&value) {
-                return Err(key(name, &format!("must be from {least} to {most}")));
-            }
-        }
         if self.turn.time_zone.parse::<chrono_tz::Tz>().is_err() {
             return Err(key(
                 "turn.time_zone",
@@ -570,89 +239,14 @@ impl Config {
         Ok(())
     }
 
-    /// The settings with a range of their own (inclusive), each stated in its comment in
-    /// `config/default.toml`.
-    fn ranges(&self) -> [(&'static str, u64, (u64, u64)); 13] {
-        let (d, c, m, day) = (&self.discord, &self.catch_up, &self.metrics, 86_400);
-        [
-            (
-                "metrics.header_timeout_secs",
-                m.header_timeout_secs,
-                (1, 60),
-            ),
-            (
-                "metrics.request_timeout_secs",
-                m.request_timeout_secs,
-                (1, 300),
-            ),
-            (
-                "metrics.max_open_connections",
-                m.max_open_connections.into(),
-                (1, 10_000),
-            ),
-            ("catch_up.max_messages", c.max_messages.into(), (1, 100)),
-            ("catch_up.max_channels", c.max_channels.into(), (1, 500)),
-            (
-                "turn.queue_lease_secs",
-                self.turn.queue_lease_secs,
-                (1, day),
-            ),
-            (
-                "discord.request_timeout_secs",
-                d.request_timeout_secs,
-                (1, 300),
-            ),
-            (
-                "discord.gateway_stuck_secs",
-                d.gateway_stuck_secs,
-                (10, day),
-            ),
-            (
-                "discord.reconnect_max_secs",
-                d.reconnect_max_secs,
-                (1, 3600),
-            ),
-            (
-                "database.connect_timeout_secs",
-                self.database.connect_timeout_secs,
-                (1, 300),
-            ),
-            ("catch_up.window_secs", self.catch_up.window_secs, (0, day)),
-            ("shutdown.grace_secs", self.shutdown.grace_secs, (2, 3600)),
-            (
-                "attachments.fetch_timeout_secs",
-                self.attachments.fetch_timeout_secs,
-                (1, 300),
-            ),
-        ]
-    }
-
     fn validate(&self) -> Result<(), ConfigError> {
         let key = |k: &str, problem: &str| ConfigError::Key {
             key: k.to_owned(),
             problem: problem.to_owned(),
         };
         let (t, w) = (&self.turn, &self.image_worker);
-        let positive = self.must_be_positive();
-        if let Some((name, _)) = positive.iter().find(|(_, value)| *value == 0) {
-            return Err(key(name, "must be greater than 0"));
-        }
+        bound::check(self)?;
         self.check_service_settings()?;
-        if t.max_messages_per_reply == 0 {
-            return Err(key("turn.max_messages_per_reply", "must be greater than 0"));
-        }
-        if t.paragraph_wait_ms > 60_000 {
-            return Err(key(
-                "turn.paragraph_wait_ms",
-                "must be at most 60000 (a minute)",
-            ));
-        }
-        if t.typing_delay_ms > 60_000 {
-            return Err(key(
-                "turn.typing_delay_ms",
-                "must be at most 60000 (a minute)",
-            ));
-        }
         if w.lease_secs <= w.timeout_secs {
             // Otherwise a slow image is taken over by a second worker while the first works.
             return Err(key(

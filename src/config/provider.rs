@@ -3,6 +3,8 @@
 
 use serde::Deserialize;
 
+use super::bound::{Bound, Read, Unit, WEEK_SECS};
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
@@ -63,3 +65,69 @@ pub struct ReviewConfig {
     /// Longest time one review may take; past it the reviewer is unavailable for the turn.
     pub timeout_secs: u64,
 }
+
+/// The ranges of this file's numeric settings ([`super::bound`] checks and documents them).
+pub(super) const BOUNDS: &[Bound] = &[
+    Bound {
+        key: "provider.first_token_timeout_secs",
+        least: 1,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.provider.first_token_timeout_secs),
+    },
+    Bound {
+        key: "provider.idle_timeout_secs",
+        least: 1,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.provider.idle_timeout_secs),
+    },
+    Bound {
+        key: "provider.key_cooldown_secs",
+        least: 0,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.provider.key_cooldown_secs),
+    },
+    Bound {
+        key: "provider.max_tokens",
+        least: 1,
+        most: 1_000_000,
+        unit: Unit::Tokens,
+        read: Read::One(|c| c.provider.max_tokens.into()),
+    },
+    Bound {
+        key: "provider.stream_max_bytes",
+        least: 1,
+        most: 268_435_456,
+        unit: Unit::Bytes,
+        read: Read::One(|c| c.provider.stream_max_bytes as u64),
+    },
+    Bound {
+        key: "provider.stream_max_secs",
+        least: 1,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.provider.stream_max_secs),
+    },
+    Bound {
+        key: "provider.context_tokens",
+        least: 256,
+        most: 10_000_000,
+        unit: Unit::Tokens,
+        read: Read::Each(|c| {
+            c.provider
+                .context_tokens
+                .iter()
+                .map(|(k, v)| (k.as_str(), u64::from(*v)))
+                .collect()
+        }),
+    },
+    Bound {
+        key: "review.timeout_secs",
+        least: 1,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.review.timeout_secs),
+    },
+];

@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 
 use serde::Deserialize;
 
+use super::bound::{Bound, Read, Unit, WEEK_MS, WEEK_SECS};
+
 use super::ConfigError;
 
 /// Which backend makes planned images.
@@ -96,3 +98,91 @@ pub struct ShutdownConfig {
     /// Longest a stop may take, in seconds, from the signal to the exit.
     pub grace_secs: u64,
 }
+
+/// The ranges of this file's numeric settings ([`super::bound`] checks and documents them).
+pub(super) const BOUNDS: &[Bound] = &[
+    Bound {
+        key: "image_worker.timeout_secs",
+        least: 1,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.image_worker.timeout_secs),
+    },
+    Bound {
+        key: "image_worker.max_attempts",
+        least: 1,
+        most: 20,
+        unit: Unit::Count,
+        read: Read::One(|c| c.image_worker.max_attempts.into()),
+    },
+    Bound {
+        key: "image_worker.retry_backoff_secs",
+        least: 0,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.image_worker.retry_backoff_secs),
+    },
+    Bound {
+        key: "image_worker.lease_secs",
+        least: 0,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.image_worker.lease_secs),
+    },
+    Bound {
+        key: "image_worker.poll_ms",
+        least: 1,
+        most: WEEK_MS,
+        unit: Unit::Millis,
+        read: Read::One(|c| c.image_worker.poll_ms),
+    },
+    Bound {
+        key: "image_worker.max_image_bytes",
+        least: 1,
+        most: 104_857_600,
+        unit: Unit::Bytes,
+        read: Read::One(|c| c.image_worker.max_image_bytes as u64),
+    },
+    Bound {
+        key: "reminders.poll_ms",
+        least: 1,
+        most: WEEK_MS,
+        unit: Unit::Millis,
+        read: Read::One(|c| c.reminders.poll_ms),
+    },
+    Bound {
+        key: "reminders.max_per_user",
+        least: 1,
+        most: 1000,
+        unit: Unit::Count,
+        read: Read::One(|c| c.reminders.max_per_user.into()),
+    },
+    Bound {
+        key: "shutdown.grace_secs",
+        least: 2,
+        most: 3600,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.shutdown.grace_secs),
+    },
+    Bound {
+        key: "metrics.header_timeout_secs",
+        least: 1,
+        most: 60,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.metrics.header_timeout_secs),
+    },
+    Bound {
+        key: "metrics.request_timeout_secs",
+        least: 1,
+        most: 300,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.metrics.request_timeout_secs),
+    },
+    Bound {
+        key: "metrics.max_open_connections",
+        least: 1,
+        most: 10_000,
+        unit: Unit::Count,
+        read: Read::One(|c| c.metrics.max_open_connections.into()),
+    },
+];

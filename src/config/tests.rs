@@ -5,11 +5,11 @@ use secrecy::ExposeSecret;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-fn shipped_dir() -> PathBuf {
+pub(super) fn shipped_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("config")
 }
 
-fn temp_config(local: Option<&str>) -> tempfile::TempDir {
+pub(super) fn temp_config(local: Option<&str>) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     std::fs::copy(
         shipped_dir().join("default.toml"),
@@ -22,7 +22,7 @@ fn temp_config(local: Option<&str>) -> tempfile::TempDir {
     dir
 }
 
-fn no_env() -> Env {
+pub(super) fn no_env() -> Env {
     Env::prefixed("PERSONA_BOT_TEST_UNUSED_PREFIX_").split("__")
 }
 
@@ -117,31 +117,31 @@ fn background_intervals_and_the_worker_lease_are_checked() {
     for (toml, named) in [
         (
             "[image_worker]\npoll_ms = 0\n",
-            "`image_worker.poll_ms`: must be greater than 0",
+            "`image_worker.poll_ms`: must be from 1 to 604800000 ms",
         ),
         (
             "[reminders]\npoll_ms = 0\n",
-            "`reminders.poll_ms`: must be greater than 0",
+            "`reminders.poll_ms`: must be from 1 to 604800000 ms",
         ),
         (
             "[review]\ntimeout_secs = 0\n",
-            "`review.timeout_secs`: must be greater than 0",
+            "`review.timeout_secs`: must be from 1 to 604800 s",
         ),
         (
             "[provider]\nstream_max_bytes = 0\n",
-            "`provider.stream_max_bytes`: must be greater than 0",
+            "`provider.stream_max_bytes`: must be from 1 to 268435456",
         ),
         (
             "[provider]\nstream_max_secs = 0\n",
-            "`provider.stream_max_secs`: must be greater than 0",
+            "`provider.stream_max_secs`: must be from 1 to 604800 s",
         ),
         (
             "[image_worker]\nmax_image_bytes = 0\n",
-            "`image_worker.max_image_bytes`: must be greater than 0",
+            "`image_worker.max_image_bytes`: must be from 1 to 104857600",
         ),
         (
             "[discord]\nrate_bucket_idle_secs = 0\n",
-            "`discord.rate_bucket_idle_secs`: must be greater than 0",
+            "`discord.rate_bucket_idle_secs`: must be from 1 to 604800 s",
         ),
         (
             "[image_worker]\ntimeout_secs = 600\nlease_secs = 600\n",
@@ -186,7 +186,7 @@ fn zero_timeout_is_refused() {
     let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
     assert!(
         err.to_string()
-            .contains("`tools.timeouts_secs.plan_image`: must be greater than 0"),
+            .contains("`tools.timeouts_secs.plan_image`: must be from 1 to 604800 s"),
         "{err}"
     );
 }
@@ -203,67 +203,6 @@ fn secret_in_file_is_refused() {
         }
     );
     assert!(!err.to_string().contains("abc"));
-}
-
-// SPEC D10: every count and size has an upper bound, named in the error when passed; the
-// shipped comment of each states it.
-#[test]
-fn every_count_has_a_documented_bound() {
-    let config = Config::shipped_defaults();
-    for (name, _, most) in config.counts() {
-        let (section, key) = name.split_once('.').unwrap();
-        let documented = BUILT_IN_DEFAULTS
-            .split(&format!("\n{key} = "))
-            .next()
-            .and_then(|before| before.rsplit("\n\n").next())
-            .is_some_and(|comment| comment.contains(&format!("At most {most}.")));
-        assert!(documented, "{name}: its comment should say At most {most}.");
-        let dir = temp_config(Some(&format!("[{section}]\n{key} = {most}\n")));
-        if let Err(err) = Config::load_with_env(Some(dir.path()), no_env()) {
-            assert!(
-                !err.to_string().contains("at most"),
-                "{name} at {most}: {err}"
-            );
-        }
-        let dir = temp_config(Some(&format!("[{section}]\n{key} = {}\n", most + 1)));
-        let err = Config::load_with_env(Some(dir.path()), no_env())
-            .expect_err(name)
-            .to_string();
-        assert!(err.contains(&format!("`{name}`")), "{name}: {err}");
-    }
-}
-
-// SPEC D10: every duration is at most a week, so no time computed from one overflows
-// (`turn.typing_interval_secs = 9223372036854775807` used to panic at the first typing
-// pulse); the error names the key.
-#[test]
-fn every_duration_is_at_most_a_week() {
-    let config = Config::shipped_defaults();
-    let durations = config.durations();
-    assert!(durations.len() >= 21);
-    for (name, _, ms) in durations {
-        let (section, key) = name.split_once('.').unwrap();
-        let (section, key) = match key.split_once('.') {
-            Some((table, tool)) => (format!("{section}.{table}"), tool.to_owned()),
-            None => (section.to_owned(), key.to_owned()),
-        };
-        let most = if ms { WEEK_SECS * 1000 } else { WEEK_SECS };
-        for (value, ok) in [(most, true), (most + 1, false), (u64::MAX / 2, false)] {
-            let dir = temp_config(Some(&format!("[{section}]\n{key} = {value}\n")));
-            let loaded = Config::load_with_env(Some(dir.path()), no_env());
-            if ok {
-                // At the bound it may still fail a rule of its own (a lease shorter than a
-                // timeout), but never the week.
-                if let Err(err) = loaded {
-                    assert!(!err.to_string().contains("a week"), "{name}: {err}");
-                }
-            } else {
-                let err = loaded.expect_err(&name).to_string();
-                assert!(err.contains(&format!("`{name}`")), "{name}: {err}");
-                assert!(err.len() <= 200, "{err}");
-            }
-        }
-    }
 }
 
 // SPEC D10: a wrong value is named but not shown when it is a string (a key put under the
@@ -382,47 +321,6 @@ fn a_file_that_does_not_read_is_named() {
     assert!(err.contains("default.toml: is not a file"), "{err}");
 }
 
-// SPEC D10: every setting with a range of its own states it in its comment, loads at both
-// ends and is refused just past each, naming the key.
-#[test]
-fn every_range_is_documented_and_enforced_at_both_ends() {
-    for (name, _, (least, most)) in Config::shipped_defaults().ranges() {
-        let (section, key) = name.split_once('.').unwrap();
-        let comment = BUILT_IN_DEFAULTS
-            .split(&format!("\n{key} = "))
-            .next()
-            .and_then(|before| before.rsplit("\n\n").next())
-            .unwrap_or_default();
-        assert!(
-            comment.contains(&format!("{least} to {most}")),
-            "{name}: its comment should say {least} to {most}"
-        );
-        let load = |value: u64| {
-            let dir = temp_config(Some(&format!("[{section}]\n{key} = {value}\n")));
-            Config::load_with_env(Some(dir.path()), no_env()).map_err(|e| e.to_string())
-        };
-        for value in [least, most] {
-            if let Err(err) = load(value) {
-                assert!(
-                    !err.contains(&format!("`{name}`")),
-                    "{name} = {value}: {err}"
-                );
-            }
-        }
-        let mut past = vec![most + 1];
-        if least > 0 {
-            past.push(least - 1);
-        }
-        for value in past {
-            let err = load(value).expect_err(name);
-            assert!(
-                err.contains(&format!("`{name}`: must be from")),
-                "{name}: {err}"
-            );
-        }
-    }
-}
-
 // SPEC D10: a secret-looking setting name that is not a setting points to the variables.
 #[test]
 #[allow(clippy::result_large_err)] // figment's Jail closure returns figment's own error type
@@ -488,7 +386,7 @@ fn urls_files_and_the_database_url_are_checked() {
         ),
         (
             "[provider]\nmodels = [\"a\"]\ncontext_tokens = { a = 100 }\n",
-            "`provider.context_tokens`",
+            "`provider.context_tokens.a`: must be from 256 to 10000000",
         ),
         (
             "[attachments]\norigins = [\"cdn.discordapp.com\"]\n",

@@ -3,6 +3,8 @@
 
 use serde::Deserialize;
 
+use super::bound::{Bound, DAY_SECS, Read, Unit, WEEK_MS, WEEK_SECS};
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TurnConfig {
@@ -47,6 +49,115 @@ pub struct TurnConfig {
     /// A waiting short paragraph is posted when the stream pauses this long, in milliseconds.
     pub paragraph_wait_ms: u64,
 }
+
+/// The ranges of this file's numeric settings ([`super::bound`] checks and documents them).
+pub(super) const BOUNDS: &[Bound] = &[
+    Bound {
+        key: "turn.queue_lease_secs",
+        least: 1,
+        most: DAY_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.turn.queue_lease_secs),
+    },
+    Bound {
+        key: "turn.max_passes",
+        least: 1,
+        most: 100,
+        unit: Unit::Count,
+        read: Read::One(|c| c.turn.max_passes.into()),
+    },
+    Bound {
+        key: "turn.max_consecutive_failures",
+        least: 1,
+        most: 100,
+        unit: Unit::Count,
+        read: Read::One(|c| c.turn.max_consecutive_failures.into()),
+    },
+    Bound {
+        key: "turn.max_follow_ups",
+        least: 0,
+        most: 20,
+        unit: Unit::Count,
+        read: Read::One(|c| c.turn.max_follow_ups.into()),
+    },
+    Bound {
+        key: "turn.queue_limit",
+        least: 1,
+        most: 1000,
+        unit: Unit::Count,
+        read: Read::One(|c| c.turn.queue_limit as u64),
+    },
+    Bound {
+        key: "turn.stale_after_secs",
+        least: 1,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.turn.stale_after_secs),
+    },
+    Bound {
+        key: "turn.typing_interval_secs",
+        least: 1,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.turn.typing_interval_secs),
+    },
+    Bound {
+        key: "turn.typing_delay_ms",
+        least: 0,
+        most: 60_000,
+        unit: Unit::Millis,
+        read: Read::One(|c| c.turn.typing_delay_ms),
+    },
+    Bound {
+        key: "turn.worker_idle_secs",
+        least: 1,
+        most: WEEK_SECS,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.turn.worker_idle_secs),
+    },
+    Bound {
+        key: "turn.history_messages",
+        least: 1,
+        most: 100,
+        unit: Unit::Count,
+        read: Read::One(|c| c.turn.history_messages.into()),
+    },
+    Bound {
+        key: "turn.kill_grace_ms",
+        least: 0,
+        most: WEEK_MS,
+        unit: Unit::Millis,
+        read: Read::One(|c| c.turn.kill_grace_ms),
+    },
+    Bound {
+        key: "turn.user_messages_per_minute",
+        least: 0,
+        most: 1000,
+        unit: Unit::Count,
+        read: Read::One(|c| c.turn.user_messages_per_minute.into()),
+    },
+    Bound {
+        key: "turn.max_messages_per_reply",
+        least: 1,
+        most: 50,
+        unit: Unit::Count,
+        read: Read::One(|c| c.turn.max_messages_per_reply.into()),
+    },
+    Bound {
+        key: "turn.short_paragraph_chars",
+        least: 0,
+        most: 2000,
+        unit: Unit::Chars,
+        read: Read::One(|c| c.turn.short_paragraph_chars.into()),
+    },
+    Bound {
+        key: "turn.paragraph_wait_ms",
+        least: 0,
+        most: 60_000,
+        unit: Unit::Millis,
+        read: Read::One(|c| c.turn.paragraph_wait_ms),
+    },
+];
 
 /// How a reply is cut into messages (SPEC C4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
