@@ -1,7 +1,7 @@
 //! Every numeric setting's allowed range, declared once beside its section (each section file's
-//! `BOUNDS`), and what is made from those declarations: the check at load and its error line.
-//! Rules between two settings (a lease longer than a timeout) are not bounds; they stay with the
-//! rest of the validation.
+//! `BOUNDS`), and what is made from those declarations: the check at load, its error line, and
+//! the table in `docs/configuration.md`. Rules between two settings (a lease longer than a
+//! timeout) are not bounds; they stay with the rest of the validation.
 
 use super::{Config, ConfigError, content, database, discord, provider, service, turn};
 
@@ -43,6 +43,17 @@ pub enum Unit {
 }
 
 impl Unit {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Count => "count",
+            Self::Chars => "characters",
+            Self::Bytes => "bytes",
+            Self::Tokens => "tokens",
+            Self::Secs => "seconds",
+            Self::Millis => "milliseconds",
+        }
+    }
+
     /// Appended to a number in an error line: durations say their unit, counts need none.
     fn suffix(self) -> &'static str {
         match self {
@@ -84,6 +95,14 @@ impl Bound {
                 .collect(),
         }
     }
+
+    /// The key as the documentation shows it: a table's entries as `table.<name>`.
+    fn shown_key(&self) -> String {
+        match self.read {
+            Read::One(_) => self.key.to_owned(),
+            Read::Each(_) => format!("{}.<name>", self.key),
+        }
+    }
 }
 
 /// The first value outside its bound, as the error naming its key and range.
@@ -99,6 +118,21 @@ pub(super) fn check(config: &Config) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+/// The bounds as the Markdown table `docs/configuration.md` holds (a test keeps the two equal).
+pub fn markdown_table() -> String {
+    let mut table = String::from("| Setting | From | To | Unit |\n|---|---:|---:|---|\n");
+    for bound in all() {
+        table.push_str(&format!(
+            "| `{}` | {} | {} | {} |\n",
+            bound.shown_key(),
+            bound.least,
+            bound.most,
+            bound.unit.name()
+        ));
+    }
+    table
 }
 
 #[cfg(test)]
