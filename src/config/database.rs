@@ -100,3 +100,20 @@ pub fn database_url_problem(url: &str) -> Option<&'static str> {
         .any(|s| url.starts_with(s));
     (!ok).then_some("must start with sqlite:// or postgres://")
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+    use crate::config::tests::{no_env, temp_config};
+
+    // SPEC D2: a database password in a file is refused; it belongs in DATABASE_URL.
+    #[test]
+    fn database_password_in_file_is_refused() {
+        let dir = temp_config(Some(
+            "[database]\nurl = \"postgres://bot:hunter2@db/bot\"\n",
+        ));
+        let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
+        assert!(err.to_string().contains("`database.url`"), "{err}");
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+    }
+}

@@ -220,3 +220,35 @@ pub(super) const BOUNDS: &[Bound] = &[
         read: Read::One(|c| c.attachments.fetch_timeout_secs),
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+    use crate::config::tests::{no_env, temp_config};
+
+    // SPEC D6: the shards setting: "auto", one shard or a range of one total; anything else is
+    // refused by name, and each range has its own stable claim name.
+    #[test]
+    fn shard_settings_parse_and_bad_ones_are_refused() {
+        assert_eq!(ShardPlan::parse("auto"), Ok(ShardPlan::Auto));
+        assert_eq!(
+            ShardPlan::parse("1/2"),
+            Ok(ShardPlan::Range {
+                first: 1,
+                last: 1,
+                total: 2
+            })
+        );
+        let range = ShardPlan::parse(" 4-7/8 ").unwrap();
+        assert_eq!(range.owner(), "shards:4-7/8");
+        for bad in [
+            "", "2/2", "3-1/4", "0/0", "1-/2", "x/2", "0/99999", "-1/2", "0-1",
+        ] {
+            assert!(ShardPlan::parse(bad).is_err(), "{bad:?}");
+        }
+        let dir = temp_config(Some("[discord]\nshards = \"2/2\"\n"));
+        let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
+        assert!(err.to_string().contains("`discord.shards`"), "{err}");
+    }
+}

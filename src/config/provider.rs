@@ -131,3 +131,33 @@ pub(super) const BOUNDS: &[Bound] = &[
         read: Read::One(|c| c.review.timeout_secs),
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    // Pictures go to every model with `vision`, else only to those named.
+    #[test]
+    fn vision_is_per_model() {
+        let mut p = Config::shipped_defaults().provider;
+        assert!(!p.any_sees(), "shipped off");
+        p.models = vec!["blind".into(), "seeing".into()];
+        p.vision_models = vec!["seeing".into()];
+        assert!(p.any_sees() && p.sees("seeing") && !p.sees("blind"));
+        p.vision = true;
+        assert!(p.sees("blind"));
+    }
+
+    // The context budget: a model's input budget is its window less the reply's
+    // max_tokens, never under a quarter of the window; none when the window is not given.
+    #[test]
+    fn the_input_budget_leaves_room_for_the_reply() {
+        let mut p = Config::shipped_defaults().provider;
+        p.max_tokens = 1024;
+        p.context_tokens.insert("small".into(), 4096);
+        p.context_tokens.insert("tiny".into(), 1200);
+        assert_eq!(p.input_budget("small"), Some(3072));
+        assert_eq!(p.input_budget("tiny"), Some(300));
+        assert_eq!(p.input_budget("unknown"), None);
+    }
+}

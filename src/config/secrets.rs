@@ -116,3 +116,59 @@ impl Secrets {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use secrecy::ExposeSecret;
+
+    use super::*;
+
+    // SPEC D10: a secret a header cannot carry is refused by its variable, never shown.
+    #[test]
+    fn secrets_a_header_cannot_carry_are_refused_by_name() {
+        let env = |token: &str, keys: &str| {
+            let (token, keys) = (token.to_owned(), keys.to_owned());
+            Secrets::from_lookup(move |name| match name {
+                DISCORD_TOKEN_ENV => Some(token.clone()),
+                PROVIDER_KEYS_ENV => Some(keys.clone()),
+                _ => None,
+            })
+        };
+        assert_eq!(env("abc.DEF-123_x", "sk-1,sk-2").check(), Ok(()));
+        let err = env("abc\u{7f}def", "sk-1").check().unwrap_err().to_string();
+        assert!(
+            err.contains("DISCORD_TOKEN") && err.contains("character 4"),
+            "{err}"
+        );
+        assert!(!err.contains("abc"), "{err}");
+        let err = env("ok", "sk-1, sk-ü2").check().unwrap_err().to_string();
+        assert!(err.contains("PROVIDER_API_KEYS: key 2 "), "{err}");
+        assert!(!err.contains("sk-"), "{err}");
+        let err = env("in side", "").check().unwrap_err().to_string();
+        assert!(err.contains("DISCORD_TOKEN"), "{err}");
+    }
+
+    #[test]
+    fn secrets_come_from_the_environment_and_never_print() {
+        let secrets = Secrets::from_lookup(|name| match name {
+            DISCORD_TOKEN_ENV => Some(" tok-123 ".into()),
+            PROVIDER_KEYS_ENV => Some("k1, ,k2".into()),
+            IMAGES_KEY_ENV => Some("img-9".into()),
+            _ => None,
+        });
+        assert_eq!(
+            secrets.images_key.as_ref().map(|k| k.expose_secret()),
+            Some("img-9")
+        );
+        assert_eq!(
+            secrets.discord_token.as_ref().map(|t| t.expose_secret()),
+            Some("tok-123")
+        );
+        assert_eq!(secrets.provider_keys.len(), 2);
+        let shown = format!("{secrets:?}");
+        assert!(
+            !shown.contains("tok-123") && !shown.contains("k1") && !shown.contains("img-9"),
+            "{shown}"
+        );
+    }
+}

@@ -186,3 +186,36 @@ pub(super) const BOUNDS: &[Bound] = &[
         read: Read::One(|c| c.metrics.max_open_connections.into()),
     },
 ];
+
+#[cfg(test)]
+mod tests {
+    use std::net::SocketAddr;
+
+    use crate::config::Config;
+    use crate::config::tests::{no_env, temp_config};
+
+    // Metrics are off by default; a listen address that is not an IP and port is
+    // refused by name (a host name would need a lookup; a port alone says no interface).
+    #[test]
+    fn the_metrics_listen_address_is_checked() {
+        let config = Config::load_with_env(None, no_env()).expect("built-in defaults load");
+        assert_eq!(config.metrics.listen_addr(), None, "off by default");
+        for bad in [
+            "localhost:9100",
+            "9100",
+            "127.0.0.1",
+            "127.0.0.1:99999",
+            "on",
+        ] {
+            let dir = temp_config(Some(&format!("[metrics]\nlisten = \"{bad}\"\n")));
+            let err = Config::load_with_env(Some(dir.path()), no_env()).unwrap_err();
+            assert!(err.to_string().contains("`metrics.listen`"), "{bad}: {err}");
+        }
+        let dir = temp_config(Some("[metrics]\nlisten = \"0.0.0.0:9100\"\n"));
+        let config = Config::load_with_env(Some(dir.path()), no_env()).expect("load");
+        assert_eq!(
+            config.metrics.listen_addr(),
+            Some(SocketAddr::from(([0, 0, 0, 0], 9100)))
+        );
+    }
+}
