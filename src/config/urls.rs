@@ -104,6 +104,18 @@ fn variable_for(key: &str) -> String {
     )
 }
 
+/// Why `url` is no http(s) URL with a host, if it is not.
+pub(super) fn http_url_problem(url: &str) -> Option<&'static str> {
+    match url::Url::parse(url) {
+        Err(_) => Some("is not a URL (expected http://host... or https://host...)"),
+        Ok(parsed) if !matches!(parsed.scheme(), "http" | "https") => {
+            Some("must start with http:// or https://")
+        }
+        Ok(parsed) if parsed.host_str().is_none_or(str::is_empty) => Some("names no host"),
+        Ok(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
