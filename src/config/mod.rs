@@ -46,6 +46,16 @@ pub use service::{
 pub use turn::{KillPermission, ReplyStyle, TurnConfig};
 use urls::http_url_problem;
 
+/// Each section's numeric bounds ([`bound::Bound`]), file by file.
+const SECTION_BOUNDS: [&[bound::Bound]; 6] = [
+    content::BOUNDS,
+    database::BOUNDS,
+    turn::BOUNDS,
+    provider::BOUNDS,
+    discord::BOUNDS,
+    service::BOUNDS,
+];
+
 /// The built-in defaults: `config/default.toml` itself, compiled in, so the binary runs from any
 /// directory (an installed binary, a container without the folder). The file stays the commented
 /// reference; being the same file, the two cannot drift apart.
