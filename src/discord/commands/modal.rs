@@ -10,7 +10,7 @@ use serenity::all::{
     ModalInteractionCollector, Permissions,
 };
 
-use super::{Context, Error};
+use crate::discord::{Context, Error};
 use crate::locale;
 
 /// Discord's limits: a modal's title and a field's label, and a field's text.
@@ -122,7 +122,7 @@ pub async fn ask(
         .and_then(|m| m.permissions)
         .is_some_and(|p| p.contains(Permissions::MANAGE_GUILD))
     {
-        let locale = super::commands::locale_of(ctx);
+        let locale = super::locale_of(ctx);
         let refusal = locale::text(locale, "command-needs-manage-server");
         submitted.answer(ctx, refusal).await?;
         return Ok(None);

@@ -9,6 +9,12 @@ use poise::CreateReply;
 use serenity::all::{ChannelId as SerenityChannelId, Permissions};
 
 use super::{BotData, Context, Error};
+
+pub mod drafting;
+pub mod modal;
+pub mod persona;
+pub mod replies;
+pub mod thoughtlog;
 use crate::domain::ports::{ChannelRule, RoleRule, SettingsChange};
 use crate::domain::scope::{ChannelId, ServerId, UserId};
 use crate::domain::turn::ToolEnding;
@@ -19,9 +25,9 @@ use crate::locale::{self, Locale};
 pub fn all() -> Vec<poise::Command<std::sync::Arc<BotData>, Error>> {
     let mut commands = vec![
         kill(),
-        super::drafting_commands::drafting(),
+        drafting::drafting(),
         random(),
-        super::thoughtlog_commands::thoughtlog(),
+        thoughtlog::thoughtlog(),
         reminders(),
         memory(),
         forget_me(),
@@ -31,8 +37,8 @@ pub fn all() -> Vec<poise::Command<std::sync::Arc<BotData>, Error>> {
         status(),
         help(),
         tools(),
-        super::persona_commands::persona(),
-        super::replies_command::replies(),
+        persona::persona(),
+        replies::replies(),
     ];
     for command in &mut commands {
         localize(command, "cmd");
@@ -194,7 +200,7 @@ pub(super) async fn managed_server(ctx: Context<'_>) -> Result<Option<ServerId>,
 /// then, so an error is answered on the submit too (and logged once).
 pub(super) async fn conclude(
     ctx: Context<'_>,
-    submitted: Option<super::modal::Submitted>,
+    submitted: Option<modal::Submitted>,
     outcome: Result<String, Error>,
 ) -> Result<(), Error> {
     match (submitted, outcome) {
@@ -622,11 +628,11 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
         ),
         (
             "summaries",
-            super::thoughtlog_commands::summaries_text(locale, settings.summaries),
+            thoughtlog::summaries_text(locale, settings.summaries),
         ),
         (
             "replies",
-            super::replies_command::style_text(locale, settings.reply_style, data.reply_style),
+            replies::style_text(locale, settings.reply_style, data.reply_style),
         ),
         ("running", yes_no(running)),
         ("waiting", waiting.to_string()),
