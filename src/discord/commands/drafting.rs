@@ -6,7 +6,8 @@
 
 use serenity::all::{AutocompleteChoice, CreateAutocompleteResponse};
 
-use super::{State, conclude, locale_of, log_change, managed_server, reply};
+use super::modal::conclude;
+use super::shared::{State, locale_of, log_change, managed_server, reply};
 use crate::discord::{Context, Error};
 use crate::domain::ports::SettingsChange;
 use crate::domain::review::ModelChoice;

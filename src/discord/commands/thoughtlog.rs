@@ -4,7 +4,7 @@
 
 use serenity::all::ChannelId as SerenityChannelId;
 
-use super::{locale_of, log_change, managed_server, reply};
+use super::shared::{locale_of, log_change, managed_server, reply};
 use crate::discord::{Context, Error};
 use crate::domain::ports::{SettingsChange, SummaryMode};
 use crate::domain::scope::ChannelId;
