@@ -13,7 +13,7 @@ use anyhow::Context as _;
 
 use crate::config::{Config, Secrets, ShardPlan};
 use crate::discord::cdn::CdnFetcher;
-use crate::discord::recent::RecentMessages;
+use crate::discord::gateway::recent::RecentMessages;
 use crate::discord::{self, BotData, Connection, DiscordClient, guild, sink};
 use crate::domain::admission::RateLimit;
 use crate::domain::ports::{ChatPorts, ChatSink, Persona, PersonaStore, SystemClock, ThoughtLog};

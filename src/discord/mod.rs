@@ -20,14 +20,12 @@ use crate::engine::orchestrator::Orchestrator;
 use crate::locale::Locale;
 use crate::shutdown::Shutdown;
 
-pub mod catch_up;
 pub mod cdn;
 pub mod commands;
-pub mod events;
+pub mod gateway;
 pub mod guild;
 pub mod mentions;
 pub mod ratelimit;
-pub mod recent;
 pub mod registration;
 pub mod rest;
 pub mod sink;
@@ -60,11 +58,11 @@ pub struct BotData {
     pub cache: guild::CacheCell,
     pub bot: sink::BotId,
     /// Recent messages as the gateway delivers them (history without a REST call).
-    pub recent: Arc<recent::RecentMessages>,
+    pub recent: Arc<gateway::recent::RecentMessages>,
     pub default_locale: Locale,
     /// Where the bot tells someone it cannot answer now (the database is down).
     pub sink: Arc<dyn crate::domain::ports::ChatSink>,
-    pub outage_notices: events::OutageNotices,
+    pub outage_notices: gateway::events::OutageNotices,
     /// Reads history for a catch-up and members' roles.
     pub rest: Arc<rest::DiscordRest>,
     /// The bot's channel webhooks: a message from one of them is the persona's own.
@@ -338,7 +336,7 @@ fn framework(
             on_error: |error| Box::pin(commands::on_error(error)),
             event_handler: |ctx, event| {
                 Box::pin(async move {
-                    events::handle(event, ctx.user_data).await;
+                    gateway::events::handle(event, ctx.user_data).await;
                     Ok(())
                 })
             },

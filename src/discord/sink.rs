@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
+use super::gateway::recent::RecentMessages;
 use super::guild::CacheCell;
 use super::ratelimit::Route;
-use super::recent::RecentMessages;
 use super::rest::{DiscordRest, SendError, nonce};
 use super::webhooks::Webhooks;
 use crate::domain::ports::{

@@ -16,9 +16,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use serenity::all::{ChannelType, Guild, GuildId, Message};
 
-use super::BotData;
 use super::events::{Origin, by_own_webhook, on_message};
-use super::ratelimit::Route;
+use crate::discord::BotData;
+use crate::discord::ratelimit::Route;
 use crate::domain::catch_up::{Candidate, Found, Read, Seen, pick, plan, snowflake_at};
 use crate::domain::ports::{Clock, SystemClock, is_closed};
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId};

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serenity::all::{FullEvent, Message};
 
-use super::BotData;
+use crate::discord::BotData;
 use crate::domain::admission::{MessageFacts, RateLimit, Refusal, addressed, admit, triggers};
 use crate::domain::catch_up::Seen;
 use crate::domain::ports::{
@@ -360,7 +360,7 @@ fn as_queued(
         .map(|u| (u.id.get(), shown_name(u)))
         .collect();
     let bot = data.bot.get().map(|id| (id, persona_name));
-    super::mentions::readable(
+    crate::discord::mentions::readable(
         content,
         bot.into_iter()
             .chain(names.iter().map(|(id, name)| (*id, name.as_str()))),
