@@ -62,7 +62,7 @@ pub struct BotData {
     pub default_locale: Locale,
     /// Where the bot tells someone it cannot answer now (the database is down).
     pub sink: Arc<dyn crate::domain::ports::ChatSink>,
-    pub outage_notices: gateway::events::OutageNotices,
+    pub outage_notices: gateway::admission::OutageNotices,
     /// Reads history for a catch-up and members' roles.
     pub rest: Arc<rest::DiscordRest>,
     /// The bot's channel webhooks: a message from one of them is the persona's own.
