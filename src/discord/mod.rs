@@ -20,17 +20,11 @@ use crate::engine::orchestrator::Orchestrator;
 use crate::locale::Locale;
 use crate::shutdown::Shutdown;
 
-pub mod cdn;
 pub mod commands;
 pub mod gateway;
 pub mod guild;
 pub mod mentions;
-pub mod ratelimit;
-pub mod registration;
 pub mod rest;
-pub mod sink;
-pub mod thought_log;
-pub mod webhooks;
 
 pub type Error = anyhow::Error;
 pub type Context<'a> = poise::Context<'a, Arc<BotData>, Error>;
@@ -56,7 +50,7 @@ pub struct BotData {
     /// What the persona remembers (`/memory`, `/forget-me`).
     pub memory: Arc<dyn crate::domain::ports::MemoryStore>,
     pub cache: guild::CacheCell,
-    pub bot: sink::BotId,
+    pub bot: rest::delivery::BotId,
     /// Recent messages as the gateway delivers them (history without a REST call).
     pub recent: Arc<gateway::recent::RecentMessages>,
     pub default_locale: Locale,
@@ -64,9 +58,9 @@ pub struct BotData {
     pub sink: Arc<dyn crate::domain::ports::ChatSink>,
     pub outage_notices: gateway::admission::OutageNotices,
     /// Reads history for a catch-up and members' roles.
-    pub rest: Arc<rest::DiscordRest>,
+    pub rest: Arc<rest::client::DiscordRest>,
     /// The bot's channel webhooks: a message from one of them is the persona's own.
-    pub webhooks: Arc<webhooks::Webhooks>,
+    pub webhooks: Arc<rest::webhooks::Webhooks>,
     /// Moderators hear what a catch-up found.
     pub thought_log: Arc<dyn crate::domain::ports::ThoughtLog>,
     /// The last message seen in each channel: where a catch-up starts (SPEC D9).
@@ -256,7 +250,7 @@ impl GatewayStatus {
 /// What the gateway client is built from: the shared data, and the cells `setup` fills in.
 pub struct Connection {
     pub data: Arc<BotData>,
-    pub bot: sink::BotId,
+    pub bot: rest::delivery::BotId,
     pub cache: guild::CacheCell,
 }
 
@@ -266,7 +260,7 @@ pub async fn connect(
     config: &Config,
     token: &SecretString,
     connection: Connection,
-    rest: &Arc<rest::DiscordRest>,
+    rest: &Arc<rest::client::DiscordRest>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<DiscordClient> {
     let token = secrecy::ExposeSecret::expose_secret(token)
@@ -326,7 +320,7 @@ pub async fn connect(
 /// goes on in the background (SPEC D8).
 fn framework(
     connection: Connection,
-    registration_rest: Arc<rest::DiscordRest>,
+    registration_rest: Arc<rest::client::DiscordRest>,
     registrar: Shutdown,
 ) -> poise::Framework<Arc<BotData>, Error> {
     let Connection { data, bot, cache } = connection;
@@ -358,7 +352,7 @@ fn framework(
                 .iter()
                 .filter_map(|command| serde_json::to_value(command).ok())
                 .collect();
-                registrar.spawn(registration::keep_registered(
+                registrar.spawn(rest::registration::keep_registered(
                     registration_rest,
                     ready.application.id.get(),
                     commands,
@@ -375,8 +369,11 @@ fn framework(
 /// when it does not say. While Discord cannot be reached (no connection, no answer, a 5xx) it
 /// tries again after 1 s, then twice as long each time up to `longest`, with one warning per
 /// try naming the address and the cause (SPEC D8). A refused token is [`TokenRejected`].
-async fn recommended_shards(rest: &rest::DiscordRest, longest: Duration) -> anyhow::Result<u32> {
-    let route = ratelimit::Route {
+async fn recommended_shards(
+    rest: &rest::client::DiscordRest,
+    longest: Duration,
+) -> anyhow::Result<u32> {
+    let route = rest::ratelimit::Route {
         template: "GET /gateway/bot",
         major: 0,
         local_per_5s: None,
@@ -392,8 +389,8 @@ async fn recommended_shards(rest: &rest::DiscordRest, longest: Duration) -> anyh
                     .filter(|n| (1..=16_384).contains(n))
                     .unwrap_or(1));
             }
-            Err(rest::GetError::Status(401)) => return Err(TokenRejected.into()),
-            Err(rest::GetError::Status(status)) if status < 500 => {
+            Err(rest::client::GetError::Status(401)) => return Err(TokenRejected.into()),
+            Err(rest::client::GetError::Status(status)) if status < 500 => {
                 tracing::warn!(
                     status,
                     "Discord did not say how many shards to run; running one"
@@ -418,7 +415,8 @@ async fn recommended_shards(rest: &rest::DiscordRest, longest: Duration) -> anyh
 pub fn discord_rest(
     config: &Config,
     token: &SecretString,
-) -> anyhow::Result<Arc<rest::DiscordRest>> {
-    let rest = rest::DiscordRest::new(&config.discord, token).context("Discord HTTP client")?;
+) -> anyhow::Result<Arc<rest::client::DiscordRest>> {
+    let rest =
+        rest::client::DiscordRest::new(&config.discord, token).context("Discord HTTP client")?;
     Ok(Arc::new(rest))
 }

@@ -10,7 +10,7 @@ use serenity::all::Message;
 
 use super::message::{Addressing, addressing_of, as_queued, attachments_of, name_of, named_users};
 use crate::discord::BotData;
-use crate::discord::ratelimit::Route;
+use crate::discord::rest::ratelimit::Route;
 use crate::domain::admission::{MessageFacts, RateLimit, Refusal, addressed, admit, triggers};
 use crate::domain::ports::{
     Clock, NewQueuedMessage, Persona, Pings, ServerSettings, SystemClock, close_unanswered,

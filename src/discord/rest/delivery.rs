@@ -8,11 +8,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::gateway::recent::RecentMessages;
-use super::guild::CacheCell;
+use super::client::{DiscordRest, SendError, nonce};
 use super::ratelimit::Route;
-use super::rest::{DiscordRest, SendError, nonce};
 use super::webhooks::Webhooks;
+use crate::discord::gateway::recent::RecentMessages;
+use crate::discord::guild::CacheCell;
 use crate::domain::ports::{
     ATTACHMENTS_PER_MESSAGE, Attachment, ChannelHistory, ChatSink, HistoryMessage, Pings,
     PortError, Sticker, StickerCatalog, StickerSend, Voice,
@@ -400,7 +400,7 @@ fn readable(content: &str, bot: Option<(u64, &str)>, m: &Value) -> String {
         .filter_map(|user| Some((snowflake(user.get("id")?)?, author_name_of_user(user))))
         .collect();
     let bot = bot.filter(|(_, name)| !name.is_empty());
-    super::mentions::readable(
+    crate::discord::mentions::readable(
         content,
         bot.into_iter()
             .chain(named.iter().map(|(id, name)| (*id, name.as_str()))),

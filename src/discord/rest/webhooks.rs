@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use secrecy::SecretString;
 use serde_json::Value;
 
-use super::rest::{DiscordRest, GetError};
-use super::sink::{BotId, snowflake};
+use super::client::{DiscordRest, GetError};
+use super::delivery::{BotId, snowflake};
 
 /// The name of the webhooks the bot makes (each post carries the persona's name instead).
 pub const HOOK_NAME: &str = "persona-bot";

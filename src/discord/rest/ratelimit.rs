@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 
-use super::rest::bounded_wait;
+use super::client::bounded_wait;
 
 /// The longest wait a bucket's `Reset-After` may ask for; a longer one is junk or a ban, and
 /// waiting it would hold a conversation past any use.
