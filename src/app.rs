@@ -13,8 +13,9 @@ use anyhow::Context as _;
 
 use crate::config::{Config, Secrets, ShardPlan};
 use crate::discord::gateway::recent::RecentMessages;
+use crate::discord::ids::BotId;
 use crate::discord::rest::cdn::CdnFetcher;
-use crate::discord::rest::delivery::{BotId, DiscordSink};
+use crate::discord::rest::delivery::DiscordSink;
 use crate::discord::{self, BotData, Connection, DiscordClient, guild};
 use crate::domain::admission::RateLimit;
 use crate::domain::ports::{ChatPorts, ChatSink, Persona, PersonaStore, SystemClock, ThoughtLog};

@@ -23,6 +23,7 @@ use crate::shutdown::Shutdown;
 pub mod commands;
 pub mod gateway;
 pub mod guild;
+pub mod ids;
 pub mod mentions;
 pub mod rest;
 
@@ -50,7 +51,7 @@ pub struct BotData {
     /// What the persona remembers (`/memory`, `/forget-me`).
     pub memory: Arc<dyn crate::domain::ports::MemoryStore>,
     pub cache: guild::CacheCell,
-    pub bot: rest::delivery::BotId,
+    pub bot: ids::BotId,
     /// Recent messages as the gateway delivers them (history without a REST call).
     pub recent: Arc<gateway::recent::RecentMessages>,
     pub default_locale: Locale,
@@ -250,7 +251,7 @@ impl GatewayStatus {
 /// What the gateway client is built from: the shared data, and the cells `setup` fills in.
 pub struct Connection {
     pub data: Arc<BotData>,
-    pub bot: rest::delivery::BotId,
+    pub bot: ids::BotId,
     pub cache: guild::CacheCell,
 }
 
