@@ -241,6 +241,7 @@ pub async fn start(
         default_locale: config.general.default_locale,
         sink: sink_for_notices,
         outage_notices: Default::default(),
+        shutdown: shutdown.clone(),
     });
     let connection = Connection { data, bot, cache };
     let discord = discord::connect(&config, &token, connection, &rest, &shutdown).await?;

@@ -63,6 +63,9 @@ pub(super) fn log_change(ctx: Context<'_>, server: ServerId, change: String) {
         change,
     };
     // Posted beside the answer, not before it: a modal's submit has 3 s to be answered.
+    // A task of the app's tracker, so a stop waits for the line.
     let thought_log = ctx.data().thought_log.clone();
-    tokio::spawn(async move { thought_log.post(server, notice).await });
+    ctx.data()
+        .shutdown
+        .spawn(async move { thought_log.post(server, notice).await });
 }

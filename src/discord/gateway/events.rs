@@ -24,15 +24,13 @@ pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
             data.seen.begin_session();
             // Discord sends every DM to shard 0.
             if data_about_bot.shard.is_none_or(|s| s.id.0 == 0) {
-                tokio::spawn(super::catch_up::direct_messages(data.clone()));
+                catch_up(data, super::catch_up::direct_messages(data.clone()));
             }
         }
         // A guild of a new session (not one just joined): read what the gap missed in it.
         FullEvent::GuildCreate { guild, is_new } if *is_new != Some(true) => {
-            tokio::spawn(super::catch_up::guild(
-                data.clone(),
-                super::catch_up::candidates(guild),
-            ));
+            let candidates = super::catch_up::candidates(guild);
+            catch_up(data, super::catch_up::guild(data.clone(), candidates));
         }
         FullEvent::Message { new_message } => {
             remember(data, new_message).await;
@@ -77,6 +75,18 @@ pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
         }
         _ => {}
     }
+}
+
+/// Runs a catch-up as a task of the app's tracker: a stop waits for it, and ends it where it is
+/// rather than let it read on and queue more.
+fn catch_up(data: &BotData, run: impl Future<Output = ()> + Send + 'static) {
+    let stop = data.shutdown.token().clone();
+    data.shutdown.spawn(async move {
+        tokio::select! {
+            () = stop.cancelled() => {}
+            () = run => {}
+        }
+    });
 }
 
 /// Every delivered message (the bot's own and other bots' too) joins the channel's recent
