@@ -1,7 +1,9 @@
-//! The Discord adapter: the only module that imports serenity or poise. It turns gateway events
-//! into the orchestrator's messages, implements the chat-facing ports (delivery, typing,
-//! history, stickers, the thought log) and the slash commands, and connects the gateway client.
-//! The app ([`crate::app`]) wires it to the rest.
+//! The Discord adapter: the only module that imports serenity or poise. What comes in over the
+//! gateway is in [`gateway`] (events, admission, catch-up, recent messages), what goes out over
+//! REST in [`rest`] (the client and its rate limits, delivery, history, stickers, webhooks, the
+//! thought log, command registration, CDN downloads), the slash commands in [`commands`]. Here:
+//! [`BotData`], which commands and event handlers share, and the wiring that connects the
+//! gateway client; the app ([`crate::app`]) wires it to the rest.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -273,7 +275,7 @@ pub async fn connect(
     let mut http = HttpBuilder::new(&token);
     if !config.discord.api_base_url.is_empty() {
         // serenity rewrites REST URLs to the proxy only with its rate limiter off; delivery
-        // handles rate limits itself (see `rest`).
+        // handles rate limits itself (see `rest::ratelimit`).
         http = http
             .proxy(config.discord.api_base_url.trim_end_matches('/'))
             .ratelimiter_disabled(true);
@@ -415,7 +417,7 @@ async fn recommended_shards(
     }
 }
 
-/// Delivery's REST client (its own rate limits and retries, see `rest`).
+/// Delivery's REST client (its own rate limits and retries, see [`rest::client`]).
 pub fn discord_rest(
     config: &Config,
     token: &SecretString,

@@ -1,7 +1,8 @@
 //! Gateway events into the core: each message joins the channel's recent history
-//! ([`super::recent`]) and goes to admission ([`super::admission`]); edits and deletes reach the
-//! history and the orchestrator. A new gateway session clears what the history held and starts a
-//! catch-up of what was missed (SPEC D9, [`super::catch_up`]).
+//! ([`super::recent`]) and goes to admission ([`super::admission`]); edits and deletes are
+//! followed in the history and (but for a bulk delete) by the orchestrator. A new gateway session
+//! clears what the history held and starts a catch-up of what was missed (SPEC D9,
+//! [`super::catch_up`]), as a task of the app's tracker.
 
 use std::sync::Arc;
 
@@ -24,13 +25,13 @@ pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
             data.seen.begin_session();
             // Discord sends every DM to shard 0.
             if data_about_bot.shard.is_none_or(|s| s.id.0 == 0) {
-                catch_up(data, super::catch_up::direct_messages(data.clone()));
+                spawn_catch_up(data, super::catch_up::direct_messages(data.clone()));
             }
         }
         // A guild of a new session (not one just joined): read what the gap missed in it.
         FullEvent::GuildCreate { guild, is_new } if *is_new != Some(true) => {
             let candidates = super::catch_up::candidates(guild);
-            catch_up(data, super::catch_up::guild(data.clone(), candidates));
+            spawn_catch_up(data, super::catch_up::guild(data.clone(), candidates));
         }
         FullEvent::Message { new_message } => {
             remember(data, new_message).await;
@@ -79,7 +80,7 @@ pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
 
 /// Runs a catch-up as a task of the app's tracker: a stop waits for it, and ends it where it is
 /// rather than let it read on and queue more.
-fn catch_up(data: &BotData, run: impl Future<Output = ()> + Send + 'static) {
+fn spawn_catch_up(data: &BotData, run: impl Future<Output = ()> + Send + 'static) {
     let stop = data.shutdown.token().clone();
     data.shutdown.spawn(async move {
         tokio::select! {

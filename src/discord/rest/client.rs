@@ -1,5 +1,6 @@
-//! The REST calls the bot's delivery makes (messages, typing, history, stickers), on its own
-//! HTTP client, because delivery must see every 429 itself: serenity with its rate limiter off
+//! The bot's REST client: every call to Discord's REST API (messages, webhook posts, files,
+//! typing, DMs, reads, command registration) goes through it, on its own HTTP client, because
+//! delivery must see every 429 itself: serenity with its rate limiter off
 //! (required behind a proxy) turns a 429 into a decode error and loses `retry_after`.
 //!
 //! Every request waits in the [`Scheduler`] until the limits it knows allow it (the bucket's

@@ -16,8 +16,8 @@ use crate::discord::ids::{BotId, snowflake};
 use crate::domain::ports::{ChatSink, Pings, PortError, Sticker, StickerSend, Voice};
 use crate::domain::scope::{ChannelId, MessageId, UserId};
 
-/// The chat-facing ports on Discord: delivery here, channel history in [`super::history`], the
-/// server's stickers in [`super::stickers`].
+/// The chat-facing ports on Discord: delivery here; its channel history is in `history.rs`, the
+/// server's stickers in `stickers.rs`.
 pub struct DiscordSink {
     pub(super) rest: Arc<DiscordRest>,
     pub(super) bot: BotId,

@@ -1,4 +1,8 @@
-//! What goes out over Discord's REST API.
+//! What goes out over Discord's REST API, on the bot's own HTTP client ([`client`]) with its own
+//! rate limits ([`ratelimit`]): delivery ([`delivery`]), channel history ([`history`]), the
+//! sticker catalog ([`stickers`]), the persona's webhooks ([`webhooks`]), the thought log
+//! ([`thought_log`]), slash-command registration ([`registration`]); and attachment downloads
+//! from the CDN ([`cdn`]), on a client of their own without the token.
 
 pub mod cdn;
 pub mod client;
