@@ -12,9 +12,11 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::config::{Config, Secrets, ShardPlan};
-use crate::discord::cdn::CdnFetcher;
-use crate::discord::recent::RecentMessages;
-use crate::discord::{self, BotData, Connection, DiscordClient, guild, sink};
+use crate::discord::gateway::recent::RecentMessages;
+use crate::discord::ids::BotId;
+use crate::discord::rest::cdn::CdnFetcher;
+use crate::discord::rest::delivery::DiscordSink;
+use crate::discord::{self, BotData, Connection, DiscordClient, guild};
 use crate::domain::admission::RateLimit;
 use crate::domain::ports::{ChatPorts, ChatSink, Persona, PersonaStore, SystemClock, ThoughtLog};
 use crate::domain::review::reviewer_choices;
@@ -186,23 +188,27 @@ pub async fn start(
     let gateway = discord::GatewayStatus::default();
     let metrics_address = serve_metrics(&config, &gateway, &storage, &shutdown).await?;
     let rest = discord::discord_rest(&config, &token)?;
-    let bot = sink::BotId::default();
+    let bot = BotId::default();
     let cache = guild::CacheCell::default();
     let recent = Arc::new(RecentMessages::new(
         usize::from(config.turn.history_messages) + RECENT_MARGIN,
     ));
-    let webhooks = Arc::new(discord::webhooks::Webhooks::new(rest.clone(), bot.clone()));
+    let webhooks = Arc::new(discord::rest::webhooks::Webhooks::new(
+        rest.clone(),
+        bot.clone(),
+    ));
     let sink = Arc::new(
-        sink::DiscordSink::new(rest.clone(), bot.clone(), recent.clone())
+        DiscordSink::new(rest.clone(), bot.clone(), recent.clone())
             .with_cache(cache.clone())
             .with_webhooks(webhooks.clone()),
     );
-    let thought_log: Arc<dyn ThoughtLog> = Arc::new(discord::thought_log::DiscordThoughtLog::new(
-        rest.clone(),
-        storage.settings.clone(),
-        cache.clone(),
-        config.general.default_locale,
-    ));
+    let thought_log: Arc<dyn ThoughtLog> =
+        Arc::new(discord::rest::thought_log::DiscordThoughtLog::new(
+            rest.clone(),
+            storage.settings.clone(),
+            cache.clone(),
+            config.general.default_locale,
+        ));
     let orchestrator = orchestrator(&config, secrets, &storage, &sink, &thought_log, extend)?;
     let sink_for_notices: Arc<dyn ChatSink> = sink.clone();
     recover(&orchestrator, &shutdown).await?;
@@ -235,6 +241,7 @@ pub async fn start(
         default_locale: config.general.default_locale,
         sink: sink_for_notices,
         outage_notices: Default::default(),
+        shutdown: shutdown.clone(),
     });
     let connection = Connection { data, bot, cache };
     let discord = discord::connect(&config, &token, connection, &rest, &shutdown).await?;
@@ -382,7 +389,7 @@ fn orchestrator(
     config: &Arc<Config>,
     secrets: &Secrets,
     storage: &Storage,
-    sink: &Arc<sink::DiscordSink>,
+    sink: &Arc<DiscordSink>,
     thought_log: &Arc<dyn ThoughtLog>,
     extend: impl FnOnce(Registry) -> Registry,
 ) -> anyhow::Result<Orchestrator> {
@@ -461,7 +468,7 @@ fn image_worker(
     config: &Config,
     secrets: &Secrets,
     storage: &Storage,
-    sink: Arc<sink::DiscordSink>,
+    sink: Arc<DiscordSink>,
     thought_log: Arc<dyn ThoughtLog>,
 ) -> anyhow::Result<ImageWorker> {
     let backend = crate::media::backend(&config.image_worker, secrets)?;
@@ -512,16 +519,17 @@ pub async fn worker_until(
     let rest = discord::discord_rest(&config, &token)?;
     // Without a gateway cache the thought log cannot tell a channel is private: it stays
     // silent (it never posts where it cannot check).
-    let thought_log: Arc<dyn ThoughtLog> = Arc::new(discord::thought_log::DiscordThoughtLog::new(
-        rest.clone(),
-        storage.settings.clone(),
-        guild::CacheCell::default(),
-        config.general.default_locale,
-    ));
+    let thought_log: Arc<dyn ThoughtLog> =
+        Arc::new(discord::rest::thought_log::DiscordThoughtLog::new(
+            rest.clone(),
+            storage.settings.clone(),
+            guild::CacheCell::default(),
+            config.general.default_locale,
+        ));
     // The worker only posts: it reads no history, so it keeps no recent messages.
-    let sink = Arc::new(sink::DiscordSink::new(
+    let sink = Arc::new(DiscordSink::new(
         rest,
-        sink::BotId::default(),
+        BotId::default(),
         Arc::new(RecentMessages::new(1)),
     ));
     let worker = image_worker(&config, secrets, &storage, sink, thought_log.clone())?;

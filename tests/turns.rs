@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use persona_bot::config::{Config, KillPermission};
-use persona_bot::discord::commands::kill_text;
+use persona_bot::discord::commands::kill::kill_text;
 use persona_bot::domain::ports::{
     Attempt, ChatMessage, DeliberateSettings, Delivery, Durability, EventOutcome, HistoryMessage,
     Mention, ModelError, OutcomeStore, QueueStore, ServerSettings, SettingsStore, Sticker,

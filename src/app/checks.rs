@@ -8,8 +8,8 @@ use secrecy::ExposeSecret as _;
 use serde_json::Value;
 
 use crate::config::{Config, Secrets};
-use crate::discord::ratelimit::Route;
-use crate::discord::rest::{DiscordRest, GetError};
+use crate::discord::rest::client::{DiscordRest, GetError};
+use crate::discord::rest::ratelimit::Route;
 use crate::http_body::json_bounded;
 use crate::storage::Database;
 

@@ -1,7 +1,9 @@
-//! The Discord adapter: the only module that imports serenity or poise. It turns gateway events
-//! into the orchestrator's messages, implements the chat-facing ports (delivery, typing,
-//! history, stickers, the thought log) and the slash commands, and connects the gateway client.
-//! The app ([`crate::app`]) wires it to the rest.
+//! The Discord adapter: the only module that imports serenity or poise. What comes in over the
+//! gateway is in [`gateway`] (events, admission, catch-up, recent messages), what goes out over
+//! REST in [`rest`] (the client and its rate limits, delivery, history, stickers, webhooks, the
+//! thought log, command registration, CDN downloads), the slash commands in [`commands`]. Here:
+//! [`BotData`], which commands and event handlers share, and the wiring that connects the
+//! gateway client; the app ([`crate::app`]) wires it to the rest.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,24 +22,12 @@ use crate::engine::orchestrator::Orchestrator;
 use crate::locale::Locale;
 use crate::shutdown::Shutdown;
 
-pub mod catch_up;
-pub mod cdn;
 pub mod commands;
-pub mod drafting_commands;
-pub mod events;
+pub mod gateway;
 pub mod guild;
+pub mod ids;
 pub mod mentions;
-pub mod modal;
-pub mod persona_commands;
-pub mod ratelimit;
-pub mod recent;
-pub mod registration;
-pub mod replies_command;
 pub mod rest;
-pub mod sink;
-pub mod thought_log;
-pub mod thoughtlog_commands;
-pub mod webhooks;
 
 pub type Error = anyhow::Error;
 pub type Context<'a> = poise::Context<'a, Arc<BotData>, Error>;
@@ -63,17 +53,17 @@ pub struct BotData {
     /// What the persona remembers (`/memory`, `/forget-me`).
     pub memory: Arc<dyn crate::domain::ports::MemoryStore>,
     pub cache: guild::CacheCell,
-    pub bot: sink::BotId,
+    pub bot: ids::BotId,
     /// Recent messages as the gateway delivers them (history without a REST call).
-    pub recent: Arc<recent::RecentMessages>,
+    pub recent: Arc<gateway::recent::RecentMessages>,
     pub default_locale: Locale,
     /// Where the bot tells someone it cannot answer now (the database is down).
     pub sink: Arc<dyn crate::domain::ports::ChatSink>,
-    pub outage_notices: events::OutageNotices,
+    pub outage_notices: gateway::admission::OutageNotices,
     /// Reads history for a catch-up and members' roles.
-    pub rest: Arc<rest::DiscordRest>,
+    pub rest: Arc<rest::client::DiscordRest>,
     /// The bot's channel webhooks: a message from one of them is the persona's own.
-    pub webhooks: Arc<webhooks::Webhooks>,
+    pub webhooks: Arc<rest::webhooks::Webhooks>,
     /// Moderators hear what a catch-up found.
     pub thought_log: Arc<dyn crate::domain::ports::ThoughtLog>,
     /// The last message seen in each channel: where a catch-up starts (SPEC D9).
@@ -82,6 +72,9 @@ pub struct BotData {
     /// What turns delivered: a message answered, or deliberately left unanswered, is closed
     /// there (SPEC D12).
     pub outcomes: Arc<dyn crate::domain::ports::OutcomeStore>,
+    /// The app's task tracker and stop token: the tasks the adapter starts (catch-ups, a
+    /// settings change's thought-log line) join it, so a stop waits for them.
+    pub shutdown: Shutdown,
 }
 
 impl BotData {
@@ -263,7 +256,7 @@ impl GatewayStatus {
 /// What the gateway client is built from: the shared data, and the cells `setup` fills in.
 pub struct Connection {
     pub data: Arc<BotData>,
-    pub bot: sink::BotId,
+    pub bot: ids::BotId,
     pub cache: guild::CacheCell,
 }
 
@@ -273,7 +266,7 @@ pub async fn connect(
     config: &Config,
     token: &SecretString,
     connection: Connection,
-    rest: &Arc<rest::DiscordRest>,
+    rest: &Arc<rest::client::DiscordRest>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<DiscordClient> {
     let token = secrecy::ExposeSecret::expose_secret(token)
@@ -282,7 +275,7 @@ pub async fn connect(
     let mut http = HttpBuilder::new(&token);
     if !config.discord.api_base_url.is_empty() {
         // serenity rewrites REST URLs to the proxy only with its rate limiter off; delivery
-        // handles rate limits itself (see `rest`).
+        // handles rate limits itself (see `rest::ratelimit`).
         http = http
             .proxy(config.discord.api_base_url.trim_end_matches('/'))
             .ratelimiter_disabled(true);
@@ -333,7 +326,7 @@ pub async fn connect(
 /// goes on in the background (SPEC D8).
 fn framework(
     connection: Connection,
-    registration_rest: Arc<rest::DiscordRest>,
+    registration_rest: Arc<rest::client::DiscordRest>,
     registrar: Shutdown,
 ) -> poise::Framework<Arc<BotData>, Error> {
     let Connection { data, bot, cache } = connection;
@@ -343,7 +336,7 @@ fn framework(
             on_error: |error| Box::pin(commands::on_error(error)),
             event_handler: |ctx, event| {
                 Box::pin(async move {
-                    events::handle(event, ctx.user_data).await;
+                    gateway::events::handle(event, ctx.user_data).await;
                     Ok(())
                 })
             },
@@ -365,7 +358,7 @@ fn framework(
                 .iter()
                 .filter_map(|command| serde_json::to_value(command).ok())
                 .collect();
-                registrar.spawn(registration::keep_registered(
+                registrar.spawn(rest::registration::keep_registered(
                     registration_rest,
                     ready.application.id.get(),
                     commands,
@@ -382,8 +375,11 @@ fn framework(
 /// when it does not say. While Discord cannot be reached (no connection, no answer, a 5xx) it
 /// tries again after 1 s, then twice as long each time up to `longest`, with one warning per
 /// try naming the address and the cause (SPEC D8). A refused token is [`TokenRejected`].
-async fn recommended_shards(rest: &rest::DiscordRest, longest: Duration) -> anyhow::Result<u32> {
-    let route = ratelimit::Route {
+async fn recommended_shards(
+    rest: &rest::client::DiscordRest,
+    longest: Duration,
+) -> anyhow::Result<u32> {
+    let route = rest::ratelimit::Route {
         template: "GET /gateway/bot",
         major: 0,
         local_per_5s: None,
@@ -399,8 +395,8 @@ async fn recommended_shards(rest: &rest::DiscordRest, longest: Duration) -> anyh
                     .filter(|n| (1..=16_384).contains(n))
                     .unwrap_or(1));
             }
-            Err(rest::GetError::Status(401)) => return Err(TokenRejected.into()),
-            Err(rest::GetError::Status(status)) if status < 500 => {
+            Err(rest::client::GetError::Status(401)) => return Err(TokenRejected.into()),
+            Err(rest::client::GetError::Status(status)) if status < 500 => {
                 tracing::warn!(
                     status,
                     "Discord did not say how many shards to run; running one"
@@ -421,11 +417,12 @@ async fn recommended_shards(rest: &rest::DiscordRest, longest: Duration) -> anyh
     }
 }
 
-/// Delivery's REST client (its own rate limits and retries, see `rest`).
+/// Delivery's REST client (its own rate limits and retries, see [`rest::client`]).
 pub fn discord_rest(
     config: &Config,
     token: &SecretString,
-) -> anyhow::Result<Arc<rest::DiscordRest>> {
-    let rest = rest::DiscordRest::new(&config.discord, token).context("Discord HTTP client")?;
+) -> anyhow::Result<Arc<rest::client::DiscordRest>> {
+    let rest =
+        rest::client::DiscordRest::new(&config.discord, token).context("Discord HTTP client")?;
     Ok(Arc::new(rest))
 }

@@ -90,7 +90,7 @@ pub fn install_recorder() -> anyhow::Result<PrometheusHandle> {
 
 /// The `# HELP` lines.
 fn describe() {
-    use crate::discord::ratelimit::{RATE_LIMITED, REQUESTS, WAITED};
+    use crate::discord::rest::ratelimit::{RATE_LIMITED, REQUESTS, WAITED};
     use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
     describe_counter!(TURNS, "Turns finished, by status");
     describe_histogram!(TURN_SECONDS, Unit::Seconds, "Turn durations");

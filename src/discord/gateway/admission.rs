@@ -1,17 +1,19 @@
-//! Gateway events into the core: a message that triggers (SPEC C1) and is admitted (SPEC C2)
-//! becomes a [`NewQueuedMessage`] for the orchestrator. A new gateway session starts a catch-up
-//! of what was missed (SPEC D9, [`super::catch_up`]).
+//! Admission of a gateway message: whether it starts a turn (SPEC C1: a trigger, the
+//! requester speaking in their own turn, a random quiet turn; SPEC C2: the server's access
+//! rules, the user's rate) and, if so, queueing it for the orchestrator as a
+//! [`NewQueuedMessage`]. A refusal closes a message spoken to the bot (SPEC D12) and tells a user
+//! past their rate, once; a server whose settings cannot be read is not answered, and who spoke
+//! to the bot is told why. A message a catch-up found goes through the same door ([`Origin`]).
 
-use std::sync::Arc;
+use serde_json::Value;
+use serenity::all::Message;
 
-use serenity::all::{FullEvent, Message};
-
-use super::BotData;
+use super::message::{Addressing, addressing_of, as_queued, attachments_of, name_of, named_users};
+use crate::discord::BotData;
+use crate::discord::rest::ratelimit::Route;
 use crate::domain::admission::{MessageFacts, RateLimit, Refusal, addressed, admit, triggers};
-use crate::domain::catch_up::Seen;
 use crate::domain::ports::{
-    ATTACHMENTS_PER_MESSAGE, Attachment, Clock, HistoryMessage, MENTION_NAME_MAX, Mention,
-    NewQueuedMessage, PINGS_MAX, Persona, Pings, ServerSettings, SystemClock, close_unanswered,
+    Clock, NewQueuedMessage, Persona, Pings, ServerSettings, SystemClock, close_unanswered,
 };
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId, Visibility};
 
@@ -24,121 +26,6 @@ pub enum Origin {
     /// bot start turns, none at random, and the user cooldown (meant for a burst) is not applied
     /// to what piled up while the bot was away.
     CatchUp,
-}
-
-/// Handles one gateway event.
-pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
-    match event {
-        FullEvent::Ready { data_about_bot } => {
-            data.bot.set(data_about_bot.user.id.get());
-            // A new session: messages sent while disconnected were never delivered.
-            data.recent.clear();
-            data.seen.begin_session();
-            // Discord sends every DM to shard 0.
-            if data_about_bot.shard.is_none_or(|s| s.id.0 == 0) {
-                tokio::spawn(super::catch_up::direct_messages(data.clone()));
-            }
-        }
-        // A guild of a new session (not one just joined): read what the gap missed in it.
-        FullEvent::GuildCreate { guild, is_new } if *is_new != Some(true) => {
-            tokio::spawn(super::catch_up::guild(
-                data.clone(),
-                super::catch_up::candidates(guild),
-            ));
-        }
-        FullEvent::Message { new_message } => {
-            remember(data, new_message).await;
-            on_message(data, new_message, Origin::Gateway).await;
-        }
-        FullEvent::MessageUpdate { event, .. } => {
-            if let Some(content) = &event.content {
-                let server = event.guild_id.map(|g| ServerId(g.get()));
-                let mentions = event.mentions.as_deref().unwrap_or_default();
-                let content = as_remembered(data, server, content, mentions).await;
-                data.recent
-                    .edited(event.channel_id.get(), event.id.get(), &content);
-                data.orchestrator.edited(
-                    ChannelId(event.channel_id.get()),
-                    MessageId(event.id.get()),
-                    content,
-                );
-            }
-        }
-        FullEvent::MessageDelete {
-            channel_id,
-            deleted_message_id,
-            ..
-        } => {
-            data.recent
-                .deleted(channel_id.get(), &[deleted_message_id.get()]);
-            data.orchestrator.deleted(
-                ChannelId(channel_id.get()),
-                MessageId(deleted_message_id.get()),
-            );
-        }
-        FullEvent::MessageDeleteBulk {
-            channel_id,
-            multiple_deleted_messages_ids,
-            ..
-        } => {
-            let ids: Vec<u64> = multiple_deleted_messages_ids
-                .iter()
-                .map(|id| id.get())
-                .collect();
-            data.recent.deleted(channel_id.get(), &ids);
-        }
-        _ => {}
-    }
-}
-
-/// Every delivered message (the bot's own and other bots' too) joins the channel's recent
-/// history. Its time is the one its id carries (a snowflake holds its creation in ms).
-async fn remember(data: &BotData, message: &Message) {
-    let id = message.id.get();
-    let server = message.guild_id.map(|g| ServerId(g.get()));
-    data.seen.saw(Seen {
-        channel: ChannelId(message.channel_id.get()),
-        server,
-        message: MessageId(id),
-    });
-    let content = as_remembered(data, server, &message.content, &message.mentions).await;
-    data.recent.created(
-        message.channel_id.get(),
-        HistoryMessage {
-            id: MessageId(id),
-            author: name_of(message),
-            from_bot: data.bot.get() == Some(message.author.id.get())
-                || by_own_webhook(data, server, message).await,
-            content,
-            at_ms: crate::domain::catch_up::snowflake_ms(id),
-            attachments: attachments_of(message),
-        },
-    );
-}
-
-/// A message's files as the core describes them (at most Discord's ten).
-fn attachments_of(message: &Message) -> Vec<Attachment> {
-    message
-        .attachments
-        .iter()
-        .take(ATTACHMENTS_PER_MESSAGE)
-        .map(|a| Attachment {
-            filename: a.filename.clone(),
-            url: a.url.clone(),
-            size: u64::from(a.size),
-            content_type: a.content_type.clone(),
-        })
-        .collect()
-}
-
-/// The name shown for the author of a gateway message (as `sink::author_name` does for REST).
-fn name_of(message: &Message) -> String {
-    message
-        .member
-        .as_ref()
-        .and_then(|m| m.nick.clone())
-        .or_else(|| message.author.global_name.clone())
-        .unwrap_or_else(|| message.author.name.clone())
 }
 
 /// Handles a message: queues it for a turn when it triggers and is admitted. Returns whether it
@@ -235,23 +122,6 @@ async fn refused(
     }
 }
 
-/// [`addressing`], where a reply to the persona's post through the bot's own webhook is a reply
-/// to the bot too (SPEC C1).
-pub(super) async fn addressing_of(
-    data: &BotData,
-    server: Option<ServerId>,
-    message: &Message,
-    bot: u64,
-) -> Addressing {
-    let mut addressing = addressing(message, bot);
-    if let Some(replied) = message.referenced_message.as_deref()
-        && !addressing.replies_to_bot
-    {
-        addressing.replies_to_bot = by_own_webhook(data, server, replied).await;
-    }
-    addressing
-}
-
 /// Queues an admitted message: one the gateway brought as it came, one a catch-up found late.
 async fn submit(
     data: &BotData,
@@ -274,26 +144,6 @@ async fn submit(
     }
 }
 
-/// How a message speaks to the bot (SPEC C1).
-pub(super) struct Addressing {
-    /// It mentions the bot (in its mentions, or its text holds the mention).
-    pub mentions_bot: bool,
-    /// It replies to one of the bot's messages.
-    pub replies_to_bot: bool,
-}
-
-pub(super) fn addressing(message: &Message, bot: u64) -> Addressing {
-    Addressing {
-        mentions_bot: message.mentions.iter().any(|u| u.id.get() == bot)
-            || message.content.contains(&format!("<@{bot}>"))
-            || message.content.contains(&format!("<@!{bot}>")),
-        replies_to_bot: message
-            .referenced_message
-            .as_ref()
-            .is_some_and(|r| r.author.id.get() == bot),
-    }
-}
-
 /// SPEC C7: the requester of a running or waiting turn speaks in it, mention or not (a reply to
 /// someone else is a conversation of its own).
 async fn speaks_in_own_turn(
@@ -309,93 +159,6 @@ async fn speaks_in_own_turn(
             .orchestrator
             .has_turn_of(facts.channel, facts.author)
             .await
-}
-
-/// Whether a message was posted through the bot's own webhook in its channel: the persona's
-/// post. Discord is asked only where the bot may manage webhooks.
-pub(super) async fn by_own_webhook(
-    data: &BotData,
-    server: Option<ServerId>,
-    message: &Message,
-) -> bool {
-    let (Some(webhook), Some(server), Some(bot)) = (message.webhook_id, server, data.bot.get())
-    else {
-        return false;
-    };
-    let channel = message.channel_id.get();
-    data.cache.bot_can_webhook(server, ChannelId(channel), bot)
-        && data.webhooks.is_ours(channel, webhook.get()).await
-}
-
-/// [`as_queued`] for recent history, with the bot's mention as the persona's name in `server`:
-/// the settings are read for that name only when the text mentions the bot (most messages do
-/// not, and are read once, by admission).
-async fn as_remembered(
-    data: &BotData,
-    server: Option<ServerId>,
-    content: &str,
-    mentions: &[serenity::all::User],
-) -> String {
-    let mentions_bot = data.bot.get().is_some_and(|bot| {
-        content.contains(&format!("<@{bot}>")) || content.contains(&format!("<@!{bot}>"))
-    });
-    let name = if mentions_bot {
-        data.persona_name(server).await
-    } else {
-        String::new()
-    };
-    as_queued(data, &name, content, mentions)
-}
-
-/// A message's text as the model reads it, in history and as a trigger: the bot's mention as
-/// the persona's name, each mentioned user's as theirs (SPEC C12: one form in a request).
-fn as_queued(
-    data: &BotData,
-    persona_name: &str,
-    content: &str,
-    mentions: &[serenity::all::User],
-) -> String {
-    let names: Vec<(u64, String)> = mentions
-        .iter()
-        .map(|u| (u.id.get(), shown_name(u)))
-        .collect();
-    let bot = data.bot.get().map(|id| (id, persona_name));
-    super::mentions::readable(
-        content,
-        bot.into_iter()
-            .chain(names.iter().map(|(id, name)| (*id, name.as_str()))),
-    )
-}
-
-/// The name a mentioned user reads as (`@name`): their nickname here, else their display name,
-/// else their username.
-fn shown_name(user: &serenity::all::User) -> String {
-    let nick = user.member.as_ref().and_then(|m| m.nick.clone());
-    nick.or_else(|| user.global_name.clone())
-        .unwrap_or_else(|| user.name.clone())
-}
-
-/// The users a message names, from Discord's `mentions` of it (not its text, which the model
-/// reads as `@name`), under the names the model reads: those its text holds as `<@id>`, not the
-/// bot, not the author (the asker, pinged as such), each once, at most Discord's 100.
-fn named_users(data: &BotData, message: &Message) -> Vec<Mention> {
-    let mut named: Vec<Mention> = Vec::new();
-    for user in &message.mentions {
-        let id = user.id.get();
-        let in_text = message.content.contains(&format!("<@{id}>"))
-            || message.content.contains(&format!("<@!{id}>"));
-        let other = data.bot.get() != Some(id) && id != message.author.id.get();
-        if in_text && other && named.iter().all(|m| m.user.0 != id) {
-            named.push(Mention {
-                user: UserId(id),
-                name: shown_name(user).chars().take(MENTION_NAME_MAX).collect(),
-            });
-        }
-        if named.len() >= PINGS_MAX {
-            break;
-        }
-    }
-    named
 }
 
 /// A random quiet turn: never for bots, webhooks, DMs or the thought-log channel.
@@ -436,9 +199,39 @@ async fn author_roles(
     let needed = !access.allowed_roles.is_empty() || !access.blocked_roles.is_empty();
     match (server, origin) {
         (Some(server), Origin::CatchUp) if needed => {
-            super::catch_up::member_roles(data, server, message.author.id.get()).await
+            member_roles(data, server, message.author.id.get()).await
         }
         _ => Some(Vec::new()),
+    }
+}
+
+/// The roles of a member (`GET /guilds/{id}/members/{user}`), or `None` when Discord does not
+/// say (left the server, or the request failed).
+pub async fn member_roles(data: &BotData, server: ServerId, user: u64) -> Option<Vec<u64>> {
+    let route = Route {
+        template: "GET /guilds/{}/members/{}",
+        major: server.0,
+        local_per_5s: None,
+    };
+    let path = format!("/guilds/{}/members/{user}", server.0);
+    match data.rest.get(route, &path).await {
+        Ok(member) => Some(
+            member
+                .get("roles")
+                .and_then(Value::as_array)
+                .map(|roles| {
+                    roles
+                        .iter()
+                        .take(1000)
+                        .filter_map(|r| r.as_str().and_then(|r| r.parse().ok()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        ),
+        Err(error) => {
+            tracing::warn!(%server, %error, "could not read a member's roles; their missed message is not answered");
+            None
+        }
     }
 }
 

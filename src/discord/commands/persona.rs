@@ -2,9 +2,10 @@
 //! deployment's personas (the templates from configuration) and edits it in a modal; an edit
 //! never changes another server's persona or the template.
 
-use super::commands::{conclude, locale_of, log_change, managed_server, reply};
+use super::modal::conclude;
 use super::modal::{Field, Submitted};
-use super::{Context, Error};
+use super::shared::{locale_of, log_change, managed_server, reply};
+use crate::discord::{Context, Error};
 use crate::domain::ports::{
     AVATAR_URL_MAX_CHARS, NAME_MAX_CHARS, PROMPT_MAX_CHARS, Persona, PersonaProblem,
     SettingsChange, parse_trigger_words,

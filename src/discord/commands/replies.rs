@@ -3,9 +3,9 @@
 //! beyond what the length needs; `compact`: as few messages as the length needs; `default`: the
 //! deployment's `turn.reply_style` again.
 
-use super::commands::{locale_of, log_change, managed_server, reply};
-use super::{Context, Error};
+use super::shared::{locale_of, log_change, managed_server, reply};
 use crate::config::ReplyStyle;
+use crate::discord::{Context, Error};
 use crate::domain::ports::SettingsChange;
 use crate::locale::{self, Locale};
 

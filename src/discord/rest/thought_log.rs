@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::guild::CacheCell;
-use super::rest::{DiscordRest, nonce};
+use super::client::{DiscordRest, nonce};
+use crate::discord::guild::CacheCell;
 use crate::domain::ports::{SettingsStore, ThoughtLog};
 use crate::domain::scope::{ChannelId, ServerId};
 use crate::domain::thought_log::{Card, Notice, cut, render};

@@ -1,5 +1,6 @@
-//! The REST calls the bot's delivery makes (messages, typing, history, stickers), on its own
-//! HTTP client, because delivery must see every 429 itself: serenity with its rate limiter off
+//! The bot's REST client: every call to Discord's REST API (messages, webhook posts, files,
+//! typing, DMs, reads, command registration) goes through it, on its own HTTP client, because
+//! delivery must see every 429 itself: serenity with its rate limiter off
 //! (required behind a proxy) turns a 429 into a decode error and loses `retry_after`.
 //!
 //! Every request waits in the [`Scheduler`] until the limits it knows allow it (the bucket's
@@ -11,8 +12,7 @@
 
 use std::time::Duration;
 
-use super::ratelimit::{Permit, RATE_LIMITED, RateHeaders, Route, Scheduler};
-use super::webhooks::Hook;
+use super::ratelimit::{Permit, RATE_LIMITED, RateHeaders, Route, Scheduler, bounded_wait};
 use crate::config::DiscordConfig;
 use crate::http_body::{ERROR_TEXT_MAX, json_bounded};
 use secrecy::{ExposeSecret, SecretString};
@@ -30,16 +30,19 @@ const ANSWER_MAX: usize = 8 << 20;
 /// The wait a 429 gets when neither its body nor its headers give a usable number.
 const DEFAULT_RATE_LIMIT_WAIT: Duration = Duration::from_secs(1);
 
-/// A wait in seconds from outside (a 429's `retry_after`, a rate-limit header), as a `Duration`
-/// no longer than `longest`: NaN and negatives are no wait, and `1e20` or infinity is `None`
-/// (too long to wait for). Never panics, unlike `Duration::from_secs_f64`.
-pub fn bounded_wait(secs: f64, longest: Duration) -> Option<Duration> {
-    if secs.is_nan() || secs <= 0.0 {
-        return Some(Duration::ZERO);
+/// A channel webhook: its id, and its token, a credential (in no log).
+#[derive(Clone)]
+pub struct Hook {
+    pub id: u64,
+    pub token: SecretString,
+}
+
+impl std::fmt::Debug for Hook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Hook")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
-    Duration::try_from_secs_f64(secs)
-        .ok()
-        .filter(|wait| *wait <= longest)
 }
 
 /// Why a send did not succeed.
@@ -604,20 +607,6 @@ pub fn nonce() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    // A 429's wait comes from outside; no number may panic or wait past the bound.
-    #[test]
-    fn outside_waits_are_bounded_and_never_panic() {
-        let longest = Duration::from_secs(60);
-        assert_eq!(bounded_wait(0.3, longest), Some(Duration::from_millis(300)));
-        assert_eq!(bounded_wait(60.0, longest), Some(longest));
-        for junk in [f64::NAN, -1.0, -0.0, f64::NEG_INFINITY, -1e300] {
-            assert_eq!(bounded_wait(junk, longest), Some(Duration::ZERO), "{junk}");
-        }
-        for too_long in [60.001, 1e20, 1e300, f64::INFINITY, f64::MAX] {
-            assert_eq!(bounded_wait(too_long, longest), None, "{too_long}");
-        }
-    }
 
     #[test]
     fn nonces_fit_discord() {

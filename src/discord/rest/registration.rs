@@ -11,8 +11,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::client::DiscordRest;
 use super::ratelimit::Route;
-use super::rest::DiscordRest;
 
 /// The first pause after a refusal; doubled each time, up to [`RETRY_MAX`].
 const RETRY_FIRST: Duration = Duration::from_secs(30);

@@ -24,7 +24,17 @@ use std::time::Duration;
 use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 
-use super::rest::bounded_wait;
+/// A wait in seconds from outside (a 429's `retry_after`, a rate-limit header), as a `Duration`
+/// no longer than `longest`: NaN and negatives are no wait, and `1e20` or infinity is `None`
+/// (too long to wait for). Never panics, unlike `Duration::from_secs_f64`.
+pub fn bounded_wait(secs: f64, longest: Duration) -> Option<Duration> {
+    if secs.is_nan() || secs <= 0.0 {
+        return Some(Duration::ZERO);
+    }
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|wait| *wait <= longest)
+}
 
 /// The longest wait a bucket's `Reset-After` may ask for; a longer one is junk or a ban, and
 /// waiting it would hold a conversation past any use.
@@ -498,6 +508,21 @@ impl<'a> Permit<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // A 429's wait comes from outside; no number may panic or wait past the bound.
+    #[test]
+    fn outside_waits_are_bounded_and_never_panic() {
+        let longest = Duration::from_secs(60);
+        assert_eq!(bounded_wait(0.3, longest), Some(Duration::from_millis(300)));
+        assert_eq!(bounded_wait(60.0, longest), Some(longest));
+        for junk in [f64::NAN, -1.0, -0.0, f64::NEG_INFINITY, -1e300] {
+            assert_eq!(bounded_wait(junk, longest), Some(Duration::ZERO), "{junk}");
+        }
+        for too_long in [60.001, 1e20, 1e300, f64::INFINITY, f64::MAX] {
+            assert_eq!(bounded_wait(too_long, longest), None, "{too_long}");
+        }
+    }
+
     use proptest::prelude::*;
 
     const MESSAGES: &str = "POST /channels/{}/messages";

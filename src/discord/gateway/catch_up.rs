@@ -16,9 +16,10 @@ use std::sync::Arc;
 use serde_json::Value;
 use serenity::all::{ChannelType, Guild, GuildId, Message};
 
-use super::BotData;
-use super::events::{Origin, by_own_webhook, on_message};
-use super::ratelimit::Route;
+use super::admission::{Origin, on_message};
+use super::message::{Addressing, addressing_of, by_own_webhook};
+use crate::discord::BotData;
+use crate::discord::rest::ratelimit::Route;
 use crate::domain::catch_up::{Candidate, Found, Read, Seen, pick, plan, snowflake_at};
 use crate::domain::ports::{Clock, SystemClock, is_closed};
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId};
@@ -239,10 +240,10 @@ async fn unclosed(data: &BotData, channel: ChannelId, picked: Vec<MessageId>) ->
 async fn found_in(data: &BotData, server: Option<ServerId>, message: &Message, bot: u64) -> Found {
     let by_bot = message.author.id.get() == bot || by_own_webhook(data, server, message).await;
     let person = !message.author.bot && message.webhook_id.is_none();
-    let super::events::Addressing {
+    let Addressing {
         mentions_bot,
         replies_to_bot,
-    } = super::events::addressing_of(data, server, message, bot).await;
+    } = addressing_of(data, server, message, bot).await;
     Found {
         id: MessageId(message.id.get()),
         author: UserId(message.author.id.get()),
@@ -253,35 +254,5 @@ async fn found_in(data: &BotData, server: Option<ServerId>, message: &Message, b
             .and_then(|r| r.message_id)
             .map(|m| MessageId(m.get())),
         addressed: person && (message.guild_id.is_none() || mentions_bot || replies_to_bot),
-    }
-}
-
-/// The roles of a member (`GET /guilds/{id}/members/{user}`), or `None` when Discord does not
-/// say (left the server, or the request failed).
-pub async fn member_roles(data: &BotData, server: ServerId, user: u64) -> Option<Vec<u64>> {
-    let route = Route {
-        template: "GET /guilds/{}/members/{}",
-        major: server.0,
-        local_per_5s: None,
-    };
-    let path = format!("/guilds/{}/members/{user}", server.0);
-    match data.rest.get(route, &path).await {
-        Ok(member) => Some(
-            member
-                .get("roles")
-                .and_then(Value::as_array)
-                .map(|roles| {
-                    roles
-                        .iter()
-                        .take(1000)
-                        .filter_map(|r| r.as_str().and_then(|r| r.parse().ok()))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        ),
-        Err(error) => {
-            tracing::warn!(%server, %error, "could not read a member's roles; their missed message is not answered");
-            None
-        }
     }
 }

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use secrecy::SecretString;
 use serde_json::Value;
 
-use super::rest::{DiscordRest, GetError};
-use super::sink::{BotId, snowflake};
+use super::client::{DiscordRest, GetError, Hook};
+use crate::discord::ids::{BotId, snowflake};
 
 /// The name of the webhooks the bot makes (each post carries the persona's name instead).
 pub const HOOK_NAME: &str = "persona-bot";
@@ -23,21 +23,6 @@ pub const HOOK_NAME: &str = "persona-bot";
 const BELIEVED_FOR: Duration = Duration::from_secs(600);
 /// Channels remembered; past it the memory starts over (a few channels asked again).
 const CHANNELS_MAX: usize = 4096;
-
-/// A channel webhook: its id, and its token, a credential (in no log).
-#[derive(Clone)]
-pub struct Hook {
-    pub id: u64,
-    pub token: SecretString,
-}
-
-impl std::fmt::Debug for Hook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Hook")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
-    }
-}
 
 /// What the bot knows of a channel's webhooks.
 #[derive(Debug, Clone)]

@@ -1,6 +1,7 @@
 //! Modals: a form Discord shows in answer to a command, for text too long or too many for
 //! options (a persona's system prompt, the reviewer's prompt). The modal is the command's first
-//! answer; the user's submit is a new interaction, answered here with an ephemeral message.
+//! answer; the user's submit is a new interaction, answered here with an ephemeral message
+//! ([`conclude`] answers a command whether or not it showed one).
 
 use std::time::Duration;
 
@@ -10,7 +11,8 @@ use serenity::all::{
     ModalInteractionCollector, Permissions,
 };
 
-use super::{Context, Error};
+use super::shared::{locale_of, reply};
+use crate::discord::{Context, Error};
 use crate::locale;
 
 /// Discord's limits: a modal's title and a field's label, and a field's text.
@@ -57,6 +59,27 @@ impl Submitted {
             .create_response(ctx.http(), CreateInteractionResponse::Message(message))
             .await?;
         Ok(())
+    }
+}
+/// Answers the command, or the submit of the modal it showed: the command has had its answer
+/// then, so an error is answered on the submit too (and logged once).
+pub(super) async fn conclude(
+    ctx: Context<'_>,
+    submitted: Option<Submitted>,
+    outcome: Result<String, Error>,
+) -> Result<(), Error> {
+    match (submitted, outcome) {
+        (None, Ok(text)) => reply(ctx, text).await,
+        (None, Err(error)) => Err(error),
+        (Some(submitted), Ok(text)) => submitted.answer(ctx, text).await,
+        (Some(submitted), Err(error)) => {
+            tracing::error!(
+                command = %ctx.command().qualified_name, %error,
+                "command failed after its modal"
+            );
+            let text = locale::text(locale_of(ctx), "command-failed");
+            submitted.answer(ctx, text).await
+        }
     }
 }
 
@@ -122,7 +145,7 @@ pub async fn ask(
         .and_then(|m| m.permissions)
         .is_some_and(|p| p.contains(Permissions::MANAGE_GUILD))
     {
-        let locale = super::commands::locale_of(ctx);
+        let locale = locale_of(ctx);
         let refusal = locale::text(locale, "command-needs-manage-server");
         submitted.answer(ctx, refusal).await?;
         return Ok(None);

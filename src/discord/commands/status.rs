@@ -1,0 +1,78 @@
+//! `/status` (how the bot is set up here: persona, model, drafting, thought log, queue,
+//! reminders) and `/help` (what it does, and the commands a member may use).
+
+use serenity::all::Permissions;
+
+use super::shared::{locale_of, permissions, reply};
+use crate::discord::{Context, Error};
+use crate::domain::scope::{ChannelId, ServerId, UserId};
+use crate::locale;
+
+/// How the bot is set up here: persona, model, drafting, thought log, queue, reminders.
+#[poise::command(slash_command)]
+pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
+    let data = ctx.data();
+    let locale = locale_of(ctx);
+    let channel = ChannelId(ctx.channel_id().get());
+    let server = ctx.guild_id().map(|g| ServerId(g.get()));
+    let settings = match server {
+        Some(server) => data.settings.settings(server).await?,
+        None => Default::default(),
+    };
+    let (running, waiting) = data.orchestrator.load_of(channel).await;
+    let can_post = match (server, data.bot.get()) {
+        (Some(server), Some(bot)) => data.cache.bot_can_send(server, channel, bot),
+        (None, _) => true,
+        (Some(_), None) => false,
+    };
+    let reminders = data
+        .reminders
+        .for_user(UserId(ctx.author().id.get()))
+        .await?
+        .len();
+    let yes_no = |on: bool| locale::text(locale, if on { "status-yes" } else { "status-no" });
+    let args = [
+        (
+            "persona",
+            crate::domain::ports::Persona::of_server(&settings, &data.persona)
+                .display_name
+                .clone(),
+        ),
+        ("model", data.model_name.clone()),
+        ("drafting", yes_no(settings.drafting)),
+        (
+            "thought_log",
+            settings
+                .thought_log_channel
+                .map_or_else(|| "-".to_owned(), |c| format!("<#{}>", c.0)),
+        ),
+        (
+            "summaries",
+            super::thoughtlog::summaries_text(locale, settings.summaries),
+        ),
+        (
+            "replies",
+            super::replies::style_text(locale, settings.reply_style, data.reply_style),
+        ),
+        ("running", yes_no(running)),
+        ("waiting", waiting.to_string()),
+        ("can_post", yes_no(can_post)),
+        ("reminders", reminders.to_string()),
+    ];
+    reply(ctx, locale::text_with(locale, "status-text", &args)).await
+}
+
+/// What the bot does, how to talk to it, and the commands you may use.
+#[poise::command(slash_command)]
+pub async fn help(ctx: Context<'_>) -> Result<(), Error> {
+    let locale = locale_of(ctx);
+    let manager = ctx.guild_id().is_some() && permissions(ctx).contains(Permissions::MANAGE_GUILD);
+    let server = ctx.guild_id().map(|g| ServerId(g.get()));
+    let name = ctx.data().persona_name(server).await;
+    let mut text = locale::text_with(locale, "help-text", &[("persona", name)]);
+    if manager {
+        text.push('\n');
+        text.push_str(&locale::text(locale, "help-managers"));
+    }
+    reply(ctx, text).await
+}
