@@ -12,8 +12,8 @@ use persona_bot::config::Config;
 use persona_bot::domain::role::{Role, RoleSet};
 use persona_bot::domain::turn::{ToolAdmission, Turn};
 use persona_bot::locale::Locale;
+use persona_bot::stage::{ToolCallRequest, execute_tool_call};
 use persona_bot::testkit::{Fakes, public_scope};
-use persona_bot::tool_loop::{ToolCallRequest, execute_tool_call};
 use persona_bot::tools::{
     Registry, Tool, ToolContext, ToolEnv, ToolError, ToolOutput, ToolSession,
 };

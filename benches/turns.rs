@@ -20,10 +20,10 @@ use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, User
 use persona_bot::engine::orchestrator::{KillReport, Orchestrator, OrchestratorDeps};
 use persona_bot::engine::passes::TurnDeps;
 use persona_bot::locale::Locale;
+use persona_bot::stage::deliberate::KeywordPacks;
 use persona_bot::testkit::{
     Fakes, InMemoryPersonas, InMemoryQueue, InMemorySettings, ScriptedModel, ScriptedPass, Step,
 };
-use persona_bot::tool_loop::deliberate::KeywordPacks;
 use persona_bot::tools::{Registry, Tool, ToolContext, ToolEnv, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

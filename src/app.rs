@@ -12,8 +12,8 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::config::{Config, Secrets, ShardPlan};
-use crate::discord::gateway::recent::RecentMessages;
 use crate::discord::ids::BotId;
+use crate::discord::recent::RecentMessages;
 use crate::discord::rest::cdn::CdnFetcher;
 use crate::discord::rest::delivery::DiscordSink;
 use crate::discord::{self, BotData, Connection, DiscordClient, guild};
@@ -32,8 +32,8 @@ use crate::observe::health::Health;
 use crate::observe::model::MeteredModel;
 use crate::provider::OpenAiProvider;
 use crate::shutdown::Shutdown;
+use crate::stage::deliberate::KeywordPacks;
 use crate::storage::Storage;
-use crate::tool_loop::deliberate::KeywordPacks;
 use crate::tools::{Registry, Reviewer, ToolEnv};
 
 /// Recent messages kept per channel beyond a turn's history (edits and deletes eat into it).

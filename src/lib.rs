@@ -2,7 +2,7 @@
 //!
 //! Layers, bottom-up (`tests/layers.rs` checks that none uses one above it): the base
 //! (`config`, `locale`, `redact`, `http_body`, `telemetry`, `shutdown`), the [`domain`] types and
-//! ports, the [`tools`], the tool-call stage ([`tool_loop`]), the [`engine`] that runs turns, the
+//! ports, the [`tools`], the tool-call [`stage`], the [`engine`] that runs turns, the
 //! adapters (`discord`, `provider`, `storage`, `media`, `observe`) and the [`app`] that wires
 //! them. Nothing below the adapters knows Discord, HTTP or SQL; it reaches the outside only
 //! through the ports in [`domain::ports`].
@@ -41,6 +41,8 @@ pub mod provider;
 pub mod redact;
 /// How the process stops: the root token, signals, one task tracker.
 pub mod shutdown;
+/// The tool-call stage: `execute_tool_call`, its gates, the watchdog and payload builders.
+pub mod stage;
 /// sqlx repositories (SQLite file or PostgreSQL) implementing the storage ports.
 pub mod storage;
 /// Tracing set-up, done once per process.
@@ -56,8 +58,6 @@ pub mod telemetry;
     reason = "test fakes: a fake called in a way its test did not expect panics, failing the test"
 )]
 pub mod testkit;
-/// The tool-call stage: `execute_tool_call`, its gates, the watchdog and payload builders.
-pub mod tool_loop;
 /// The tool registry, role-scoped tool sessions and the built-in tools.
 pub mod tools;
 

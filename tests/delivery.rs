@@ -334,13 +334,7 @@ async fn a_chatty_reply_takes_a_few_messages() {
         .map(|i| format!("He loved them too, line {i}."))
         .collect::<Vec<_>>()
         .join("\n\n");
-    let mut steps: Vec<Sse> = text
-        .as_bytes()
-        .chunks(40)
-        .map(|c| Sse::text(std::str::from_utf8(c).unwrap()))
-        .collect();
-    steps.extend([Sse::finish("stop"), Sse::Done]);
-    let e = E2e::start(Behaviour::succeed(), vec![Reply::Stream(steps)]).await;
+    let e = E2e::start(Behaviour::succeed(), vec![streamed(&text, 40)]).await;
     e.mention(ALICE, "alice", "tell me how he felt").await;
     e.until("the last line", |e| {
         e.texts(GENERAL)
@@ -449,13 +443,8 @@ fn chatty(n: usize) -> (String, Reply) {
         .map(|i| format!("A short line of the answer, line {i:03}."))
         .collect::<Vec<_>>()
         .join("\n\n");
-    let mut steps: Vec<Sse> = text
-        .as_bytes()
-        .chunks(40)
-        .map(|c| Sse::text(std::str::from_utf8(c).unwrap()))
-        .collect();
-    steps.extend([Sse::finish("stop"), Sse::Done]);
-    (text, Reply::Stream(steps))
+    let reply = streamed(&text, 40);
+    (text, reply)
 }
 
 /// `/replies style style:<n>` (0 paragraphs, 1 compact, 2 default) by the moderator; its answer.

@@ -23,11 +23,11 @@ use persona_bot::domain::turn::{Turn, TurnStatus};
 use persona_bot::engine::passes::TurnEnd;
 use persona_bot::engine::reviewer::ModelReviewer;
 use persona_bot::locale::Locale;
+use persona_bot::stage::ToolCallOutcome;
 use persona_bot::testkit::{
     Fakes, InMemoryQueue, InMemorySettings, ScriptedModel, ScriptedPass, ScriptedReviewer, Step,
     public_scope,
 };
-use persona_bot::tool_loop::ToolCallOutcome;
 use serde_json::json;
 use support::bot::{ALICE, Bot, CHANNEL, SERVER, message};
 use support::harness::{Behaviour, Harness, entry};

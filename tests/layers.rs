@@ -4,7 +4,7 @@
 //! base      config, locale, redact, http_body, telemetry, shutdown (and the crate root's items)
 //! domain    domain (types, ports, notices, the provider-failure classifier)
 //! tools     tools (the registry, sessions, the reviewer port, one tool per file)
-//! stage     tool_loop (execute_tool_call and its gates, payload builders)
+//! stage     stage (execute_tool_call and its gates, payload builders)
 //! engine    engine (orchestrator, pass loop, stream delivery, reviewer, reminders, worker)
 //! adapters  discord, provider, storage, media, observe
 //! app       app, main, testkit (test fakes may use anything)
@@ -12,7 +12,13 @@
 //!
 //! A source scan: every `use crate::…` / `use super::…` item (braces expanded) and every inline
 //! `crate::…` path outside comments and `#[cfg(test)]` modules.
+//!
+//! Two more checks read the same scan: no import circle between the modules of one folder
+//! (`a` uses `b` uses `a`, which the layer order cannot see inside one layer), and every
+//! top-level module of `src/` has its row in the table below (a module without one would pass
+//! as `base` unnoticed).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// (module path prefix, layer); the longest matching prefix decides.
@@ -25,7 +31,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("shutdown", 0),
     ("domain", 1),
     ("tools", 2),
-    ("tool_loop", 3),
+    ("stage", 3),
     ("engine", 4),
     ("discord", 5),
     ("provider", 5),
@@ -196,12 +202,23 @@ fn references(module: &str, code: &str) -> Vec<String> {
         }
         offset += line.len();
     }
-    for (at, _) in code.match_indices("crate::") {
-        let path: String = code[at..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
-            .collect();
-        resolve(&path);
+    // Inline paths (`crate::a::f()`, `super::b::g()`), each from its start: not the middle of
+    // a longer path such as `super::super::c`.
+    for start in ["crate::", "super::"] {
+        for (at, _) in code.match_indices(start) {
+            let inside = code[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+            if inside {
+                continue;
+            }
+            let path: String = code[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            resolve(&path);
+        }
     }
     refs
 }
@@ -247,6 +264,151 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
             files.push(path);
         }
     }
+}
+
+/// The modules of `src/` and the sibling edges between them: `a -> b` when a module inside `a`
+/// refers to one inside `b`, `a` and `b` being two modules of one folder.
+fn sibling_edges(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let mut files = Vec::new();
+    collect(src, &mut files);
+    let modules: BTreeSet<String> = files.iter().map(|f| module_of(src, f)).collect();
+    // The longest module a referred path is in (a path may go on into items).
+    let resolve = |path: &str| -> Option<String> {
+        let segments: Vec<&str> = path.split("::").collect();
+        (1..=segments.len())
+            .rev()
+            .map(|n| segments[..n].join("::"))
+            .find(|m| modules.contains(m))
+    };
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let module = module_of(src, file);
+        if module == "lib" || file.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for target in references(&module, &code(&text))
+            .iter()
+            .filter_map(|t| resolve(t))
+        {
+            let from: Vec<&str> = module.split("::").collect();
+            let to: Vec<&str> = target.split("::").collect();
+            let shared = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            // One inside the other (a folder and its own files) is no sibling edge.
+            if shared == from.len() || shared == to.len() {
+                continue;
+            }
+            edges
+                .entry(from[..=shared].join("::"))
+                .or_default()
+                .insert(to[..=shared].join("::"));
+        }
+    }
+    edges
+}
+
+/// Every import circle, as its modules ("a, b" for a ↔ b), each found once.
+fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let reach = |start: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![start.to_owned()];
+        while let Some(node) = stack.pop() {
+            for next in edges.get(&node).into_iter().flatten() {
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&String, BTreeSet<String>> =
+        edges.keys().map(|m| (m, reach(m))).collect();
+    let mut found = BTreeSet::new();
+    for (module, from_it) in &reached {
+        if !from_it.contains(*module) {
+            continue;
+        }
+        let circle: Vec<&str> = from_it
+            .iter()
+            .filter(|other| reached.get(other).is_some_and(|r| r.contains(*module)))
+            .map(String::as_str)
+            .collect();
+        found.insert(circle.join(", "));
+    }
+    found.into_iter().collect()
+}
+
+#[test]
+fn no_import_circle_inside_a_folder() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = circles(&sibling_edges(&src));
+    assert!(
+        found.is_empty(),
+        "modules that use each other (move the shared items into a module both use):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn every_top_level_module_has_a_layer() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    collect(&src, &mut files);
+    let missing: BTreeSet<String> = files
+        .iter()
+        .map(|f| module_of(&src, f))
+        .filter_map(|m| m.split("::").next().map(str::to_owned))
+        .filter(|top| top != "lib" && !LAYERS.iter().any(|(name, _)| name == top))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "top-level modules without a row in LAYERS: {missing:?}"
+    );
+}
+
+// The circle check itself: siblings that use each other are one circle, however far apart
+// their files are inside the two folders; a folder and its own files are not.
+#[test]
+fn the_circle_check_finds_siblings_that_use_each_other() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("discord/rest")).expect("dir");
+    std::fs::write(src.join("discord/mod.rs"), "use self::events::Handler;\n").expect("write");
+    std::fs::write(
+        src.join("discord/events.rs"),
+        "use super::rest::client::Client;\nuse super::Data;\n",
+    )
+    .expect("write");
+    std::fs::write(src.join("discord/rest/mod.rs"), "").expect("write");
+    std::fs::write(
+        src.join("discord/rest/client.rs"),
+        "fn f() { crate::discord::events::on_message(); }\n",
+    )
+    .expect("write");
+    std::fs::write(
+        src.join("discord/catch_up.rs"),
+        "use super::events::Handler;\n",
+    )
+    .expect("write");
+    // An inline `super::` path counts as a `use` does.
+    std::fs::write(
+        src.join("discord/guild.rs"),
+        "fn g() { super::webhooks::hook(); }\n",
+    )
+    .expect("write");
+    std::fs::write(
+        src.join("discord/webhooks.rs"),
+        "use super::guild::Cache;\n",
+    )
+    .expect("write");
+    let found = circles(&sibling_edges(src));
+    assert_eq!(
+        found,
+        vec![
+            "discord::events, discord::rest".to_owned(),
+            "discord::guild, discord::webhooks".to_owned()
+        ]
+    );
 }
 
 #[test]

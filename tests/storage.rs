@@ -1068,8 +1068,8 @@ async fn migrations_are_idempotent(db: TestDb) {
 // SPEC S6, T10, R4, D4: the tool stage on real repositories: a plan, a fact, a denial, usage
 // and the outcome all land in the database.
 async fn the_tool_stage_writes_through_real_storage(db: TestDb) {
+    use persona_bot::stage::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
     use persona_bot::testkit::{Fakes, public_scope};
-    use persona_bot::tool_loop::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
     use persona_bot::tools::{Registry, ToolEnv, ToolSession};
 
     let s = db.open().await;

@@ -9,8 +9,8 @@ pub mod support {
 
 use persona_bot::domain::history::EntryStatus;
 use persona_bot::domain::role::Role;
+use persona_bot::stage::{ToolCallOutcome, ToolCallRequest, Truncation, execute_tool_call};
 use persona_bot::testkit::public_scope;
-use persona_bot::tool_loop::{ToolCallOutcome, ToolCallRequest, Truncation, execute_tool_call};
 use proptest::prelude::*;
 use support::harness::Harness;
 

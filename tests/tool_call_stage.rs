@@ -22,9 +22,9 @@ use persona_bot::domain::turn::{
     ExpressionState, StoppedTool, ToolAdmission, ToolEnding, Turn, TurnStatus,
 };
 use persona_bot::locale::Locale;
+use persona_bot::stage::watchdog::STOP_GRACE;
+use persona_bot::stage::{ToolCallOutcome, ToolCallRequest, Truncation, execute_tool_call};
 use persona_bot::testkit::{Fakes, dm_scope, private_scope, public_scope};
-use persona_bot::tool_loop::watchdog::STOP_GRACE;
-use persona_bot::tool_loop::{ToolCallOutcome, ToolCallRequest, Truncation, execute_tool_call};
 use persona_bot::tools::ToolError;
 use serde_json::json;
 use support::harness::{Behaviour, Harness, MediaTool, code, entry};
@@ -834,7 +834,7 @@ async fn unconfirmed_sticker_send_blocks_every_later_send_and_call() {
         h.fakes.thought_log.notices().is_empty(),
         "no notice for an unconfirmed delivery"
     );
-    assert!(!persona_bot::tool_loop::expression::sends_allowed(&turn));
+    assert!(!persona_bot::stage::expression::sends_allowed(&turn));
 }
 
 // SPEC T9

@@ -26,10 +26,10 @@ use persona_bot::domain::turn::{StoppedTool, ToolEnding, TurnId, TurnStatus};
 use persona_bot::engine::orchestrator::{KillReach, KillReport};
 use persona_bot::engine::passes::TurnEnd;
 use persona_bot::locale::{self, Locale};
+use persona_bot::stage::watchdog::STOP_GRACE;
 use persona_bot::testkit::{
     Fakes, InMemoryQueue, InMemorySettings, ScriptedModel, ScriptedPass, Step,
 };
-use persona_bot::tool_loop::watchdog::STOP_GRACE;
 use support::bot::{ALICE, BOB, Bot, CHANNEL, SERVER, message, message_in};
 use support::harness::{Behaviour, Harness};
 

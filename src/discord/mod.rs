@@ -27,6 +27,7 @@ pub mod gateway;
 pub mod guild;
 pub mod ids;
 pub mod mentions;
+pub mod recent;
 pub mod rest;
 
 pub type Error = anyhow::Error;
@@ -55,7 +56,7 @@ pub struct BotData {
     pub cache: guild::CacheCell,
     pub bot: ids::BotId,
     /// Recent messages as the gateway delivers them (history without a REST call).
-    pub recent: Arc<gateway::recent::RecentMessages>,
+    pub recent: Arc<recent::RecentMessages>,
     pub default_locale: Locale,
     /// Where the bot tells someone it cannot answer now (the database is down).
     pub sink: Arc<dyn crate::domain::ports::ChatSink>,

@@ -11,7 +11,7 @@ use crate::domain::scope::{MessageId, UserId};
 use crate::domain::turn::Turn;
 use crate::engine::attachments::{self, AttachmentPolicy, ReadFiles};
 use crate::engine::budget;
-use crate::tool_loop::Restart;
+use crate::stage::Restart;
 
 /// The message a turn answers.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -24,7 +24,7 @@ use crate::domain::provider_failure::{FailureClass, ProviderFailure, recovery_ti
 use crate::domain::scope::Visibility;
 use crate::domain::thought_log::{FailureKind, Notice, cut};
 use crate::locale;
-use crate::tool_loop::payload::Failure;
+use crate::stage::payload::Failure;
 use crate::tools::ToolError;
 
 /// What one round of the worker did.

@@ -26,8 +26,8 @@ use crate::engine::context::{LoadedContext, Trigger};
 use crate::engine::resume;
 use crate::engine::stream::{PassEnd, ReplyDelivery};
 use crate::locale;
-use crate::tool_loop::payload::Failure;
-use crate::tool_loop::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
+use crate::stage::payload::Failure;
+use crate::stage::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::tools::{Registry, ToolEnv, ToolSession};
 
 /// What a turn needs besides its own state.

@@ -15,8 +15,8 @@ use crate::domain::ports::{
 use crate::domain::provider_failure::{FailureClass, Retry};
 use crate::domain::review::{ReviewOutcome, ReviewVerdict};
 use crate::domain::role::Role;
-use crate::tool_loop::payload::Failure;
-use crate::tool_loop::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
+use crate::stage::payload::Failure;
+use crate::stage::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::tools::Reviewer;
 use crate::tools::registry::canonical_json;
 use crate::tools::submit_review::{Decision, SubmitReview, SubmittedVerdict};

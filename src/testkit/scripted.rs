@@ -163,7 +163,7 @@ impl crate::domain::ports::ChatModel for ScriptedModel {
         request: &crate::domain::ports::ModelRequest,
     ) -> Result<crate::domain::ports::ModelStream, crate::domain::ports::ModelError> {
         use crate::domain::ports::{Finish, ModelEvent};
-        use crate::tool_loop::{ToolCallRequest, Truncation};
+        use crate::stage::{ToolCallRequest, Truncation};
         // Scripted tests inspect requests; a responder serves benchmarks, where keeping every
         // request would only measure this fake.
         if self.responder.is_none() {

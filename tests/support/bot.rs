@@ -12,8 +12,8 @@ use persona_bot::engine::attachments::AttachmentPolicy;
 use persona_bot::engine::orchestrator::{Orchestrator, OrchestratorDeps, TurnFinished};
 use persona_bot::engine::passes::TurnDeps;
 use persona_bot::locale::Locale;
+use persona_bot::stage::deliberate::KeywordPacks;
 use persona_bot::testkit::{Fakes, InMemoryPersonas, InMemoryQueue, InMemorySettings};
-use persona_bot::tool_loop::deliberate::KeywordPacks;
 use tokio::sync::broadcast;
 
 use super::harness::{Behaviour, Harness};

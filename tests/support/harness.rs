@@ -13,8 +13,8 @@ use persona_bot::domain::role::{Role, RoleSet};
 use persona_bot::domain::scope::Scope;
 use persona_bot::domain::turn::Turn;
 use persona_bot::locale::Locale;
+use persona_bot::stage::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use persona_bot::testkit::Fakes;
-use persona_bot::tool_loop::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use persona_bot::tools::{
     ArgError, Registry, Tool, ToolContext, ToolEnv, ToolError, ToolOutput, ToolSession,
 };

@@ -1,5 +1,5 @@
 //! Gateway events into the core: each message joins the channel's recent history
-//! ([`super::recent`]) and goes to admission ([`super::admission`]); edits and deletes are
+//! ([`crate::discord::recent`]) and goes to admission ([`super::admission`]); edits and deletes are
 //! followed in the history and (but for a bulk delete) by the orchestrator. A new gateway session
 //! clears what the history held and starts a catch-up of what was missed (SPEC D9,
 //! [`super::catch_up`]), as a task of the app's tracker.

@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 
 use super::client::{DiscordRest, SendError, nonce};
 use super::webhooks::Webhooks;
-use crate::discord::gateway::recent::RecentMessages;
 use crate::discord::guild::CacheCell;
 use crate::discord::ids::{BotId, snowflake};
+use crate::discord::recent::RecentMessages;
 use crate::domain::ports::{ChatSink, Pings, PortError, Sticker, StickerSend, Voice};
 use crate::domain::scope::{ChannelId, MessageId, UserId};
 

@@ -1,5 +1,5 @@
 //! Channel history on Discord (the `ChannelHistory` port): from the messages the gateway
-//! delivered when they cover the request ([`crate::discord::gateway::recent`]), else a REST page,
+//! delivered when they cover the request ([`crate::discord::recent`]), else a REST page,
 //! with mentions read as names (SPEC C12), the persona's webhook posts as the bot's own, and the
 //! files each message carries.
 

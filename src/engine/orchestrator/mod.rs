@@ -36,7 +36,7 @@ use crate::domain::ports::{
 use crate::domain::scope::{ChannelId, MessageId, Scope, UserId};
 use crate::domain::turn::{ChannelActivity, StoppedTool, TurnId};
 use crate::engine::passes::{TurnDeps, TurnReport};
-use crate::tool_loop::deliberate::KeywordPacks;
+use crate::stage::deliberate::KeywordPacks;
 
 mod start;
 mod waiting_line;

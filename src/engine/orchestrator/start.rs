@@ -20,7 +20,7 @@ use crate::domain::turn::{Turn, TurnId, TurnStatus};
 use crate::engine::context::Trigger;
 use crate::engine::passes::{TurnEnd, TurnReport, run_turn};
 use crate::locale;
-use crate::tool_loop::deliberate;
+use crate::stage::deliberate;
 
 /// How long a channel waits before it tries a server's settings again after a failed read.
 const SETTINGS_RETRY: Duration = Duration::from_secs(5);

@@ -9,7 +9,7 @@ use crate::domain::thought_log::Notice;
 use crate::domain::turn::{Turn, TurnStatus};
 use crate::engine::budget;
 use crate::engine::stream::PassEnd;
-use crate::tool_loop::expression;
+use crate::stage::expression;
 
 /// What a pass asks the model for.
 #[derive(Debug, Clone, Copy)]

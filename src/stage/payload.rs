@@ -9,7 +9,7 @@ use crate::domain::provider_failure::recovery_tips;
 use crate::domain::thought_log::FailureKind;
 use crate::domain::turn::ToolEnding;
 use crate::locale::Locale;
-use crate::tool_loop::Truncation;
+use crate::stage::Truncation;
 use crate::tools::{SessionError, ToolError, ToolOutput};
 
 /// Delivery instructions that are the stage's business, never the model's.
