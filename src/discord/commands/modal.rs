@@ -119,18 +119,21 @@ pub async fn ask(
             CreateActionRow::InputText(input)
         })
         .collect();
-    let modal = CreateModal::new(custom_id.clone(), cut(title, TITLE_MAX)).components(rows);
+    // Listening starts before the form is shown, so a submit that comes at once (a busy bot
+    // answers the command late) is not missed.
+    let mut submits = ModalInteractionCollector::new(&ctx.serenity_context().shard)
+        .author_id(app.interaction.user.id)
+        .custom_ids(vec![custom_id.clone()])
+        .timeout(SUBMIT_WAIT)
+        .stream();
+    let modal = CreateModal::new(custom_id, cut(title, TITLE_MAX)).components(rows);
     app.interaction
         .create_response(ctx.http(), CreateInteractionResponse::Modal(modal))
         .await?;
     // The command has its answer: an error from here on is not answered as its first one.
     app.has_sent_initial_response
         .store(true, std::sync::atomic::Ordering::SeqCst);
-    let submitted = ModalInteractionCollector::new(&ctx.serenity_context().shard)
-        .author_id(app.interaction.user.id)
-        .custom_ids(vec![custom_id])
-        .timeout(SUBMIT_WAIT)
-        .await;
+    let submitted = futures::StreamExt::next(&mut submits).await;
     let Some(interaction) = submitted else {
         return Ok(None);
     };
