@@ -202,13 +202,7 @@ pub async fn start(
             .with_cache(cache.clone())
             .with_webhooks(webhooks.clone()),
     );
-    let thought_log: Arc<dyn ThoughtLog> =
-        Arc::new(discord::rest::thought_log::DiscordThoughtLog::new(
-            rest.clone(),
-            storage.settings.clone(),
-            cache.clone(),
-            config.general.default_locale,
-        ));
+    let thought_log = thought_log(&config, &rest, &storage, &cache);
     let orchestrator = orchestrator(&config, secrets, &storage, &sink, &thought_log, extend)?;
     let sink_for_notices: Arc<dyn ChatSink> = sink.clone();
     recover(&orchestrator, &shutdown).await?;
@@ -254,6 +248,21 @@ pub async fn start(
         config,
         metrics_address,
     })
+}
+
+/// The moderators' thought log, posted through Discord's REST API to each server's channel.
+fn thought_log(
+    config: &Config,
+    rest: &Arc<discord::rest::client::DiscordRest>,
+    storage: &Storage,
+    cache: &guild::CacheCell,
+) -> Arc<dyn ThoughtLog> {
+    Arc::new(discord::rest::thought_log::DiscordThoughtLog::new(
+        rest.clone(),
+        storage.settings.clone(),
+        cache.clone(),
+        config.general.default_locale,
+    ))
 }
 
 /// With `metrics.listen` set, binds it and serves /metrics and /healthz. Bound before Discord is

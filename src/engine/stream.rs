@@ -269,6 +269,23 @@ impl<'a> ReplyDelivery<'a> {
         }
     }
 
+    /// How long a pause lets what waits go out; `None` when nothing waits, or while the earlier
+    /// run's messages are cut again (its own pauses are replayed instead).
+    fn pause_wait(&self) -> Option<std::time::Duration> {
+        let replaying = u32::try_from(self.sent).unwrap_or(u32::MAX) < self.delivered_before;
+        self.paragraph_wait
+            .filter(|_| self.segmenter.holding() && !replaying)
+    }
+
+    /// A pause a person would notice: what waits goes out (SPEC C4), recorded as sent by a
+    /// pause after this many pieces, so a resumed run pauses there too.
+    async fn paused(&mut self) {
+        let waited = self.segmenter.pause();
+        self.pause_mark = Some(self.segmenter.pieces_taken());
+        self.send_all(waited).await;
+        self.pause_mark = None;
+    }
+
     /// Streams one pass. `parts` collects the pass's text (the pre-tool text of a tool call).
     pub async fn stream_pass(
         &mut self,
@@ -283,23 +300,13 @@ impl<'a> ReplyDelivery<'a> {
             let event = {
                 // The provider has its own first-token and idle timeouts (SPEC C10).
                 let _guarded = self.turn.progress.guard();
-                // While the earlier run's messages are cut again, its pauses are replayed
-                // instead of this run's own.
-                let replaying =
-                    u32::try_from(self.sent).unwrap_or(u32::MAX) < self.delivered_before;
-                let pause = self
-                    .paragraph_wait
-                    .filter(|_| self.segmenter.holding() && !replaying);
+                let pause = self.pause_wait();
                 tokio::select! {
                     biased;
                     () = self.turn.stop.kill_token().cancelled() => continue,
                     event = stream.next() => event,
                     () = sleep_for(pause) => {
-                        // A pause a person would notice: what waits goes out (SPEC C4).
-                        let waited = self.segmenter.pause();
-                        self.pause_mark = Some(self.segmenter.pieces_taken());
-                        self.send_all(waited).await;
-                        self.pause_mark = None;
+                        self.paused().await;
                         continue;
                     }
                 }
