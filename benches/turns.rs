@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use persona_bot::config::Config;
+use persona_bot::domain::personas::Personas;
 use persona_bot::domain::ports::{ChatMessage, NewQueuedMessage};
 use persona_bot::domain::role::{Role, RoleSet};
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
@@ -90,6 +91,7 @@ fn orchestrator(model: ScriptedModel, slow_tool: bool) -> Orchestrator {
     let fakes = Fakes::default();
     let registry = Arc::new(Registry::builtin(&config).with(Lookup { slow: slow_tool }));
     let env = Arc::new(ToolEnv::new(fakes.discarding(), config.clone()));
+    let settings = Arc::new(InMemorySettings::default());
     Orchestrator::new(OrchestratorDeps {
         turn: TurnDeps {
             model: Arc::new(model),
@@ -99,8 +101,12 @@ fn orchestrator(model: ScriptedModel, slow_tool: bool) -> Orchestrator {
             strict_roles: true,
         },
         queue: Arc::new(InMemoryQueue::default()),
-        settings: Arc::new(InMemorySettings::default()),
-        personas: Arc::new(InMemoryPersonas::default()),
+        settings: settings.clone(),
+        personas: Arc::new(Personas::new(
+            &config,
+            Arc::new(InMemoryPersonas::default()),
+            settings,
+        )),
         packs: KeywordPacks::from_config(&config.deliberate),
         config,
     })

@@ -12,15 +12,16 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::config::{Config, Secrets, ShardPlan};
+use crate::discord::data::BotData;
 use crate::discord::ids::BotId;
 use crate::discord::recent::RecentMessages;
 use crate::discord::rest::cdn::CdnFetcher;
 use crate::discord::rest::delivery::DiscordSink;
-use crate::discord::{self, BotData, Connection, DiscordClient, guild};
+use crate::discord::{self, Connection, DiscordClient, guild};
 use crate::domain::admission::RateLimit;
-use crate::domain::ports::{ChatPorts, ChatSink, Persona, PersonaStore, SystemClock, ThoughtLog};
+use crate::domain::personas::Personas;
+use crate::domain::ports::{ChatPorts, ChatSink, SystemClock, ThoughtLog};
 use crate::domain::review::reviewer_choices;
-use crate::domain::scope::PersonaId;
 use crate::engine::attachments::AttachmentPolicy;
 use crate::engine::image_worker::{ImageWorker, WorkerPorts};
 use crate::engine::orchestrator::{Orchestrator, OrchestratorDeps};
@@ -182,7 +183,13 @@ pub async fn start(
         .await
         .context("database")?;
     storage.claim_queue_as(queue_claims(&config));
-    let persona = default_persona(&config, &storage).await?;
+    let personas = Arc::new(Personas::new(
+        &config,
+        storage.personas.clone(),
+        storage.settings.clone(),
+    ));
+    // Configured personas are saved where `/persona` lists them and queued turns find them.
+    personas.save_configured().await.context("personas")?;
     prune_deliveries(&storage).await;
     let shutdown = Shutdown::new();
     let gateway = discord::GatewayStatus::default();
@@ -203,7 +210,12 @@ pub async fn start(
             .with_webhooks(webhooks.clone()),
     );
     let thought_log = thought_log(&config, &rest, &storage, &cache);
-    let orchestrator = orchestrator(&config, secrets, &storage, &sink, &thought_log, extend)?;
+    let chat = Chat {
+        sink: &sink,
+        thought_log: &thought_log,
+        personas: &personas,
+    };
+    let orchestrator = orchestrator(&config, secrets, &storage, chat, extend)?;
     let sink_for_notices: Arc<dyn ChatSink> = sink.clone();
     recover(&orchestrator, &shutdown).await?;
     spawn_background(&config, &orchestrator, &storage, &thought_log, &shutdown);
@@ -220,8 +232,7 @@ pub async fn start(
         thought_log,
         orchestrator: orchestrator.clone(),
         settings: storage.settings.clone(),
-        persona,
-        personas: storage.personas.clone(),
+        personas,
         rate: RateLimit::new(config.turn.user_messages_per_minute),
         random: Default::default(),
         reminders: storage.reminders.clone(),
@@ -394,14 +405,25 @@ async fn prune_deliveries(storage: &Storage) {
 
 /// The orchestrator with its turn dependencies: the provider, the reviewer, the tools. The
 /// model and the tool events are metered (the metrics go nowhere until a recorder is installed).
+/// What the orchestrator shares with the Discord side.
+struct Chat<'a> {
+    sink: &'a Arc<DiscordSink>,
+    thought_log: &'a Arc<dyn ThoughtLog>,
+    personas: &'a Arc<Personas>,
+}
+
 fn orchestrator(
     config: &Arc<Config>,
     secrets: &Secrets,
     storage: &Storage,
-    sink: &Arc<DiscordSink>,
-    thought_log: &Arc<dyn ThoughtLog>,
+    chat: Chat<'_>,
     extend: impl FnOnce(Registry) -> Registry,
 ) -> anyhow::Result<Orchestrator> {
+    let Chat {
+        sink,
+        thought_log,
+        personas,
+    } = chat;
     let provider = OpenAiProvider::new(config.provider.clone(), &secrets.provider_keys)
         .context("provider HTTP client")?;
     let mut review_provider = config.provider.clone();
@@ -452,24 +474,10 @@ fn orchestrator(
         },
         queue: storage.queue.clone(),
         settings: storage.settings.clone(),
-        personas: storage.personas.clone(),
+        personas: personas.clone(),
         packs: KeywordPacks::from_config(&config.deliberate),
         config: config.clone(),
     }))
-}
-
-/// The persona configured as the default, from the store (config personas are saved there at
-/// start).
-async fn default_persona(config: &Config, storage: &Storage) -> anyhow::Result<Persona> {
-    for p in &config.personas {
-        storage.personas.save_persona(&Persona::from(p)).await?;
-    }
-    let id = PersonaId(config.turn.default_persona.clone());
-    storage
-        .personas
-        .persona(&id)
-        .await?
-        .with_context(|| format!("persona {id} is not configured"))
 }
 
 /// An image worker posting through Discord's REST API.

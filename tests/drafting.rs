@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use persona_bot::domain::history::EntryStatus;
 use persona_bot::domain::ports::{
-    ChatMessage, EventOutcome, OutcomeStore, ServerSettings, SettingsStore, Sticker, StoredOutcome,
+    ChatMessage, EventOutcome, OutcomeStore, ServerSettings, SettingsStore, Sticker,
 };
 use persona_bot::domain::review::{ReviewOutcome, ReviewPolicy, ReviewVerdict};
 use persona_bot::domain::role::Role;
@@ -306,17 +306,11 @@ async fn identical_successful_requests_are_reused_with_drafting_on() {
             .drafting(true)
             .with_id(turn.id),
     );
-    for StoredOutcome {
-        identity,
-        response,
-        invocation,
-    } in stored
-    {
-        resumed
-            .state()
-            .outcomes
-            .record(identity, response, invocation);
-    }
+    resumed.restore_outcomes(
+        stored
+            .into_iter()
+            .map(|o| (o.identity, o.response, o.invocation)),
+    );
     entry(h.call(Role::Persona, &resumed, "probe", r#"{"n":1}"#).await);
     assert_eq!(h.probe.runs(), 1);
 }

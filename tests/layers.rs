@@ -144,8 +144,10 @@ fn expand(tree: &str) -> Vec<String> {
         .collect()
 }
 
-/// The modules a file's code refers to, resolved from the crate root.
-fn references(module: &str, code: &str) -> Vec<String> {
+/// The modules a file's code refers to, resolved from the crate root. `children` are the
+/// modules the file declares (a folder's own file): a path may start with one of them, or with
+/// `self::`.
+fn references(module: &str, code: &str, children: &[String]) -> Vec<String> {
     // `super` of `a::b` is `a` (for a/b.rs and a/b/mod.rs alike); of `a`, the root.
     let parent = |module: &str| -> String {
         module
@@ -159,6 +161,13 @@ fn references(module: &str, code: &str) -> Vec<String> {
         if let Some(r) = rest.strip_prefix("crate::") {
             base.clear();
             rest = r;
+        } else if let Some(r) = rest.strip_prefix("self::") {
+            rest = r;
+        } else if children
+            .iter()
+            .any(|child| rest.split("::").next() == Some(child.as_str()))
+        {
+            // A declared child, from the file that declares it.
         } else {
             let mut climbed = false;
             while let Some(r) = rest.strip_prefix("super::") {
@@ -192,6 +201,19 @@ fn references(module: &str, code: &str) -> Vec<String> {
             .strip_prefix("pub(crate) ")
             .or_else(|| trimmed.strip_prefix("pub "))
             .unwrap_or(trimmed);
+        // A folder's own file re-exporting its children (`pub use rest::Client;`) is its face,
+        // not code that uses them.
+        let re_export = after_vis.len() < trimmed.len()
+            && children.iter().any(|child| {
+                after_vis.strip_prefix("use ").is_some_and(|p| {
+                    p.starts_with(&format!("{child}::"))
+                        || p.starts_with(&format!("self::{child}::"))
+                })
+            });
+        if re_export {
+            offset += line.len();
+            continue;
+        }
         if let Some(statement) = after_vis.strip_prefix("use ") {
             let start = offset + (line.len() - statement.len());
             let tail = &code[start..];
@@ -204,8 +226,12 @@ fn references(module: &str, code: &str) -> Vec<String> {
     }
     // Inline paths (`crate::a::f()`, `super::b::g()`), each from its start: not the middle of
     // a longer path such as `super::super::c`.
-    for start in ["crate::", "super::"] {
-        for (at, _) in code.match_indices(start) {
+    let starts = ["crate::", "super::", "self::"]
+        .into_iter()
+        .map(str::to_owned)
+        .chain(children.iter().map(|child| format!("{child}::")));
+    for start in starts {
+        for (at, _) in code.match_indices(start.as_str()) {
             let inside = code[..at]
                 .chars()
                 .next_back()
@@ -217,6 +243,10 @@ fn references(module: &str, code: &str) -> Vec<String> {
                 .chars()
                 .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == ':')
                 .collect();
+            // `super::{a, b}` is a use tree, read above.
+            if path.ends_with("::") {
+                continue;
+            }
             resolve(&path);
         }
     }
@@ -235,7 +265,7 @@ fn violations(src: &Path) -> Vec<String> {
         }
         let text = std::fs::read_to_string(&file).unwrap_or_default();
         let from = layer(&module);
-        for target in references(&module, &code(&text)) {
+        for target in references(&module, &code(&text), &[]) {
             let to = layer(&target);
             if to > from {
                 found.push(format!(
@@ -268,7 +298,8 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
 
 /// The modules of `src/` and the sibling edges between them: `a -> b` when a module inside `a`
 /// refers to one inside `b`, `a` and `b` being two modules of one folder.
-fn sibling_edges(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
+/// With `own_files`, a folder's own file is a module of it too (see [`sibling_edge`]).
+fn sibling_edges(src: &Path, own_files: bool) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
     collect(src, &mut files);
     let modules: BTreeSet<String> = files.iter().map(|f| module_of(src, f)).collect();
@@ -287,24 +318,52 @@ fn sibling_edges(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let text = std::fs::read_to_string(file).unwrap_or_default();
-        for target in references(&module, &code(&text))
+        let children = children_of(&modules, &module);
+        for target in references(&module, &code(&text), &children)
             .iter()
             .filter_map(|t| resolve(t))
         {
-            let from: Vec<&str> = module.split("::").collect();
-            let to: Vec<&str> = target.split("::").collect();
-            let shared = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
-            // One inside the other (a folder and its own files) is no sibling edge.
-            if shared == from.len() || shared == to.len() {
+            let Some((a, b)) = sibling_edge(&module, &target) else {
                 continue;
+            };
+            if own_files || !(a.ends_with("::mod") || b.ends_with("::mod")) {
+                edges.entry(a).or_default().insert(b);
             }
-            edges
-                .entry(from[..=shared].join("::"))
-                .or_default()
-                .insert(to[..=shared].join("::"));
         }
     }
     edges
+}
+
+/// The modules declared in `module`'s own file: one segment below it.
+fn children_of(modules: &BTreeSet<String>, module: &str) -> Vec<String> {
+    let prefix = format!("{module}::");
+    modules
+        .iter()
+        .filter_map(|m| m.strip_prefix(&prefix))
+        .filter(|rest| !rest.contains("::"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The edge `from` using `target` draws between two modules of one folder. A folder's own file
+/// (its `mod.rs`) is a module of that folder too, named `folder::mod`: a file inside the folder
+/// that uses an item of it, while it uses that file, closes a circle.
+fn sibling_edge(from: &str, target: &str) -> Option<(String, String)> {
+    let from: Vec<&str> = from.split("::").collect();
+    let to: Vec<&str> = target.split("::").collect();
+    let shared = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+    let own = |folder: &[&str]| format!("{}::mod", folder.join("::"));
+    if shared == from.len() && shared == to.len() {
+        None
+    } else if shared == from.len() {
+        // The folder's own file uses one of its modules.
+        Some((own(&from), to[..=shared].join("::")))
+    } else if shared == to.len() {
+        // A module inside the folder uses the folder's own file.
+        Some((from[..=shared].join("::"), own(&to)))
+    } else {
+        Some((from[..=shared].join("::"), to[..=shared].join("::")))
+    }
 }
 
 /// Every import circle, as its modules ("a, b" for a ↔ b), each found once.
@@ -341,10 +400,28 @@ fn circles(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
 #[test]
 fn no_import_circle_inside_a_folder() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let found = circles(&sibling_edges(&src));
+    let found = circles(&sibling_edges(&src, false));
     assert!(
         found.is_empty(),
         "modules that use each other (move the shared items into a module both use):\n{}",
+        found.join("\n")
+    );
+}
+
+// The Discord adapter's wings (gateway, rest, commands) share what they share through
+// `discord::data`, below them, never through `discord/mod.rs`, which wires them together: the
+// folder's own file is no hub that every wing reaches back to. (Elsewhere a folder's own file
+// that defines a trait its files implement, such as `tools/mod.rs`, is the usual Rust shape.)
+#[test]
+fn no_discord_wing_reaches_back_to_the_wiring() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found: Vec<String> = circles(&sibling_edges(&src, true))
+        .into_iter()
+        .filter(|circle| circle.starts_with("discord::"))
+        .collect();
+    assert!(
+        found.is_empty(),
+        "discord modules that use each other, counting discord/mod.rs:\n{}",
         found.join("\n")
     );
 }
@@ -401,11 +478,21 @@ fn the_circle_check_finds_siblings_that_use_each_other() {
         "use super::guild::Cache;\n",
     )
     .expect("write");
-    let found = circles(&sibling_edges(src));
+    let found = circles(&sibling_edges(src, false));
     assert_eq!(
         found,
         vec![
             "discord::events, discord::rest".to_owned(),
+            "discord::guild, discord::webhooks".to_owned()
+        ]
+    );
+    // Counting the folder's own file: events uses an item of it (`super::Data`) and it uses
+    // events (`self::events::Handler`), so it joins their circle.
+    let found = circles(&sibling_edges(src, true));
+    assert_eq!(
+        found,
+        vec![
+            "discord::events, discord::mod, discord::rest".to_owned(),
             "discord::guild, discord::webhooks".to_owned()
         ]
     );

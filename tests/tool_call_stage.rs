@@ -528,9 +528,8 @@ async fn consumed_context_restart_returns_restart_without_a_history_entry() {
     assert_eq!(restart.oldest, MessageId(102));
     // The stage hands the messages back; the turn's context, their owner, takes them.
     assert_eq!(turn.context_oldest(), Some(MessageId(200)));
-    let state = turn.state();
     assert!(
-        state.review.calls.is_empty(),
+        turn.review(|r| r.calls.is_empty()),
         "drafting off keeps no restart entry for a reviewer"
     );
 }
@@ -548,13 +547,10 @@ async fn restart_with_drafting_on_keeps_the_entry_for_review() {
         matches!(outcome, ToolCallOutcome::Restart(_)),
         "{outcome:?}"
     );
-    let state = turn.state();
-    assert_eq!(state.review.calls.len(), 1);
-    assert_eq!(state.review.calls[0].tool, "fetch_older_messages");
-    assert_eq!(
-        state.review.calls[0].outcome,
-        json!({"result": {"messages": 3}})
-    );
+    let calls = turn.review(|r| r.calls.clone());
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].tool, "fetch_older_messages");
+    assert_eq!(calls[0].outcome, json!({"result": {"messages": 3}}));
 }
 
 // SPEC T6: nothing to restart with is an ordinary history entry.
@@ -772,7 +768,7 @@ async fn same_sticker_twice_is_posted_once_and_returns_already_delivered() {
     );
     assert_eq!(h.fakes.sink.stickers().len(), 1, "posted once");
     assert_eq!(
-        turn.state().expression,
+        turn.expression(),
         ExpressionState::Delivered { sticker_id: 1 }
     );
 }
@@ -807,7 +803,7 @@ async fn unconfirmed_sticker_send_blocks_every_later_send_and_call() {
             status: TurnStatus::DeliveryUnconfirmed
         }
     );
-    assert_eq!(turn.state().expression, ExpressionState::Blocked);
+    assert_eq!(turn.expression(), ExpressionState::Blocked);
     // Any further call this turn, even after a key rotation, stops before dispatch.
     turn.begin_invocation();
     let later = h.call(Role::Persona, &turn, "probe", r#"{"n":1}"#).await;
@@ -849,7 +845,7 @@ async fn a_definite_refusal_frees_the_allowance() {
     let refused = entry(select(&h, &turn, "wave").await);
     assert_eq!(code(&refused), "sticker_refused");
     assert!(!refused.response.to_string().contains("50081"));
-    assert_eq!(turn.state().expression, ExpressionState::Available);
+    assert_eq!(turn.expression(), ExpressionState::Available);
     let sent = entry(select(&h, &turn, "heart").await);
     assert_eq!(sent.status, EntryStatus::Succeeded);
     assert_eq!(h.fakes.sink.stickers().len(), 2);

@@ -411,10 +411,10 @@ async fn incomplete_promised_set_fails_the_completeness_check() {
         |i| format!(r#"{{"prompt":"fox {i}","part":{{"set":"foxes","index":{i},"total":3}}}}"#);
     entry(h.call(Role::Persona, &turn, "plan_image", &part(1)).await);
     entry(h.call(Role::Persona, &turn, "plan_image", &part(3)).await);
-    let err = turn.state().plans.verify_complete().unwrap_err();
+    let err = turn.plans(|p| p.verify_complete()).unwrap_err();
     assert_eq!(err.to_string(), "image plans incomplete: missing foxes 2/3");
     entry(h.call(Role::Persona, &turn, "plan_image", &part(2)).await);
-    assert!(turn.state().plans.verify_complete().is_ok());
+    assert!(turn.plans(|p| p.verify_complete()).is_ok());
     let conflict = entry(
         h.call(
             Role::Persona,

@@ -1,9 +1,9 @@
 //! The Discord adapter: the only module that imports serenity or poise. What comes in over the
 //! gateway is in [`gateway`] (events, admission, catch-up, recent messages), what goes out over
 //! REST in [`rest`] (the client and its rate limits, delivery, history, stickers, webhooks, the
-//! thought log, command registration, CDN downloads), the slash commands in [`commands`]. Here:
-//! [`BotData`], which commands and event handlers share, and the wiring that connects the
-//! gateway client; the app ([`crate::app`]) wires it to the rest.
+//! thought log, command registration, CDN downloads), the slash commands in [`commands`]; what
+//! the two share is [`data::BotData`]. Here: the wiring that connects the gateway client; the
+//! app ([`crate::app`]) wires it to the rest.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,81 +15,18 @@ use tokio::task::JoinHandle;
 
 use crate::config::Config;
 use crate::config::ShardPlan;
-use crate::domain::admission::RateLimit;
-use crate::domain::ports::{Persona, SettingsStore};
-use crate::domain::scope::ServerId;
-use crate::engine::orchestrator::Orchestrator;
-use crate::locale::Locale;
 use crate::shutdown::Shutdown;
 
+use data::{BotData, Error};
+
 pub mod commands;
+pub mod data;
 pub mod gateway;
 pub mod guild;
 pub mod ids;
 pub mod mentions;
 pub mod recent;
 pub mod rest;
-
-pub type Error = anyhow::Error;
-pub type Context<'a> = poise::Context<'a, Arc<BotData>, Error>;
-
-/// What commands and event handlers share.
-pub struct BotData {
-    pub orchestrator: Orchestrator,
-    pub settings: Arc<dyn SettingsStore>,
-    /// The deployment's default persona: it answers where a server has none of its own.
-    pub persona: Persona,
-    /// The deployment's personas, the templates a server copies (`/persona`).
-    pub personas: Arc<dyn crate::domain::ports::PersonaStore>,
-    /// Each user's rate limit (SPEC C2).
-    pub rate: RateLimit,
-    pub random: crate::domain::admission::RandomBudget,
-    pub reminders: Arc<dyn crate::domain::ports::ReminderStore>,
-    /// The first model the persona asks (`/status`).
-    pub model_name: String,
-    /// How replies are cut where a server has not chosen (`turn.reply_style`, SPEC C4).
-    pub reply_style: crate::config::ReplyStyle,
-    /// The models a server may choose for its reviewer (`/drafting model`): the configured ones.
-    pub review_models: Vec<String>,
-    /// What the persona remembers (`/memory`, `/forget-me`).
-    pub memory: Arc<dyn crate::domain::ports::MemoryStore>,
-    pub cache: guild::CacheCell,
-    pub bot: ids::BotId,
-    /// Recent messages as the gateway delivers them (history without a REST call).
-    pub recent: Arc<recent::RecentMessages>,
-    pub default_locale: Locale,
-    /// Where the bot tells someone it cannot answer now (the database is down).
-    pub sink: Arc<dyn crate::domain::ports::ChatSink>,
-    pub outage_notices: gateway::admission::OutageNotices,
-    /// Reads history for a catch-up and members' roles.
-    pub rest: Arc<rest::client::DiscordRest>,
-    /// The bot's channel webhooks: a message from one of them is the persona's own.
-    pub webhooks: Arc<rest::webhooks::Webhooks>,
-    /// Moderators hear what a catch-up found.
-    pub thought_log: Arc<dyn crate::domain::ports::ThoughtLog>,
-    /// The last message seen in each channel: where a catch-up starts (SPEC D9).
-    pub seen: Arc<crate::domain::catch_up::SeenMarks>,
-    pub catch_up: crate::domain::catch_up::Limits,
-    /// What turns delivered: a message answered, or deliberately left unanswered, is closed
-    /// there (SPEC D12).
-    pub outcomes: Arc<dyn crate::domain::ports::OutcomeStore>,
-    /// The app's task tracker and stop token: the tasks the adapter starts (catch-ups, a
-    /// settings change's thought-log line) join it, so a stop waits for them.
-    pub shutdown: Shutdown,
-}
-
-impl BotData {
-    /// The name of the persona answering in `server`: its own persona's, else the default's
-    /// (also when its settings cannot be read: a name is no access rule).
-    pub async fn persona_name(&self, server: Option<ServerId>) -> String {
-        let own = match server {
-            Some(server) => self.settings.settings(server).await.ok(),
-            None => None,
-        };
-        own.and_then(|s| s.persona)
-            .map_or_else(|| self.persona.display_name.clone(), |p| p.display_name)
-    }
-}
 
 /// The gateway client, running.
 pub struct DiscordClient {

@@ -15,6 +15,7 @@ pub mod call;
 pub mod catch_up;
 pub mod history;
 pub mod ledger;
+pub mod personas;
 pub mod ports;
 pub mod provider_failure;
 pub mod review;

@@ -330,17 +330,18 @@ impl ToolAdmission {
     }
 }
 
-/// The ledgers a turn's passes share: each has its own methods. The turn's flags are behind
-/// [`Turn`]'s narrow methods ([`Turn::mark_delivered`] and the rest), so each has one writer.
+/// What a turn's passes share, behind one lock that only [`Turn`]'s narrow methods take: a
+/// caller names the ledger it works on ([`Turn::review`], [`Turn::plans`]) or the fact it
+/// records ([`Turn::mark_delivered`], [`Turn::record_outcome`]), and never holds the lock.
 #[derive(Debug, Default)]
-pub struct TurnState {
-    pub expression: ExpressionState,
-    pub plans: PlanLedger,
-    pub outcomes: OutcomeLedger,
+struct TurnState {
+    expression: ExpressionState,
+    plans: PlanLedger,
+    outcomes: OutcomeLedger,
     /// The provider invocation (attempt) in progress; bumped on key rotation and fallback.
-    pub invocation: u32,
+    invocation: u32,
     /// Tool-request review state and verdicts (SPEC R1-R5).
-    pub review: ReviewLedger,
+    review: ReviewLedger,
     flags: TurnFlags,
 }
 
@@ -516,9 +517,66 @@ impl Turn {
         self.state().flags.stopped_tool.clone()
     }
 
-    /// Short, synchronous access to the shared ledgers. Never hold it across an `.await`.
-    pub fn state(&self) -> MutexGuard<'_, TurnState> {
+    /// Short, synchronous access to the shared state: only this type's methods take it, so no
+    /// caller can hold it across an `.await`.
+    fn state(&self) -> MutexGuard<'_, TurnState> {
         lock(&self.state)
+    }
+
+    /// Works on the turn's review ledger (SPEC R1-R5).
+    pub fn review<R>(&self, work: impl FnOnce(&mut ReviewLedger) -> R) -> R {
+        work(&mut self.state().review)
+    }
+
+    /// Works on the turn's image plans (SPEC S5).
+    pub fn plans<R>(&self, work: impl FnOnce(&mut PlanLedger) -> R) -> R {
+        work(&mut self.state().plans)
+    }
+
+    /// Where the turn's single expression allowance stands (SPEC T9).
+    pub fn expression(&self) -> ExpressionState {
+        self.state().expression
+    }
+
+    /// The expression was sent, or its send was not confirmed.
+    pub fn settle_expression(&self, settled: ExpressionState) {
+        self.state().expression = settled;
+    }
+
+    /// A completed outcome of the same request that this invocation may reuse instead of
+    /// running it again (SPEC R4): one of an earlier invocation, or any while drafting.
+    pub fn reusable_outcome(&self, identity: &str) -> Option<serde_json::Value> {
+        let state = self.state();
+        let reusable = state
+            .outcomes
+            .reusable(identity, state.invocation, self.drafting);
+        reusable.cloned()
+    }
+
+    /// Records a completed outcome under the current invocation, which it returns.
+    pub fn record_outcome(&self, identity: String, response: serde_json::Value) -> u32 {
+        let mut state = self.state();
+        let invocation = state.invocation;
+        state.outcomes.record(identity, response, invocation);
+        invocation
+    }
+
+    /// Outcomes an earlier run of this turn completed (identity, response, invocation): this
+    /// run becomes a later invocation than each, so each is reusable.
+    pub fn restore_outcomes(
+        &self,
+        stored: impl IntoIterator<Item = (String, serde_json::Value, u32)>,
+    ) {
+        let mut state = self.state();
+        for (identity, response, invocation) in stored {
+            state.invocation = state.invocation.max(invocation + 1);
+            state.outcomes.record(identity, response, invocation);
+        }
+    }
+
+    /// The provider invocation in progress.
+    pub fn invocation(&self) -> u32 {
+        self.state().invocation
     }
 
     /// Starts the next provider invocation (key rotation or model fallback).
@@ -603,8 +661,8 @@ mod tests {
     #[test]
     fn invocations_count_up() {
         let turn = Turn::new(dm_scope(), Locale::En);
-        assert_eq!(turn.state().invocation, 0);
+        assert_eq!(turn.invocation(), 0);
         assert_eq!(turn.begin_invocation(), 1);
-        assert_eq!(turn.state().invocation, 1);
+        assert_eq!(turn.invocation(), 1);
     }
 }

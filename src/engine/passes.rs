@@ -380,13 +380,13 @@ impl<'a> TurnRun<'a> {
         }
         self.report.messages_sent = self.delivery.sent;
         self.report.usage = self.delivery.usage;
-        self.report.reviews = self.turn.state().review.notes.clone();
+        self.report.reviews = self.turn.review(|r| r.notes.clone());
         self.report
     }
 
     /// SPEC S5: a promised set of images planned incompletely fails loudly, never silently.
     async fn verify_plans(&mut self) {
-        let incomplete = self.turn.state().plans.verify_complete();
+        let incomplete = self.turn.plans(|p| p.verify_complete());
         let Err(incomplete) = incomplete else {
             return;
         };

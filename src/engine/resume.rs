@@ -44,7 +44,7 @@ pub async fn delivered_before(turn: &Turn, ports: &Ports, trigger: MessageId) ->
         }
     }
     if let Some(sticker_id) = delivered.sticker {
-        turn.state().expression = ExpressionState::Delivered { sticker_id };
+        turn.settle_expression(ExpressionState::Delivered { sticker_id });
     }
     if delivered.pieces > 0 {
         turn.mark_delivered();
@@ -55,18 +55,11 @@ pub async fn delivered_before(turn: &Turn, ports: &Ports, trigger: MessageId) ->
 /// Loads outcomes a previous run of this turn stored, as completed by an earlier invocation.
 pub async fn seed_stored_outcomes(turn: &Turn, store: &dyn OutcomeStore) {
     match store.outcomes(turn.id).await {
-        Ok(stored) if !stored.is_empty() => {
-            let mut state = turn.state();
-            // This run is a later invocation than every stored one, so each is reusable.
-            let latest = stored.iter().map(|o| o.invocation).max().unwrap_or(0);
-            state.invocation = state.invocation.max(latest + 1);
-            for outcome in stored {
-                state
-                    .outcomes
-                    .record(outcome.identity, outcome.response, outcome.invocation);
-            }
-        }
-        Ok(_) => {}
+        Ok(stored) => turn.restore_outcomes(
+            stored
+                .into_iter()
+                .map(|o| (o.identity, o.response, o.invocation)),
+        ),
         Err(error) => {
             tracing::warn!(turn = %turn.id, %error, "stored tool outcomes unavailable");
         }

@@ -218,7 +218,7 @@ fn verdict_of(prepared: &PreparedCall) -> Option<ReviewVerdict> {
 #[async_trait]
 impl Reviewer for ModelReviewer {
     async fn review_request(&self, author: &ToolSession, request: &PreparedCall) -> ReviewOutcome {
-        let earlier = author.turn().state().review.calls.clone();
+        let earlier = author.turn().review(|r| r.calls.clone());
         let mut subject = format!(
             "Review this tool request before it runs. It will run exactly as shown.\n\
              Tool: {}\nArguments: {}\n",

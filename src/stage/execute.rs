@@ -203,14 +203,7 @@ impl Stage<'_> {
     async fn proceed(mut self, prepared: &PreparedCall, tool: &RegisteredTool) -> ToolCallOutcome {
         let turn = self.session.turn();
         // R4: a request the turn already completed is answered from its record, never re-run.
-        let reused = {
-            let state = turn.state();
-            state
-                .outcomes
-                .reusable(&prepared.identity, state.invocation, turn.drafting)
-                .cloned()
-        };
-        if let Some(response) = reused {
+        if let Some(response) = turn.reusable_outcome(&prepared.identity) {
             self.record(EventOutcome::Reused, None).await;
             return self.history(response, EntryStatus::Succeeded);
         }
@@ -292,11 +285,12 @@ impl Stage<'_> {
     fn show_reviewer(&self, outcome: &Value) {
         let turn = self.session.turn();
         if turn.drafting && self.session.role() == Role::Persona {
-            turn.state().review.calls.push(ReviewedCall {
+            let call = ReviewedCall {
                 tool: self.call.name.clone(),
                 arguments: serde_json::from_str(&self.history_arguments).unwrap_or(Value::Null),
                 outcome: outcome.clone(),
-            });
+            };
+            turn.review(|r| r.calls.push(call));
         }
     }
 
@@ -470,14 +464,7 @@ impl Stage<'_> {
     /// turn resumed after a restart) reuses it instead of running the tool again.
     async fn remember_outcome(&self, prepared: &PreparedCall, response: &Value) {
         let turn = self.session.turn();
-        let invocation = {
-            let mut state = turn.state();
-            let invocation = state.invocation;
-            state
-                .outcomes
-                .record(prepared.identity.clone(), response.clone(), invocation);
-            invocation
-        };
+        let invocation = turn.record_outcome(prepared.identity.clone(), response.clone());
         let ports = &self.session.env().ports;
         let stored = StoredOutcome {
             identity: prepared.identity.clone(),

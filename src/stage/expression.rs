@@ -24,12 +24,12 @@ pub enum StickerDelivery {
 /// Whether the turn may still send anything: false once a send went unconfirmed. Key rotation,
 /// fallback and review check this before sending again.
 pub fn sends_allowed(turn: &Turn) -> bool {
-    turn.state().expression != ExpressionState::Blocked
+    turn.expression() != ExpressionState::Blocked
 }
 
 /// Delivers `sticker` under the turn's allowance.
 pub async fn deliver(turn: &Turn, sink: &dyn ChatSink, sticker: &Sticker) -> StickerDelivery {
-    match turn.state().expression {
+    match turn.expression() {
         ExpressionState::Blocked => return StickerDelivery::Blocked,
         ExpressionState::Delivered { sticker_id } if sticker_id == sticker.id => {
             return StickerDelivery::AlreadyDelivered;
@@ -43,19 +43,17 @@ pub async fn deliver(turn: &Turn, sink: &dyn ChatSink, sticker: &Sticker) -> Sti
     let sent = sink
         .send_sticker(turn.scope.channel, sticker, Some(&key))
         .await;
-    let mut state = turn.state();
     match sent {
         StickerSend::Confirmed => {
-            state.expression = ExpressionState::Delivered {
+            turn.settle_expression(ExpressionState::Delivered {
                 sticker_id: sticker.id,
-            };
-            drop(state);
+            });
             turn.mark_delivered();
             StickerDelivery::Sent
         }
         StickerSend::Refused { reason } => StickerDelivery::Refused { reason },
         StickerSend::Unconfirmed => {
-            state.expression = ExpressionState::Blocked;
+            turn.settle_expression(ExpressionState::Blocked);
             StickerDelivery::Unconfirmed
         }
     }

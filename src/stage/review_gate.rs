@@ -45,13 +45,13 @@ pub(super) async fn review(
     if !checked {
         return Review::Run;
     }
-    let gate = turn.state().review.gate(prepared.key());
+    let gate = turn.review(|r| r.gate(prepared.key()));
     match gate {
         Gate::Proceed => Review::Run,
         Gate::Hold => Review::Abort(TurnStatus::HeldResponse),
         Gate::RejectAgain { findings } => Review::Rejected(Rejection {
             findings,
-            correction_allowed: !turn.state().review.unavailable,
+            correction_allowed: !turn.review(|r| r.unavailable),
         }),
         Gate::Review => ask(session, reviewer.as_ref(), prepared).await,
     }
@@ -70,19 +70,17 @@ async fn ask(session: &ToolSession, reviewer: &dyn Reviewer, prepared: &Prepared
     };
     match asked {
         ReviewOutcome::Verdict(ReviewVerdict::Pass) => {
-            note(&mut turn.state().review, prepared, NoteVerdict::Pass, &[]);
+            turn.review(|r| note(r, prepared, NoteVerdict::Pass, &[]));
             Review::Run
         }
         ReviewOutcome::Verdict(ReviewVerdict::Reject {
             findings,
             correction_allowed,
         }) => {
-            let correction_allowed = {
-                let mut state = turn.state();
-                let ledger = &mut state.review;
+            let correction_allowed = turn.review(|ledger| {
                 note(ledger, prepared, NoteVerdict::Reject, &findings);
                 ledger.reject(prepared.key(), &findings, correction_allowed)
-            };
+            });
             Review::Rejected(Rejection {
                 findings,
                 correction_allowed,
@@ -90,7 +88,7 @@ async fn ask(session: &ToolSession, reviewer: &dyn Reviewer, prepared: &Prepared
         }
         ReviewOutcome::Unavailable(why) => {
             tracing::warn!(turn = %turn.id, %why, "reviewer unavailable; review ends for this turn");
-            end_review(&mut turn.state().review, prepared)
+            turn.review(|r| end_review(r, prepared))
         }
     }
 }

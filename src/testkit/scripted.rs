@@ -312,7 +312,7 @@ impl crate::tools::Reviewer for ScriptedReviewer {
         author: &crate::tools::ToolSession,
         request: &crate::tools::PreparedCall,
     ) -> crate::domain::review::ReviewOutcome {
-        let earlier = author.turn().state().review.calls.clone();
+        let earlier = author.turn().review(|r| r.calls.clone());
         lock(&self.seen_requests).push((request.clone(), earlier));
         self.wait().await;
         if self.kill_on_answer.load(Ordering::SeqCst) {

@@ -119,12 +119,13 @@ impl Tool for PlanImage {
             index: p.index,
             total: p.total,
         });
-        {
-            let state = ctx.turn.state();
-            if let Some(existing) = state.plans.existing(&identity) {
-                return Ok(planned(existing, true));
-            }
-            match state.plans.admit(part.as_ref(), self.max_plans) {
+        let admitted = ctx.turn.plans(|plans| match plans.existing(&identity) {
+            Some(existing) => Err(existing.clone()),
+            None => Ok(plans.admit(part.as_ref(), self.max_plans)),
+        });
+        match admitted {
+            Err(existing) => return Ok(planned(&existing, true)),
+            Ok(admission) => match admission {
                 Ok(()) => {}
                 Err(PlanRefusal::LimitReached { limit }) => {
                     return Err(ToolError::business(
@@ -142,7 +143,7 @@ impl Tool for PlanImage {
                         ),
                     ));
                 }
-            }
+            },
         }
         // Calls in a turn run one at a time (one call per pass), so nothing can slip between the
         // check above and the record below.
@@ -165,9 +166,7 @@ impl Tool for PlanImage {
         };
         ctx.ports().plans.record_plan(plan).await?;
         ctx.turn
-            .state()
-            .plans
-            .record(identity, id.clone(), part.as_ref());
+            .plans(|plans| plans.record(identity, id.clone(), part.as_ref()));
         Ok(planned(&id, false))
     }
 }

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use persona_bot::config::Config;
+use persona_bot::domain::personas::Personas;
 use persona_bot::domain::ports::{ChatModel, NewQueuedMessage};
 use persona_bot::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId, Visibility};
 use persona_bot::engine::attachments::AttachmentPolicy;
@@ -98,8 +99,12 @@ impl<M: ChatModel + 'static> Bot<M> {
                 strict_roles: h.config.provider.strict_roles,
             },
             queue: queue.clone(),
-            settings,
-            personas: Arc::new(InMemoryPersonas::default()),
+            settings: settings.clone(),
+            personas: Arc::new(Personas::new(
+                &h.config,
+                Arc::new(InMemoryPersonas::default()),
+                settings,
+            )),
             packs: KeywordPacks::from_config(&h.config.deliberate),
             config: h.config.clone(),
         });

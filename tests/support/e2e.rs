@@ -105,14 +105,10 @@ impl E2e {
             probe: probe_state,
             _dir: dir,
         };
-        // poise registers the commands once it has the READY; wait for it.
-        e2e.until("commands registered", |e| {
-            e.discord
-                .requests()
-                .iter()
-                .any(|r| r.method == "PUT" && r.path.contains("/commands"))
-        })
-        .await;
+        // The bot registers its commands once it has the READY; wait until the fake stored them
+        // (a request is recorded as it arrives, before the fake has handled it).
+        e2e.until("commands registered", |e| !e.discord.commands().is_empty())
+            .await;
         e2e
     }
 

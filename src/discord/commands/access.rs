@@ -4,7 +4,7 @@
 use serenity::all::ChannelId as SerenityChannelId;
 
 use super::shared::{locale_of, log_change, managed_server, reply};
-use crate::discord::{Context, Error};
+use crate::discord::data::{Context, Error};
 use crate::domain::ports::{ChannelRule, RoleRule, SettingsChange};
 use crate::domain::scope::ChannelId;
 use crate::locale;

@@ -8,7 +8,7 @@ use serenity::all::{AutocompleteChoice, CreateAutocompleteResponse};
 
 use super::modal::conclude;
 use super::shared::{State, locale_of, log_change, managed_server, reply};
-use crate::discord::{Context, Error};
+use crate::discord::data::{Context, Error};
 use crate::domain::ports::SettingsChange;
 use crate::domain::review::ModelChoice;
 use crate::domain::scope::ServerId;

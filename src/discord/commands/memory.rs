@@ -4,7 +4,7 @@
 use serenity::all::Permissions;
 
 use super::shared::{locale_of, managed_server, permissions, reply};
-use crate::discord::{Context, Error};
+use crate::discord::data::{Context, Error};
 use crate::domain::scope::{ServerId, UserId};
 use crate::locale::{self, Locale};
 

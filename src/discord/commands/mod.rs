@@ -6,7 +6,7 @@
 //! descriptions localized from `locales/` (SPEC D3), and the one place command errors are
 //! reported.
 
-use super::{BotData, Error};
+use super::data::{BotData, Error};
 use crate::locale::{self, Locale};
 
 pub mod access;

@@ -12,7 +12,7 @@ use serenity::all::{
 };
 
 use super::shared::{locale_of, reply};
-use crate::discord::{Context, Error};
+use crate::discord::data::{Context, Error};
 use crate::locale;
 
 /// Discord's limits: a modal's title and a field's label, and a field's text.

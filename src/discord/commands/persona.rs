@@ -5,7 +5,7 @@
 use super::modal::conclude;
 use super::modal::{Field, Submitted};
 use super::shared::{locale_of, log_change, managed_server, reply};
-use crate::discord::{Context, Error};
+use crate::discord::data::{Context, Error};
 use crate::domain::ports::{
     AVATAR_URL_MAX_CHARS, NAME_MAX_CHARS, PROMPT_MAX_CHARS, Persona, PersonaProblem,
     SettingsChange, parse_trigger_words,
@@ -33,15 +33,15 @@ pub async fn persona(_ctx: Context<'_>) -> Result<(), Error> {
 /// The persona the server speaks as now: its own copy, else the deployment's default.
 async fn current(ctx: Context<'_>, server: ServerId) -> Result<(Persona, bool), Error> {
     let settings = ctx.data().settings.settings(server).await?;
-    let persona = Persona::of_server(&settings, &ctx.data().persona).clone();
+    let persona = ctx.data().personas.of_server(&settings).clone();
     Ok((persona, settings.persona.is_some()))
 }
 
 /// The deployment's personas, which a server copies.
 async fn templates(ctx: Context<'_>) -> Result<Vec<Persona>, Error> {
-    let mut templates = ctx.data().personas.personas().await?;
+    let mut templates = ctx.data().personas.stored().await?;
     if templates.is_empty() {
-        templates.push(ctx.data().persona.clone());
+        templates.push(ctx.data().personas.default_persona().clone());
     }
     Ok(templates)
 }

@@ -1,7 +1,7 @@
 //! `/random on|off`: random quiet turns for a server, a chance per message, bounded per hour.
 
 use super::shared::{State, locale_of, managed_server, reply};
-use crate::discord::{Context, Error};
+use crate::discord::data::{Context, Error};
 use crate::domain::ports::SettingsChange;
 use crate::locale;
 

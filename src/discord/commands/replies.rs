@@ -5,7 +5,7 @@
 
 use super::shared::{locale_of, log_change, managed_server, reply};
 use crate::config::ReplyStyle;
-use crate::discord::{Context, Error};
+use crate::discord::data::{Context, Error};
 use crate::domain::ports::SettingsChange;
 use crate::locale::{self, Locale};
 

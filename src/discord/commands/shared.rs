@@ -4,7 +4,7 @@
 use poise::CreateReply;
 use serenity::all::Permissions;
 
-use crate::discord::{Context, Error};
+use crate::discord::data::{Context, Error};
 use crate::domain::scope::{ServerId, UserId};
 use crate::locale::{self, Locale};
 

@@ -4,7 +4,7 @@
 use serenity::all::Permissions;
 
 use super::shared::{locale_of, permissions, reply};
-use crate::discord::{Context, Error};
+use crate::discord::data::{Context, Error};
 use crate::domain::scope::{ChannelId, ServerId, UserId};
 use crate::locale;
 
@@ -34,9 +34,7 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
     let args = [
         (
             "persona",
-            crate::domain::ports::Persona::of_server(&settings, &data.persona)
-                .display_name
-                .clone(),
+            data.personas.of_server(&settings).display_name.clone(),
         ),
         ("model", data.model_name.clone()),
         ("drafting", yes_no(settings.drafting)),
@@ -68,7 +66,7 @@ pub async fn help(ctx: Context<'_>) -> Result<(), Error> {
     let locale = locale_of(ctx);
     let manager = ctx.guild_id().is_some() && permissions(ctx).contains(Permissions::MANAGE_GUILD);
     let server = ctx.guild_id().map(|g| ServerId(g.get()));
-    let name = ctx.data().persona_name(server).await;
+    let name = ctx.data().personas.name_in(server).await;
     let mut text = locale::text_with(locale, "help-text", &[("persona", name)]);
     if manager {
         text.push('\n');

@@ -2,7 +2,7 @@
 //! when a message asks for it, and the server's own phrases that ask.
 
 use super::shared::{State, locale_of, log_change, managed_server, reply};
-use crate::discord::{Context, Error};
+use crate::discord::data::{Context, Error};
 use crate::domain::ports::SettingsChange;
 use crate::locale;
 

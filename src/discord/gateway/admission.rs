@@ -9,7 +9,7 @@ use serde_json::Value;
 use serenity::all::Message;
 
 use super::message::{Addressing, addressing_of, as_queued, attachments_of, name_of, named_users};
-use crate::discord::BotData;
+use crate::discord::data::BotData;
 use crate::discord::rest::ratelimit::Route;
 use crate::domain::admission::{MessageFacts, RateLimit, Refusal, addressed, admit, triggers};
 use crate::domain::ports::{
@@ -66,7 +66,7 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
         author_roles: &roles,
         bot_can_send: server.is_none_or(|s| data.cache.bot_can_send(s, channel, bot)),
     };
-    let persona = Persona::of_server(&settings, &data.persona);
+    let persona = data.personas.of_server(&settings);
     let follow_up =
         origin == Origin::Gateway && speaks_in_own_turn(data, message, &facts, &settings).await;
     let (triggered, random) = match origin {
@@ -280,39 +280,6 @@ fn locale_of(data: &BotData, server: Option<ServerId>) -> crate::locale::Locale 
     server
         .and_then(|s| data.cache.locale(s))
         .unwrap_or(data.default_locale)
-}
-
-/// Channels told lately that the bot cannot read its settings: one notice a minute per channel.
-#[derive(Debug, Default)]
-pub struct OutageNotices {
-    told: std::sync::Mutex<std::collections::HashMap<ChannelId, std::time::Instant>>,
-}
-
-/// How often one channel is told.
-const OUTAGE_NOTICE_EVERY: std::time::Duration = std::time::Duration::from_secs(60);
-/// Channels remembered; past it the memory starts over (a few channels told twice).
-const OUTAGE_NOTICE_CHANNELS: usize = 1024;
-
-impl OutageNotices {
-    /// Whether `channel` is due a notice now (and, if so, counts it as told).
-    pub fn due(&self, channel: ChannelId) -> bool {
-        let mut told = self
-            .told
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let now = std::time::Instant::now();
-        if told
-            .get(&channel)
-            .is_some_and(|at| now.duration_since(*at) < OUTAGE_NOTICE_EVERY)
-        {
-            return false;
-        }
-        if told.len() >= OUTAGE_NOTICE_CHANNELS {
-            told.clear();
-        }
-        told.insert(channel, now);
-        true
-    }
 }
 
 /// The settings a message is handled with: the defaults in a DM; `None` when a server's cannot

@@ -18,7 +18,7 @@ use serenity::all::{ChannelType, Guild, GuildId, Message};
 
 use super::admission::{Origin, on_message};
 use super::message::{Addressing, addressing_of, by_own_webhook};
-use crate::discord::BotData;
+use crate::discord::data::BotData;
 use crate::discord::rest::ratelimit::Route;
 use crate::domain::catch_up::{Candidate, Found, Read, Seen, pick, plan, snowflake_at};
 use crate::domain::ports::{Clock, SystemClock, is_closed};

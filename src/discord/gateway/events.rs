@@ -10,7 +10,7 @@ use serenity::all::{FullEvent, Message};
 
 use super::admission::{Origin, on_message};
 use super::message::{as_queued, attachments_of, by_own_webhook, name_of};
-use crate::discord::BotData;
+use crate::discord::data::BotData;
 use crate::domain::catch_up::Seen;
 use crate::domain::ports::HistoryMessage;
 use crate::domain::scope::{ChannelId, MessageId, ServerId};
@@ -128,7 +128,7 @@ async fn as_remembered(
         content.contains(&format!("<@{bot}>")) || content.contains(&format!("<@!{bot}>"))
     });
     let name = if mentions_bot {
-        data.persona_name(server).await
+        data.personas.name_in(server).await
     } else {
         String::new()
     };

@@ -5,7 +5,7 @@
 
 use serenity::all::Message;
 
-use crate::discord::BotData;
+use crate::discord::data::BotData;
 use crate::domain::ports::{
     ATTACHMENTS_PER_MESSAGE, Attachment, MENTION_NAME_MAX, Mention, PINGS_MAX,
 };

@@ -61,14 +61,6 @@ pub struct ServerSettings {
     pub reply_style: Option<ReplyStyle>,
 }
 
-impl Persona {
-    /// The persona a server speaks as: its own copy, else `default` (SPEC A1). Beside the
-    /// settings it reads, so the personas' module needs nothing of them.
-    pub fn of_server<'a>(settings: &'a ServerSettings, default: &'a Persona) -> &'a Persona {
-        settings.persona.as_ref().unwrap_or(default)
-    }
-}
-
 /// Which finished turns post a "Turn summary" card to the thought log: a busy
 /// server's every turn was a post in a channel whose own limit is five posts in five seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -30,9 +30,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
-use crate::domain::ports::{
-    NewQueuedMessage, PersonaStore, PortError, Pushed, QueueStore, SettingsStore,
-};
+use crate::domain::ports::{NewQueuedMessage, PortError, Pushed, QueueStore, SettingsStore};
 use crate::domain::scope::{ChannelId, MessageId, Scope, UserId};
 use crate::domain::turn::{ChannelActivity, StoppedTool, TurnId};
 use crate::engine::passes::{TurnDeps, TurnReport};
@@ -50,7 +48,8 @@ pub struct OrchestratorDeps {
     pub turn: TurnDeps,
     pub queue: Arc<dyn QueueStore>,
     pub settings: Arc<dyn SettingsStore>,
-    pub personas: Arc<dyn PersonaStore>,
+    /// Which persona a turn speaks as (SPEC A1).
+    pub personas: Arc<crate::domain::personas::Personas>,
     pub packs: KeywordPacks,
     pub config: Arc<Config>,
 }

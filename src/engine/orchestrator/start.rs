@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::worker::{RunningTurn, TurnFuture, Worker, released};
 use super::{OrchestratorDeps, Pending, panic_text};
-use crate::domain::ports::{Persona, Pings, ServerSettings, Voice};
+use crate::domain::ports::{Pings, ServerSettings, Voice};
 use crate::domain::role::Role;
 use crate::domain::scope::{Scope, ServerId};
 use crate::domain::turn::{Turn, TurnId, TurnStatus};
@@ -79,7 +79,7 @@ impl Worker {
         if self.closed_to_quiet(&pending, &settings).await {
             return;
         }
-        let persona = turn_persona(&self.deps, &settings, &m.persona).await;
+        let persona = self.deps.personas.for_turn(&settings, &m.persona).await;
         let admission = deliberate::admit(
             &self.deps.turn.registry,
             Role::Persona,
@@ -161,54 +161,6 @@ fn own_voice(server: Option<ServerId>, settings: &ServerSettings) -> Option<Voic
         name: persona.display_name.clone(),
         avatar_url: persona.avatar_url.clone(),
     })
-}
-
-/// The persona a turn speaks as: the server's own as it is now (an edit made since the message
-/// came reaches it too), else the queued one.
-async fn turn_persona(
-    deps: &OrchestratorDeps,
-    settings: &ServerSettings,
-    queued: &crate::domain::scope::PersonaId,
-) -> Persona {
-    match &settings.persona {
-        Some(own) => own.clone(),
-        None => persona(deps, queued).await,
-    }
-}
-
-/// The persona by id, or the shipped one when the store has none.
-async fn persona(deps: &OrchestratorDeps, id: &crate::domain::scope::PersonaId) -> Persona {
-    match deps.personas.persona(id).await {
-        Ok(Some(persona)) => return persona,
-        Ok(None) => tracing::warn!(persona = %id, "unknown persona; using the configured one"),
-        Err(error) => tracing::warn!(persona = %id, %error, "personas unavailable"),
-    }
-    let config = &deps.config;
-    let shipped = config
-        .personas
-        .iter()
-        .find(|p| p.id == id.0)
-        .or_else(|| {
-            config
-                .personas
-                .iter()
-                .find(|p| p.id == config.turn.default_persona)
-        })
-        .or(config.personas.first());
-    match shipped {
-        // Under the id asked for: the turn's scope and records name it.
-        Some(shipped) => Persona {
-            id: id.clone(),
-            ..Persona::from(shipped)
-        },
-        None => Persona {
-            id: id.clone(),
-            display_name: id.0.clone(),
-            system_prompt: String::new(),
-            trigger_words: Vec::new(),
-            avatar_url: None,
-        },
-    }
 }
 
 /// A turn that panicked: logged once, the localized error notice in its channel, an error turn.

@@ -20,7 +20,7 @@ impl TurnRun<'_> {
             return Ok(());
         };
         for round in 1..=2 {
-            if draft.trim().is_empty() || self.turn.state().review.unavailable {
+            if draft.trim().is_empty() || self.turn.review(|r| r.unavailable) {
                 break;
             }
             let Some(findings) = self.review_draft(reviewer.as_ref(), &draft).await? else {
@@ -57,19 +57,20 @@ impl TurnRun<'_> {
         let note = |verdict, findings: &[String]| ReviewNote::new("reply", verdict, findings);
         match outcome {
             ReviewOutcome::Verdict(ReviewVerdict::Pass) => {
-                turn.state().review.notes.push(note(NoteVerdict::Pass, &[]));
+                turn.review(|r| r.notes.push(note(NoteVerdict::Pass, &[])));
                 Ok(None)
             }
             ReviewOutcome::Unavailable(why) => {
                 tracing::warn!(turn = %turn.id, %why, "reviewer unavailable; the draft goes out as written");
-                let mut state = turn.state();
-                state.review.notes.push(note(NoteVerdict::Unavailable, &[]));
-                state.review.unavailable = true;
+                turn.review(|r| {
+                    r.notes.push(note(NoteVerdict::Unavailable, &[]));
+                    r.unavailable = true;
+                });
                 Ok(None)
             }
             ReviewOutcome::Verdict(ReviewVerdict::Reject { findings, .. }) => {
                 let revise = note(NoteVerdict::Revise, &findings);
-                turn.state().review.notes.push(revise);
+                turn.review(|r| r.notes.push(revise));
                 Ok(Some(findings))
             }
         }
