@@ -684,6 +684,115 @@ async fn bots_webhooks_chatter_and_blocked_channels_get_no_turn() {
     e.stop().await;
 }
 
+// SPEC E1: a reaction is the turn's expression: the persona reacts to the message it answers
+// (a Unicode emoji by its shortcode), says nothing more, and the turn completes as a
+// sticker-only one does: no text, no notice, and the channel answers the next message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reaction_only_turn_reacts_to_the_message_and_completes() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![
+            Reply::call("c1", "react_to_message", r#"{"emoji":":thumbsup:"}"#),
+            Reply::text(&[]),
+            Reply::text(&["Next."]),
+        ],
+    )
+    .await;
+    let asked = e.mention(ALICE, "alice", "nice work, right?").await;
+    e.until("the reaction", |e| {
+        !e.discord.reactions(GENERAL, asked).is_empty()
+    })
+    .await;
+    let offered = e.openai.requests()[0].body.to_string();
+    assert!(
+        offered.contains("react_to_message") && offered.contains("partyblob"),
+        "the tool is offered with the server's own emoji listed: {offered}"
+    );
+    e.until("the model hears the reaction", |e| {
+        e.openai.requests().len() >= 2
+    })
+    .await;
+    let told = e.openai.requests()[1].body.to_string();
+    assert!(told.contains(r#"{\"reaction\":\"👍\"}"#), "{told}");
+    e.mention(ALICE, "alice", "and now?").await;
+    e.until("the next answer", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "Next.")
+    })
+    .await;
+    assert_eq!(e.discord.reactions(GENERAL, asked), vec!["👍".to_owned()]);
+    assert_eq!(
+        e.texts(GENERAL),
+        vec!["Next.".to_owned()],
+        "a reaction-only turn posts no text and no notice"
+    );
+    e.assert_no_429();
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC E1, T9: a sticker and a reaction share the turn's one expression: after the sticker,
+// a reaction (here the server's own emoji) is refused as over the allowance without a request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sticker_then_a_reaction_in_one_turn_sends_only_the_sticker() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![
+            Reply::call("c1", "select_sticker_for_response", r#"{"name":"wave"}"#),
+            Reply::call("c2", "react_to_message", r#"{"emoji":":partyblob:"}"#),
+            Reply::text(&["Done."]),
+        ],
+    )
+    .await;
+    let asked = e.mention(ALICE, "alice", "celebrate!").await;
+    e.until("the final text", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "Done.")
+    })
+    .await;
+    let stickers = e
+        .posted(GENERAL)
+        .into_iter()
+        .filter(|m| m.get("sticker_ids").is_some())
+        .count();
+    assert_eq!(stickers, 1);
+    let refused = e.openai.requests()[2].body.to_string();
+    assert!(refused.contains("limit_reached"), "{refused}");
+    assert!(e.discord.reactions(GENERAL, asked).is_empty());
+    assert!(
+        !e.discord
+            .requests()
+            .iter()
+            .any(|r| r.path.contains("/reactions/")),
+        "a reaction over the allowance is never requested"
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
+// SPEC E1: the server's own emoji goes to Discord as `name:id`, which the fake checks against
+// the guild's emoji (an unknown one is refused with 10014).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_servers_own_emoji_is_a_reaction_by_name() {
+    let e = E2e::start(
+        Behaviour::succeed(),
+        vec![
+            Reply::call("c1", "react_to_message", r#"{"emoji":"PartyBlob"}"#),
+            Reply::text(&["Yay."]),
+        ],
+    )
+    .await;
+    let asked = e.mention(ALICE, "alice", "party?").await;
+    e.until("the final text", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "Yay.")
+    })
+    .await;
+    assert_eq!(
+        e.discord.reactions(GENERAL, asked),
+        vec!["partyblob:750".to_owned()]
+    );
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
 // SPEC T9: Discord's real answers map to the sticker outcomes: a 400 is a definite refusal
 // (nothing posted, the allowance is free again: the next sticker goes out).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -460,6 +460,81 @@ async fn message_edits_have_a_bucket_of_their_own() {
     assert_eq!(typing.header("x-ratelimit-bucket"), None);
 }
 
+// The bot's reactions (SPEC E1): a bucket of 1 per channel per 0.25 s for adding and removing;
+// a Unicode emoji or the guild's own as `name:id`, anything else 10014; an unknown message
+// 10008; a reaction already there is no change; READ_MESSAGE_HISTORY is needed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reactions_have_their_bucket_and_discords_refusals() {
+    let fake = FakeDiscord::start(world()).await;
+    let _gateway = connect(&fake, all_intents()).await;
+    let api = Api::new(&fake);
+    let message = fake.send_message(alice_says(GENERAL, "react to me")).await;
+    let path = |emoji: &str| {
+        let emoji =
+            percent_encoding::utf8_percent_encode(emoji, percent_encoding::NON_ALPHANUMERIC);
+        format!("/channels/{GENERAL}/messages/{message}/reactions/{emoji}/@me")
+    };
+    let added = api.send(Method::PUT, &path("👍"), None).await;
+    assert_eq!(added.status, 204, "{}", added.text);
+    assert_eq!(added.header("x-ratelimit-limit"), Some("1"));
+    let too_soon = api.send(Method::PUT, &path("partyblob:750"), None).await;
+    assert_eq!(too_soon.status, 429, "one per 0.25 s");
+    tokio::time::sleep(Duration::from_secs_f64(
+        too_soon.body["retry_after"].as_f64().unwrap_or(0.25),
+    ))
+    .await;
+    let own = api.send(Method::PUT, &path("partyblob:750"), None).await;
+    assert_eq!(own.status, 204, "{}", own.text);
+    tokio::time::sleep(Duration::from_millis(260)).await;
+    let again = api.send(Method::PUT, &path("👍"), None).await;
+    assert_eq!(again.status, 204, "adding it again changes nothing");
+    assert_eq!(
+        fake.reactions(GENERAL, message),
+        vec!["👍".to_owned(), "partyblob:750".to_owned()]
+    );
+    for (emoji, why) in [
+        ("partyblob:751", "an id the guild does not have"),
+        ("wave", "a name without an id"),
+        ("👍👍", "two emoji"),
+    ] {
+        tokio::time::sleep(Duration::from_millis(260)).await;
+        let refused = api.send(Method::PUT, &path(emoji), None).await;
+        assert_eq!(
+            refused.body,
+            json!({"message": "Unknown Emoji", "code": 10014}),
+            "{why}"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(260)).await;
+    let unknown = api
+        .send(
+            Method::PUT,
+            &format!("/channels/{GENERAL}/messages/42/reactions/%F0%9F%91%8D/@me"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        unknown.body,
+        json!({"message": "Unknown Message", "code": 10008})
+    );
+    let elsewhere = fake.send_message(alice_says(NO_HISTORY, "here")).await;
+    let blind = api
+        .send(
+            Method::PUT,
+            &format!("/channels/{NO_HISTORY}/messages/{elsewhere}/reactions/%F0%9F%91%8D/@me"),
+            None,
+        )
+        .await;
+    assert_eq!(blind.status, 403, "{}", blind.text);
+    tokio::time::sleep(Duration::from_millis(260)).await;
+    let removed = api.send(Method::DELETE, &path("👍"), None).await;
+    assert_eq!(removed.status, 204);
+    assert_eq!(
+        fake.reactions(GENERAL, message),
+        vec!["partyblob:750".to_owned()]
+    );
+}
+
 // The global budget: 50 requests per second over every route, interaction callbacks excepted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_global_limit_is_fifty_per_second_and_spares_interaction_callbacks() {

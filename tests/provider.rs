@@ -14,7 +14,7 @@ pub mod support {
 use std::time::Duration;
 
 use persona_bot::config::{Config, ProviderConfig};
-use persona_bot::domain::ports::{Sticker, StickerSend};
+use persona_bot::domain::ports::{ExpressionSend, Sticker};
 use persona_bot::domain::turn::TurnStatus;
 use persona_bot::engine::orchestrator::KillReport;
 use persona_bot::engine::passes::TurnEnd;
@@ -105,10 +105,11 @@ async fn a_turn_runs_end_to_end_through_the_real_client() {
         .filter_map(|t| t["function"]["name"].as_str())
         .collect();
     // SPEC C12: only tools that can do something here (no image backend, no stickers, no facts
-    // and no older history in this channel).
+    // and no older history in this channel; a message to react to).
     assert_eq!(
         offered,
         [
+            "react_to_message",
             "update_short_term_memory",
             "remember_fact",
             "create_reminder",
@@ -279,7 +280,7 @@ async fn exhausted_balance_429_rotates_the_key_and_the_sticker_is_not_resent() {
         id: 5,
         name: "wave".into(),
     }]);
-    fakes.sink.script_sticker(StickerSend::Confirmed);
+    fakes.sink.script_sticker(ExpressionSend::Confirmed);
     fake.push(Reply::call(
         "c1",
         "select_sticker_for_response",

@@ -692,6 +692,12 @@ async fn deliveries_round_trip_once_each_and_old_ones_are_pruned(db: TestDb) {
         (Delivery::Finished, 13),
         (paused, 14),
         (plain, 15),
+        (
+            Delivery::Reaction {
+                emoji: u64::MAX - 1,
+            },
+            16,
+        ),
     ] {
         s.outcomes
             .record_delivery(turn, delivery, at)
@@ -711,10 +717,13 @@ async fn deliveries_round_trip_once_each_and_old_ones_are_pruned(db: TestDb) {
             paused,
             plain,
             first,
+            Delivery::Reaction {
+                emoji: u64::MAX - 1
+            },
             Delivery::Sticker { sticker: 700 }
         ]
     );
-    assert_eq!(s.outcomes.prune_deliveries(500).await.unwrap(), 5);
+    assert_eq!(s.outcomes.prune_deliveries(500).await.unwrap(), 6);
     assert!(s.outcomes.deliveries(turn).await.unwrap().is_empty());
     assert_eq!(
         s.outcomes.deliveries(other).await.unwrap(),

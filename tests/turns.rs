@@ -15,9 +15,9 @@ use std::time::Duration;
 use persona_bot::config::{Config, KillPermission};
 use persona_bot::discord::commands::kill::kill_text;
 use persona_bot::domain::ports::{
-    Attempt, ChatMessage, DeliberateSettings, Delivery, Durability, EventOutcome, HistoryMessage,
-    Mention, ModelError, OutcomeStore, QueueStore, ServerSettings, SettingsStore, Sticker,
-    StickerSend, delivery_key,
+    Attempt, ChatMessage, DeliberateSettings, Delivery, Durability, EventOutcome, ExpressionSend,
+    HistoryMessage, Mention, ModelError, OutcomeStore, QueueStore, ServerSettings, SettingsStore,
+    Sticker, delivery_key,
 };
 use persona_bot::domain::provider_failure::FailureClass;
 use persona_bot::domain::scope::{ChannelId, MessageId, UserId};
@@ -1128,7 +1128,7 @@ async fn completed_sticker_is_not_sent_again_after_key_rotation() {
         id: 7,
         name: "wave".into(),
     }]);
-    fakes.sink.script_sticker(StickerSend::Confirmed);
+    fakes.sink.script_sticker(ExpressionSend::Confirmed);
     let sticker = r#"{"name":"wave"}"#;
     let model = ScriptedModel::new(vec![
         ScriptedPass::call("select_sticker_for_response", sticker),

@@ -155,6 +155,25 @@ impl CacheCell {
         Some(stickers)
     }
 
+    /// The server's own emoji that can be used now, or `None` when the cache does not hold
+    /// the server (SPEC E1).
+    pub fn emojis(&self, server: ServerId) -> Option<Vec<crate::domain::ports::CustomEmoji>> {
+        let cache = self.get()?;
+        let guild = cache.guild(GuildId::new(server.0))?;
+        let mut emojis: Vec<crate::domain::ports::CustomEmoji> = guild
+            .emojis
+            .values()
+            .filter(|e| e.available)
+            .map(|e| crate::domain::ports::CustomEmoji {
+                id: e.id.get(),
+                name: e.name.clone(),
+                animated: e.animated,
+            })
+            .collect();
+        emojis.sort_by(|a, b| a.name.cmp(&b.name).then(a.id.cmp(&b.id)));
+        Some(emojis)
+    }
+
     /// The server's name, or `None` when unknown.
     pub fn name(&self, server: ServerId) -> Option<String> {
         let cache = self.get()?;

@@ -288,14 +288,21 @@ impl Drop for ProgressGuard<'_> {
     }
 }
 
-/// The turn's single sticker allowance (SPEC T9).
+/// Which expression a turn delivered (SPEC T9, E1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpressionId {
+    /// A sticker, by its id.
+    Sticker(u64),
+    /// A reaction, by its emoji's key (`Emoji::key`).
+    Reaction(u64),
+}
+
+/// The turn's single expression allowance, a sticker or a reaction (SPEC T9, E1).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ExpressionState {
     #[default]
     Available,
-    Delivered {
-        sticker_id: u64,
-    },
+    Delivered(ExpressionId),
     /// A send was not confirmed: no further send this turn, by anyone.
     Blocked,
 }
@@ -391,6 +398,9 @@ pub struct Turn {
     pub voice: Option<Voice>,
     /// The persona's name here: the bot's mention in history reads as it (empty: unknown).
     pub persona_name: String,
+    /// The message the turn answers, when it answers one (a reminder's turn does not): what
+    /// the persona's reaction goes on (SPEC E1).
+    pub trigger: Option<MessageId>,
     pub stop: StopSignal,
     pub channel: Arc<ChannelActivity>,
     pub progress: Progress,
@@ -411,6 +421,7 @@ impl Turn {
             admission: ToolAdmission::Open,
             voice: None,
             persona_name: String::new(),
+            trigger: None,
             stop: StopSignal::new(CancellationToken::new()),
             channel: Arc::new(ChannelActivity::default()),
             progress: Progress::default(),
@@ -445,6 +456,12 @@ impl Turn {
 
     pub fn persona_name(mut self, name: &str) -> Self {
         self.persona_name = name.to_owned();
+        self
+    }
+
+    /// The message the turn answers.
+    pub fn trigger(mut self, message: Option<MessageId>) -> Self {
+        self.trigger = message;
         self
     }
 

@@ -112,9 +112,20 @@ pub fn persona_session(
     .with_sticker_names(stickers.iter().map(|s| s.name.clone()))
     .without(idle_tools(
         &context.more,
-        stickers.is_empty(),
+        Idle {
+            no_stickers: stickers.is_empty(),
+            no_trigger: turn.trigger.is_none(),
+        },
         &deps.env.config,
     ))
+}
+
+/// What this turn lacks that a tool needs.
+struct Idle {
+    /// The server has no stickers (or the turn is in a DM).
+    no_stickers: bool,
+    /// The turn answers no message (a reminder's): nothing to react to.
+    no_trigger: bool,
 }
 
 /// The persona's tools that could do nothing this turn, so are not offered (SPEC C12): the
@@ -122,14 +133,16 @@ pub fn persona_session(
 /// nothing beyond what the prompt shows.
 fn idle_tools(
     more: &crate::engine::context::Beyond,
-    no_stickers: bool,
+    idle: Idle,
     config: &crate::config::Config,
 ) -> Vec<&'static str> {
+    use crate::tools::react_to_message::ReactToMessage;
     use crate::tools::select_sticker_for_response::SelectStickerForResponse;
     use crate::tools::{Tool, fetch_older_messages, forget_fact, plan_image, recall_facts};
     let no_images = config.image_worker.backend == crate::config::ImageBackendKind::None;
     [
-        (no_stickers, SelectStickerForResponse::NAME),
+        (idle.no_stickers, SelectStickerForResponse::NAME),
+        (idle.no_trigger, ReactToMessage::NAME),
         (no_images, plan_image::PlanImage::NAME),
         (
             !more.older_messages,
@@ -223,11 +236,15 @@ impl<'a> TurnRun<'a> {
             },
         )
         .await;
-        let stickers = match turn.scope.server {
-            Some(server) => ports.stickers.stickers(server).await.unwrap_or_default(),
-            None => Vec::new(),
+        let (stickers, emojis) = match turn.scope.server {
+            Some(server) => (
+                ports.stickers.stickers(server).await.unwrap_or_default(),
+                ports.stickers.emojis(server).await.unwrap_or_default(),
+            ),
+            None => (Vec::new(), Vec::new()),
         };
-        let session = persona_session(deps, turn, &context, &stickers);
+        let session = persona_session(deps, turn, &context, &stickers)
+            .with_emoji_names(emojis.into_iter().map(|e| e.name));
         let reply_to = trigger.reply.then_some(trigger.message);
         let asker = Mention {
             user: trigger.author,

@@ -43,8 +43,8 @@ pub async fn delivered_before(turn: &Turn, ports: &Ports, trigger: MessageId) ->
             }
         }
     }
-    if let Some(sticker_id) = delivered.sticker {
-        turn.settle_expression(ExpressionState::Delivered { sticker_id });
+    if let Some(expression) = delivered.expression {
+        turn.settle_expression(ExpressionState::Delivered(expression));
     }
     if delivered.pieces > 0 {
         turn.mark_delivered();

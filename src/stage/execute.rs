@@ -7,14 +7,14 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::Restart;
-use super::expression::{self, StickerDelivery};
-use super::payload::{Failure, StickerWithheld, review_rejected, success_payload};
+use super::expression::{self, ExpressionDelivery};
+use super::payload::{ExpressionWithheld, Failure, review_rejected, success_payload};
 use super::review_gate::{self, Rejection, Review};
 use super::watchdog::{Stopped, Watched, run_under_watchdog};
 use super::{ToolCallOutcome, ToolCallRequest};
 use crate::domain::history::{EntryStatus, ToolHistoryEntry};
 use crate::domain::ports::{
-    Delivery, Durability, EventOutcome, Metric, StoredOutcome, UsageRecord, remember_delivery,
+    Durability, EventOutcome, Metric, StoredOutcome, UsageRecord, remember_delivery,
 };
 use crate::domain::review::ReviewedCall;
 use crate::domain::role::Role;
@@ -349,7 +349,7 @@ impl Stage<'_> {
     async fn killed(self, prepared: &PreparedCall, stopped: Stopped) -> ToolCallOutcome {
         let turn = self.session.turn();
         let ending = match &stopped {
-            Stopped::Done(output) if output.sticker.is_some() => ToolEnding::Cancelled,
+            Stopped::Done(output) if output.expression.is_some() => ToolEnding::Cancelled,
             other => other.ending(),
         };
         if let (ToolEnding::Done, Stopped::Done(output)) = (ending, &stopped) {
@@ -395,39 +395,37 @@ impl Stage<'_> {
     ) -> ToolCallOutcome {
         let turn = self.session.turn();
         let ports = &self.session.env().ports;
-        // A sticker already posted, or over the allowance, is not a use of the tool (T10).
+        // An expression already delivered, or over the allowance, is not a use of the tool (T10).
         let mut counted = true;
 
-        // T9: expression delivery, at once, at most one per turn.
-        if let Some(sticker) = output.sticker.take() {
+        // T9, E1: expression delivery (a sticker or a reaction), at once, at most one per turn.
+        if let Some(expression) = output.expression.take() {
             if turn.stop.is_killed() {
                 self.record(EventOutcome::Cancelled, None).await;
                 return ToolCallOutcome::Abort {
                     status: TurnStatus::StoppedByUser,
                 };
             }
-            match expression::deliver(turn, ports.sink.as_ref(), &sticker).await {
-                StickerDelivery::Sent => {
-                    let sent = Delivery::Sticker {
-                        sticker: sticker.id,
-                    };
-                    remember_delivery(ports, turn.id, sent).await;
+            let kind = expression.kind();
+            match expression::deliver(turn, ports.sink.as_ref(), &expression).await {
+                ExpressionDelivery::Sent => {
+                    remember_delivery(ports, turn.id, expression::record(&expression)).await;
                 }
-                StickerDelivery::AlreadyDelivered => {
+                ExpressionDelivery::AlreadyDelivered => {
                     counted = false;
-                    StickerWithheld::AlreadyDelivered.apply(&mut output);
+                    ExpressionWithheld::AlreadyDelivered.apply(kind, &mut output);
                 }
-                StickerDelivery::LimitReached => {
+                ExpressionDelivery::LimitReached => {
                     counted = false;
-                    StickerWithheld::LimitReached.apply(&mut output);
+                    ExpressionWithheld::LimitReached.apply(kind, &mut output);
                 }
-                StickerDelivery::Refused { reason } => {
-                    tracing::warn!(turn = %turn.id, reason = %redact_text(&reason), "Discord refused a sticker");
+                ExpressionDelivery::Refused { reason } => {
+                    tracing::warn!(turn = %turn.id, kind, reason = %redact_text(&reason), "Discord refused an expression");
                     return self
-                        .fail(Failure::sticker_refused(), EventOutcome::Failed)
+                        .fail(Failure::expression_refused(kind), EventOutcome::Failed)
                         .await;
                 }
-                StickerDelivery::Unconfirmed | StickerDelivery::Blocked => {
+                ExpressionDelivery::Unconfirmed | ExpressionDelivery::Blocked => {
                     // No notice: the delivery is unconfirmed (T11). Nothing more is sent.
                     self.record(EventOutcome::Failed, Some("delivery_unconfirmed".into()))
                         .await;

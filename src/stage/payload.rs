@@ -43,31 +43,34 @@ pub fn success_payload(output: &ToolOutput) -> Value {
     Value::Object(payload)
 }
 
-/// A sticker the turn's allowance kept back (SPEC T9): still a success (T7), whose result says
-/// nothing was sent, and why.
+/// An expression the turn's allowance kept back (SPEC T9, E1): still a success (T7), whose
+/// result says nothing was sent, and why.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StickerWithheld {
-    /// This same sticker was already sent this turn.
+pub enum ExpressionWithheld {
+    /// This same expression was already sent this turn.
     AlreadyDelivered,
-    /// A different sticker was already sent this turn.
+    /// A different expression (a sticker or a reaction) was already sent this turn.
     LimitReached,
 }
 
-impl StickerWithheld {
-    /// Replaces the tool's data and message with the answer.
-    pub fn apply(self, output: &mut ToolOutput) {
+impl ExpressionWithheld {
+    /// Replaces the tool's data and message with the answer; `kind` is "sticker" or "reaction".
+    pub fn apply(self, kind: &str, output: &mut ToolOutput) {
         let (status, message) = match self {
             Self::AlreadyDelivered => (
                 "already_delivered",
-                "This sticker was already sent in this reply; it was not sent again.",
+                format!("This {kind} was already sent in this reply; it was not sent again."),
             ),
             Self::LimitReached => (
                 "limit_reached",
-                "Only one sticker per reply, and one was already sent; this one was not.",
+                format!(
+                    "Only one expression (a sticker or a reaction) per reply, and one was \
+                     already sent; this {kind} was not."
+                ),
             ),
         };
         output.data = Some(json!({ "status": status, "sent": false }));
-        output.message = Some(message.to_owned());
+        output.message = Some(message);
     }
 }
 
@@ -263,13 +266,20 @@ impl Failure {
         )
     }
 
-    /// Discord definitely refused the sticker: the allowance is free again (SPEC T9).
-    pub fn sticker_refused() -> Self {
-        Self::new(
-            FailureKind::Execution,
-            "sticker_refused",
-            "Discord refused to post the sticker; nothing was posted.",
-        )
+    /// Discord definitely refused the expression (`kind`: "sticker" or "reaction"): the
+    /// allowance is free again (SPEC T9, E1).
+    pub fn expression_refused(kind: &'static str) -> Self {
+        let (code, reason) = match kind {
+            "reaction" => (
+                "reaction_refused",
+                "Discord refused the reaction; nothing was added.",
+            ),
+            _ => (
+                "sticker_refused",
+                "Discord refused to post the sticker; nothing was posted.",
+            ),
+        };
+        Self::new(FailureKind::Execution, code, reason)
     }
 }
 
@@ -284,7 +294,7 @@ fn list(names: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ports::{PortError, Sticker};
+    use crate::domain::ports::{Expression, PortError, Sticker};
     use crate::domain::provider_failure::ProviderFailure;
 
     // SPEC T7: no data becomes {"status":"completed"}; message sits beside result.
@@ -310,10 +320,10 @@ mod tests {
                 "response_delivered": true, "endTurn": true, "sticker_selection": {"id": 1}
             })),
             message: Some("beside".into()),
-            sticker: Some(Sticker {
+            expression: Some(Expression::Sticker(Sticker {
                 id: 9,
                 name: "wave".into(),
-            }),
+            })),
             end_turn: true,
             ..ToolOutput::default()
         };

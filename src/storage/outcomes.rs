@@ -70,6 +70,7 @@ impl OutcomeStore for OutcomeRepo {
                 ("piece", i64::from(index), message.0.to_string())
             }
             Delivery::Sticker { sticker } => ("sticker", 0, sticker.to_string()),
+            Delivery::Reaction { emoji } => ("reaction", 0, emoji.to_string()),
             Delivery::Finished => ("finished", 0, "0".to_owned()),
             // "digest", or "digest:pieces" for a message a pause sent.
             Delivery::Intended {
@@ -124,6 +125,7 @@ impl OutcomeStore for OutcomeRepo {
                         message: MessageId(value),
                     }),
                     "sticker" => Some(Delivery::Sticker { sticker: value }),
+                    "reaction" => Some(Delivery::Reaction { emoji: value }),
                     "finished" => Some(Delivery::Finished),
                     "intent" => Some(Delivery::Intended {
                         index: u32::try_from(item).ok()?,

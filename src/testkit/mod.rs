@@ -97,7 +97,13 @@ impl Fakes {
     }
 
     pub fn with_stickers(mut self, stickers: Vec<Sticker>) -> Self {
-        self.stickers = Arc::new(FixedStickers(stickers));
+        self.stickers = Arc::new(FixedStickers(stickers, self.stickers.1.clone()));
+        self
+    }
+
+    /// The server's own emoji (SPEC E1).
+    pub fn with_emojis(mut self, emojis: Vec<crate::domain::ports::CustomEmoji>) -> Self {
+        self.stickers = Arc::new(FixedStickers(self.stickers.0.clone(), emojis));
         self
     }
 

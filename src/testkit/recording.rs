@@ -9,8 +9,8 @@ use async_trait::async_trait;
 
 use super::{lock, unexpected};
 use crate::domain::ports::{
-    ChatSink, Clock, Pings, PortError, Sticker, StickerSend, ThoughtLog, ToolEvent, ToolEvents,
-    UsageRecord, UsageStats,
+    ChatSink, Clock, Emoji, ExpressionSend, Pings, PortError, Sticker, ThoughtLog, ToolEvent,
+    ToolEvents, UsageRecord, UsageStats,
 };
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId};
 use crate::domain::thought_log::Notice;
@@ -33,8 +33,11 @@ impl ChatSink for Discard {
         Ok(MessageId(1))
     }
     async fn typing(&self, _: ChannelId) {}
-    async fn send_sticker(&self, _: ChannelId, _: &Sticker, _: Option<&str>) -> StickerSend {
-        StickerSend::Confirmed
+    async fn send_sticker(&self, _: ChannelId, _: &Sticker, _: Option<&str>) -> ExpressionSend {
+        ExpressionSend::Confirmed
+    }
+    async fn react(&self, _: ChannelId, _: MessageId, _: &Emoji) -> ExpressionSend {
+        ExpressionSend::Confirmed
     }
     async fn send_progress(&self, _: ChannelId, _: String) {}
     async fn direct_message(&self, _: UserId, _: String) -> Result<MessageId, PortError> {
@@ -72,8 +75,9 @@ pub struct SentText {
 /// A chat sink that records what was posted. Each sticker send needs a scripted answer.
 #[derive(Default)]
 pub struct RecordingSink {
-    script: Mutex<VecDeque<StickerSend>>,
+    script: Mutex<VecDeque<ExpressionSend>>,
     stickers: Mutex<Vec<(ChannelId, Sticker)>>,
+    reactions: Mutex<Vec<(ChannelId, MessageId, Emoji)>>,
     progress: Mutex<Vec<(ChannelId, String)>>,
     texts: Mutex<Vec<SentText>>,
     typing: Mutex<Vec<ChannelId>>,
@@ -129,13 +133,18 @@ impl RecordingSink {
     }
 
     /// Queues the answer for the next sticker send.
-    pub fn script_sticker(&self, answer: StickerSend) {
+    pub fn script_sticker(&self, answer: ExpressionSend) {
         lock(&self.script).push_back(answer);
     }
 
     /// Every sticker send attempted, in order.
     pub fn stickers(&self) -> Vec<(ChannelId, Sticker)> {
         lock(&self.stickers).clone()
+    }
+
+    /// Every reaction attempted, in order.
+    pub fn reactions(&self) -> Vec<(ChannelId, MessageId, Emoji)> {
+        lock(&self.reactions).clone()
     }
 
     pub fn progress(&self) -> Vec<(ChannelId, String)> {
@@ -191,11 +200,19 @@ impl ChatSink for RecordingSink {
         channel: ChannelId,
         sticker: &Sticker,
         _: Option<&str>,
-    ) -> StickerSend {
+    ) -> ExpressionSend {
         let answer = lock(&self.script)
             .pop_front()
             .unwrap_or_else(|| unexpected("ChatSink::send_sticker (no scripted answer)"));
         lock(&self.stickers).push((channel, sticker.clone()));
+        answer
+    }
+
+    async fn react(&self, channel: ChannelId, message: MessageId, emoji: &Emoji) -> ExpressionSend {
+        let answer = lock(&self.script)
+            .pop_front()
+            .unwrap_or_else(|| unexpected("ChatSink::react (no scripted answer)"));
+        lock(&self.reactions).push((channel, message, emoji.clone()));
         answer
     }
 

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 
 use super::lock;
 use crate::domain::ports::{
-    AttachmentFetcher, ChannelHistory, Fact, FactAdded, Fetched, HistoryMessage, MemoryStore,
-    NewFact, NewImagePlan, PlanStore, PortError, Sticker, StickerCatalog,
+    AttachmentFetcher, ChannelHistory, CustomEmoji, Fact, FactAdded, Fetched, HistoryMessage,
+    MemoryStore, NewFact, NewImagePlan, PlanStore, PortError, Sticker, StickerCatalog,
 };
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 
@@ -186,14 +186,17 @@ fn stored_fact((id, f): &(i64, NewFact)) -> Fact {
     }
 }
 
-/// A fixed sticker list for every server.
+/// A fixed sticker list and emoji list for every server.
 #[derive(Default)]
-pub struct FixedStickers(pub Vec<Sticker>);
+pub struct FixedStickers(pub Vec<Sticker>, pub Vec<CustomEmoji>);
 
 #[async_trait]
 impl StickerCatalog for FixedStickers {
     async fn stickers(&self, _server: ServerId) -> Result<Vec<Sticker>, PortError> {
         Ok(self.0.clone())
+    }
+    async fn emojis(&self, _server: ServerId) -> Result<Vec<CustomEmoji>, PortError> {
+        Ok(self.1.clone())
     }
 }
 

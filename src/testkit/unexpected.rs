@@ -4,9 +4,10 @@ use async_trait::async_trait;
 
 use super::unexpected;
 use crate::domain::ports::{
-    ChannelHistory, ChatSink, Delivery, Durability, Fact, FactAdded, HistoryMessage, MemoryStore,
-    NewFact, NewImagePlan, OutcomeStore, Pings, PlanStore, PortError, Sticker, StickerCatalog,
-    StickerSend, StoredOutcome, ThoughtLog, ToolEvent, ToolEvents, UsageRecord, UsageStats,
+    ChannelHistory, ChatSink, CustomEmoji, Delivery, Durability, Emoji, ExpressionSend, Fact,
+    FactAdded, HistoryMessage, MemoryStore, NewFact, NewImagePlan, OutcomeStore, Pings, PlanStore,
+    PortError, Sticker, StickerCatalog, StoredOutcome, ThoughtLog, ToolEvent, ToolEvents,
+    UsageRecord, UsageStats,
 };
 use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 use crate::domain::thought_log::Notice;
@@ -30,8 +31,11 @@ impl ChatSink for Unexpected {
     async fn typing(&self, _: ChannelId) {
         unexpected("ChatSink::typing")
     }
-    async fn send_sticker(&self, _: ChannelId, _: &Sticker, _: Option<&str>) -> StickerSend {
+    async fn send_sticker(&self, _: ChannelId, _: &Sticker, _: Option<&str>) -> ExpressionSend {
         unexpected("ChatSink::send_sticker")
+    }
+    async fn react(&self, _: ChannelId, _: MessageId, _: &Emoji) -> ExpressionSend {
+        unexpected("ChatSink::react")
     }
     async fn send_progress(&self, _: ChannelId, _: String) {
         unexpected("ChatSink::send_progress")
@@ -146,6 +150,9 @@ impl PlanStore for Unexpected {
 impl StickerCatalog for Unexpected {
     async fn stickers(&self, _: ServerId) -> Result<Vec<Sticker>, PortError> {
         unexpected("StickerCatalog::stickers")
+    }
+    async fn emojis(&self, _: ServerId) -> Result<Vec<CustomEmoji>, PortError> {
+        unexpected("StickerCatalog::emojis")
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::domain::ports::{HistoryMessage, PortError, Ports, Sticker};
+use crate::domain::ports::{Expression, HistoryMessage, PortError, Ports};
 use crate::domain::provider_failure::ProviderFailure;
 use crate::domain::role::{Role, RoleSet};
 use crate::domain::scope::Scope;
@@ -29,6 +29,7 @@ pub mod create_reminder;
 pub mod fetch_older_messages;
 pub mod forget_fact;
 pub mod plan_image;
+pub mod react_to_message;
 pub mod recall_facts;
 pub mod remember_fact;
 pub mod select_sticker_for_response;
@@ -96,8 +97,8 @@ pub struct ToolOutput {
     pub data: Option<Value>,
     /// A note for the model, placed beside `result`.
     pub message: Option<String>,
-    /// A sticker to deliver now (expression tools, SPEC T9).
-    pub sticker: Option<Sticker>,
+    /// A sticker or a reaction to deliver now (expression tools, SPEC T9, E1).
+    pub expression: Option<Expression>,
     /// A context restart for the restart handler (SPEC T6).
     pub restart: Option<ContextRestart>,
     /// The caller's structured result is final (`submit_*` tools).

@@ -199,6 +199,7 @@ impl Registry {
         use super::*;
         Self::new(config)
             .with(select_sticker_for_response::SelectStickerForResponse)
+            .with(react_to_message::ReactToMessage)
             .with(update_short_term_memory::UpdateShortTermMemory::new(
                 &config.memory,
             ))
@@ -318,6 +319,7 @@ mod tests {
             names(Role::Persona),
             vec![
                 "select_sticker_for_response",
+                "react_to_message",
                 "update_short_term_memory",
                 "remember_fact",
                 "recall_facts",

@@ -8,6 +8,7 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{ArgError, Tool, ToolContext, ToolError, ToolOutput};
+use crate::domain::ports::Expression;
 use crate::domain::role::{Role, RoleSet};
 
 #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
@@ -71,7 +72,7 @@ impl Tool for SelectStickerForResponse {
         };
         Ok(ToolOutput {
             data: Some(json!({ "sticker": sticker.name })),
-            sticker: Some(sticker.clone()),
+            expression: Some(Expression::Sticker(sticker.clone())),
             ..ToolOutput::default()
         })
     }

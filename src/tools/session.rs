@@ -89,6 +89,8 @@ pub struct ToolSession {
     env: Arc<ToolEnv>,
     /// The server's sticker names, shown in the sticker tool's description this turn.
     sticker_names: Vec<String>,
+    /// The server's own emoji names, shown in the reaction tool's description (SPEC E1).
+    emoji_names: Vec<String>,
     /// Tools this turn does not offer because they could do nothing here ([`Self::without`]).
     idle: Vec<&'static str>,
 }
@@ -98,6 +100,22 @@ pub const STICKER_NAMES_SHOWN: usize = 50;
 /// Longest sticker name shown (Discord allows 30).
 const STICKER_NAME_MAX: usize = 30;
 
+/// Names as a tool's description lists them: no control characters, at most
+/// [`STICKER_NAME_MAX`] characters each, at most [`STICKER_NAMES_SHOWN`] of them.
+fn shown_names(names: impl IntoIterator<Item = String>) -> Vec<String> {
+    names
+        .into_iter()
+        .map(|n| {
+            n.chars()
+                .filter(|c| !c.is_control())
+                .take(STICKER_NAME_MAX)
+                .collect()
+        })
+        .filter(|n: &String| !n.trim().is_empty())
+        .take(STICKER_NAMES_SHOWN)
+        .collect()
+}
+
 impl ToolSession {
     pub fn new(role: Role, registry: Arc<Registry>, turn: Arc<Turn>, env: Arc<ToolEnv>) -> Self {
         Self {
@@ -106,6 +124,7 @@ impl ToolSession {
             turn,
             env,
             sticker_names: Vec::new(),
+            emoji_names: Vec::new(),
             idle: Vec::new(),
         }
     }
@@ -121,17 +140,14 @@ impl ToolSession {
     /// Shows the server's sticker names in the sticker tool's description (at most
     /// [`STICKER_NAMES_SHOWN`]), so the model picks one that exists instead of guessing.
     pub fn with_sticker_names(mut self, names: impl IntoIterator<Item = String>) -> Self {
-        self.sticker_names = names
-            .into_iter()
-            .map(|n| {
-                n.chars()
-                    .filter(|c| !c.is_control())
-                    .take(STICKER_NAME_MAX)
-                    .collect()
-            })
-            .filter(|n: &String| !n.trim().is_empty())
-            .take(STICKER_NAMES_SHOWN)
-            .collect();
+        self.sticker_names = shown_names(names);
+        self
+    }
+
+    /// Shows the server's own emoji names in the reaction tool's description, as
+    /// [`Self::with_sticker_names`] does for stickers (SPEC E1).
+    pub fn with_emoji_names(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.emoji_names = shown_names(names);
         self
     }
 
@@ -192,22 +208,26 @@ impl ToolSession {
     }
 
     /// A tool's specification as this turn shows it: the sticker tool lists the server's
-    /// stickers.
+    /// stickers, the reaction tool its own emoji.
     fn specification(&self, tool: &RegisteredTool) -> Value {
+        use crate::tools::react_to_message::ReactToMessage;
+        use crate::tools::select_sticker_for_response::SelectStickerForResponse;
         let mut spec = tool.spec.clone();
-        let stickers = crate::tools::select_sticker_for_response::SelectStickerForResponse::NAME;
-        if tool.name == stickers
-            && !self.sticker_names.is_empty()
+        let (names, what) = match tool.name {
+            SelectStickerForResponse::NAME => (&self.sticker_names, "stickers"),
+            ReactToMessage::NAME => (&self.emoji_names, "own emoji"),
+            _ => return spec,
+        };
+        if !names.is_empty()
             && let Some(description) = spec.pointer_mut("/function/description")
         {
-            let listed = self
-                .sticker_names
+            let listed = names
                 .iter()
                 .map(|n| format!("\"{n}\""))
                 .collect::<Vec<_>>()
                 .join(", ");
             *description = Value::String(format!(
-                "{} This server's stickers: {listed}.",
+                "{} This server's {what}: {listed}.",
                 description.as_str().unwrap_or_default()
             ));
         }

@@ -33,7 +33,8 @@ pub async fn default_request() -> ModelRequest {
     };
     let fakes = Fakes::default();
     let env = Arc::new(ToolEnv::new(fakes.ports(), config.clone()));
-    let turn = Arc::new(Turn::new(public_scope(), Locale::En));
+    // A turn answering a message, as a real one does (the reaction tool is offered).
+    let turn = Arc::new(Turn::new(public_scope(), Locale::En).trigger(Some(MessageId(1))));
     let trigger = Trigger {
         message: MessageId(1),
         author: UserId(30),

@@ -73,6 +73,8 @@ impl std::fmt::Display for SendError {
 
 const MESSAGES: &str = "POST /channels/{}/messages";
 const TYPING: &str = "POST /channels/{}/typing";
+/// Adding and removing the bot's reactions: one bucket per channel.
+const REACTIONS: &str = "PUT|DELETE /channels/{}/messages/{}/reactions/{}/@me";
 
 pub struct DiscordRest {
     http: reqwest::Client,
@@ -393,6 +395,32 @@ impl DiscordRest {
         } else {
             SendError::Unconfirmed(message)
         })
+    }
+
+    /// Adds (`PUT`) or removes (`DELETE`) the bot's own reaction `emoji` (a Unicode emoji, or
+    /// `name:id` for a server's own) on a message. Reactions have their own bucket per channel;
+    /// 429s are waited out and server failures retried, since a reaction is idempotent.
+    pub async fn reaction(
+        &self,
+        method: reqwest::Method,
+        channel: u64,
+        message: u64,
+        emoji: &str,
+    ) -> Result<(), SendError> {
+        let emoji =
+            percent_encoding::utf8_percent_encode(emoji, percent_encoding::NON_ALPHANUMERIC);
+        let path = format!("/channels/{channel}/messages/{message}/reactions/{emoji}/@me");
+        let route = Route {
+            template: REACTIONS,
+            major: channel,
+            local_per_5s: None,
+        };
+        let make = || self.request(method.clone(), &path);
+        let response = self.exchange(route, make, Retry::ServerFailures).await?;
+        if response.status().is_success() {
+            return Ok(());
+        }
+        message_answer(response).await.map(|_| ())
     }
 
     /// Shows the typing indicator. Best effort: a failure is only logged.

@@ -13,7 +13,7 @@ use super::webhooks::Webhooks;
 use crate::discord::guild::CacheCell;
 use crate::discord::ids::{BotId, snowflake};
 use crate::discord::recent::RecentMessages;
-use crate::domain::ports::{ChatSink, Pings, PortError, Sticker, StickerSend, Voice};
+use crate::domain::ports::{ChatSink, Emoji, ExpressionSend, Pings, PortError, Sticker, Voice};
 use crate::domain::scope::{ChannelId, MessageId, UserId};
 
 /// The chat-facing ports on Discord: delivery here; its channel history is in `history.rs`, the
@@ -177,27 +177,27 @@ impl ChatSink for DiscordSink {
         channel: ChannelId,
         sticker: &Sticker,
         key: Option<&str>,
-    ) -> StickerSend {
+    ) -> ExpressionSend {
         let body = json!({
             "sticker_ids": [sticker.id.to_string()],
             "allowed_mentions": { "parse": [] },
             "nonce": key.map_or_else(nonce, keyed_nonce),
             "enforce_nonce": true,
         });
-        match self.rest.create_message(channel.0, &body).await {
-            Ok(_) => StickerSend::Confirmed,
-            Err(SendError::Refused {
-                status,
-                code,
-                message,
-            }) => StickerSend::Refused {
-                reason: format!("{status} ({code}): {message}"),
-            },
-            Err(SendError::Unconfirmed(why)) => {
-                tracing::warn!(%channel, %why, "sticker delivery unconfirmed");
-                StickerSend::Unconfirmed
-            }
-        }
+        let sent = self.rest.create_message(channel.0, &body).await;
+        expression_send(sent.map(|_| ()), channel, "sticker")
+    }
+
+    async fn react(&self, channel: ChannelId, message: MessageId, emoji: &Emoji) -> ExpressionSend {
+        let emoji = match emoji {
+            Emoji::Unicode(emoji) => emoji.clone(),
+            Emoji::Custom(custom) => format!("{}:{}", custom.name, custom.id),
+        };
+        let added = self
+            .rest
+            .reaction(reqwest::Method::PUT, channel.0, message.0, &emoji)
+            .await;
+        expression_send(added, channel, "reaction")
     }
 
     async fn send_progress(&self, channel: ChannelId, text: String) {
@@ -264,6 +264,28 @@ impl crate::domain::ports::ImagePoster for DiscordSink {
                 message,
             }) => Posted::Refused(format!("{status} ({code}): {message}")),
             Err(SendError::Unconfirmed(why)) => Posted::Unconfirmed(why),
+        }
+    }
+}
+
+/// What Discord's answer to an expression's request means for the turn (SPEC T9, E1).
+fn expression_send(
+    answer: Result<(), SendError>,
+    channel: ChannelId,
+    kind: &'static str,
+) -> ExpressionSend {
+    match answer {
+        Ok(()) => ExpressionSend::Confirmed,
+        Err(SendError::Refused {
+            status,
+            code,
+            message,
+        }) => ExpressionSend::Refused {
+            reason: format!("{status} ({code}): {message}"),
+        },
+        Err(SendError::Unconfirmed(why)) => {
+            tracing::warn!(%channel, kind, %why, "expression delivery unconfirmed");
+            ExpressionSend::Unconfirmed
         }
     }
 }

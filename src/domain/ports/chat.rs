@@ -1,11 +1,12 @@
-//! The chat service's ports (Discord): where the persona speaks, the server's stickers and
-//! older channel history.
+//! The chat service's ports (Discord): where the persona speaks and reacts, the server's
+//! stickers and emoji, and older channel history.
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::PortError;
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId};
+use crate::domain::turn::ExpressionId;
 pub use crate::domain::turn::Voice;
 
 /// A server sticker the persona may send.
@@ -15,10 +16,79 @@ pub struct Sticker {
     pub name: String,
 }
 
-/// What Discord said to a sticker send (SPEC T9).
+/// A server's own emoji, which the persona may react with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CustomEmoji {
+    pub id: u64,
+    pub name: String,
+    pub animated: bool,
+}
+
+/// What a reaction is made of (SPEC E1): a Unicode emoji, or one of the server's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StickerSend {
-    /// Discord answered with the created message.
+pub enum Emoji {
+    Unicode(String),
+    Custom(CustomEmoji),
+}
+
+impl Emoji {
+    /// How the model and the thought log read it: the emoji itself, or `:name:`.
+    pub fn shown(&self) -> String {
+        match self {
+            Self::Unicode(emoji) => emoji.clone(),
+            Self::Custom(custom) => format!(":{}:", custom.name),
+        }
+    }
+
+    /// The same number for the same emoji in every run: what a turn's record of its reaction
+    /// holds (SPEC D5), so a resumed turn knows which reaction it made.
+    pub fn key(&self) -> u64 {
+        use sha2::Digest as _;
+        let id = match self {
+            Self::Unicode(emoji) => format!("u:{emoji}"),
+            Self::Custom(custom) => format!("c:{}", custom.id),
+        };
+        let digest = sha2::Sha256::digest(id.as_bytes());
+        let mut first = [0u8; 8];
+        for (to, from) in first.iter_mut().zip(digest.iter()) {
+            *to = *from;
+        }
+        u64::from_be_bytes(first)
+    }
+}
+
+/// An expression a tool asks the stage to deliver now (SPEC T9, E1): a turn delivers one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expression {
+    Sticker(Sticker),
+    /// A reaction on `message` (the turn's trigger).
+    Reaction {
+        message: MessageId,
+        emoji: Emoji,
+    },
+}
+
+impl Expression {
+    pub fn id(&self) -> ExpressionId {
+        match self {
+            Self::Sticker(sticker) => ExpressionId::Sticker(sticker.id),
+            Self::Reaction { emoji, .. } => ExpressionId::Reaction(emoji.key()),
+        }
+    }
+
+    /// What the model calls it ("sticker", "reaction").
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Sticker(_) => "sticker",
+            Self::Reaction { .. } => "reaction",
+        }
+    }
+}
+
+/// What Discord said to an expression's send, a sticker or a reaction (SPEC T9, E1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExpressionSend {
+    /// Discord confirmed it (the created message, or the reaction's 204).
     Confirmed,
     /// Discord definitely refused (a 4xx other than 429): nothing was posted.
     Refused { reason: String },
@@ -173,7 +243,10 @@ pub trait ChatSink: Send + Sync {
         channel: ChannelId,
         sticker: &Sticker,
         key: Option<&str>,
-    ) -> StickerSend;
+    ) -> ExpressionSend;
+    /// Adds the bot's reaction `emoji` to `message` and reports what Discord said. A reaction
+    /// is idempotent on Discord's side: adding it again changes nothing.
+    async fn react(&self, channel: ChannelId, message: MessageId, emoji: &Emoji) -> ExpressionSend;
     /// Posts a short progress line ("Planning an image...") in the conversation. Failures are
     /// the adapter's to log: progress is best effort.
     async fn send_progress(&self, channel: ChannelId, text: String);
@@ -186,6 +259,8 @@ pub trait ChatSink: Send + Sync {
 #[async_trait]
 pub trait StickerCatalog: Send + Sync {
     async fn stickers(&self, server: ServerId) -> Result<Vec<Sticker>, PortError>;
+    /// The server's own emoji that can be used now (SPEC E1).
+    async fn emojis(&self, server: ServerId) -> Result<Vec<CustomEmoji>, PortError>;
     /// The server's name, when known (for the system prompt).
     fn server_name(&self, _server: ServerId) -> Option<String> {
         None

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::PortError;
 use crate::domain::scope::{ChannelId, MessageId};
-use crate::domain::turn::TurnId;
+use crate::domain::turn::{ExpressionId, TurnId};
 
 /// A completed tool outcome, kept so a retried or resumed turn reuses it (SPEC R4).
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +33,8 @@ pub enum Delivery {
     Piece { index: u32, message: MessageId },
     /// The turn's sticker.
     Sticker { sticker: u64 },
+    /// The turn's reaction, by its emoji's key (SPEC E1).
+    Reaction { emoji: u64 },
     /// The turn ended: a resumed copy of it has nothing left to do.
     Finished,
     /// The turn's `index`-th message is about to be sent; `digest` is [`text_digest`] of its
@@ -69,7 +71,8 @@ pub fn text_digest(text: &str) -> u64 {
 pub struct Delivered {
     /// Messages delivered, counted from the first: a resumed run skips that many.
     pub pieces: u32,
-    pub sticker: Option<u64>,
+    /// The expression (sticker or reaction) it delivered.
+    pub expression: Option<ExpressionId>,
     pub finished: bool,
     /// The last delivered message (the `pieces - 1`-th), when recorded.
     pub last_piece: Option<MessageId>,
@@ -91,7 +94,12 @@ impl Delivered {
         for record in records {
             match *record {
                 Delivery::Piece { index, message } => pieces.push((index, message)),
-                Delivery::Sticker { sticker } => delivered.sticker = Some(sticker),
+                Delivery::Sticker { sticker } => {
+                    delivered.expression = Some(ExpressionId::Sticker(sticker));
+                }
+                Delivery::Reaction { emoji } => {
+                    delivered.expression = Some(ExpressionId::Reaction(emoji));
+                }
                 Delivery::Finished => delivered.finished = true,
                 Delivery::Intended {
                     index,
@@ -214,7 +222,7 @@ mod tests {
             folded,
             Delivered {
                 pieces: 1,
-                sticker: Some(7),
+                expression: Some(ExpressionId::Sticker(7)),
                 finished: true,
                 last_piece: Some(MessageId(1)),
                 unrecorded: None,
@@ -222,6 +230,14 @@ mod tests {
             }
         );
         assert_eq!(Delivered::from_records(&[piece(2)]).pieces, 0);
+    }
+
+    // SPEC E1, D5: a resumed turn knows the reaction it made, so its allowance stays used.
+    #[test]
+    fn a_recorded_reaction_is_the_turns_expression() {
+        let folded = Delivered::from_records(&[Delivery::Reaction { emoji: 42 }]);
+        assert_eq!(folded.expression, Some(ExpressionId::Reaction(42)));
+        assert_eq!(folded.pieces, 0);
     }
 
     // SPEC D11: a message about to be sent whose post was never recorded is the one to look

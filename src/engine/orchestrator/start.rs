@@ -103,6 +103,8 @@ impl Worker {
                 .reply_style(settings.reply_style)
                 .voice(own_voice(m.server, &settings))
                 .persona_name(&persona.display_name)
+                // A quiet turn's trigger is not a Discord message: nothing to react to.
+                .trigger((!m.quiet).then_some(m.message))
                 .admission(admission)
                 // Not a child of the channel's token: a stopping process lets the turn finish
                 // first, and stops it itself (see `wind_down`).

@@ -72,6 +72,7 @@ mod modals;
 mod objects;
 mod permissions;
 mod rate_limits;
+mod reactions;
 mod rest;
 mod routes;
 mod server;

@@ -189,8 +189,21 @@ impl World {
         })
     }
 
-    /// The GUILD_CREATE payload: the guild with its roles, channels, members (the bot's too)
-    /// and stickers.
+    /// A complete guild emoji.
+    pub fn emoji_json(&self, id: u64, name: &str) -> Value {
+        json!({
+            "id": id.to_string(),
+            "name": name,
+            "roles": [],
+            "require_colons": true,
+            "managed": false,
+            "animated": false,
+            "available": true,
+        })
+    }
+
+    /// The GUILD_CREATE payload: the guild with its roles, channels, members (the bot's too),
+    /// stickers and emoji.
     pub fn guild_create_json(&self, guild: &FakeGuild) -> Value {
         let mut guild_json = self.guild_json(guild);
         let mut members: Vec<Value> = guild
@@ -255,7 +268,11 @@ impl World {
             "default_message_notifications": 1,
             "explicit_content_filter": 0,
             "roles": self.roles_json(guild.id),
-            "emojis": [],
+            "emojis": guild
+                .emojis
+                .iter()
+                .map(|(id, name)| self.emoji_json(*id, name))
+                .collect::<Vec<_>>(),
             "features": [],
             "mfa_level": 0,
             "application_id": null,

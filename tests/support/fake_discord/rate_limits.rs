@@ -1,6 +1,6 @@
 //! Discord's rate limits, on by default: fixed windows per bucket and major parameter (message
 //! creates and message edits: 5 per channel per 5 s each; channel webhook executes: 5 per
-//! webhook per 2 s), and a global budget of 50 requests per second over every request except
+//! webhook per 2 s; the bot's reactions, added or removed: 1 per channel per 0.25 s), and a global budget of 50 requests per second over every request except
 //! interaction callbacks. Every answer of a bucketed route
 //! carries the bucket's headers; an over-limit request gets Discord's 429, creates nothing and
 //! takes nothing from the bucket's window.
@@ -28,6 +28,8 @@ pub enum RateLimit {
     MessageEdit,
     /// `POST /webhooks/{id}/{token}` of a channel webhook, per webhook.
     WebhookExecute,
+    /// `PUT`/`DELETE /channels/{id}/messages/{m}/reactions/{emoji}/@me`, per channel.
+    Reaction,
     /// Every request but interaction callbacks.
     Global,
 }
@@ -55,6 +57,7 @@ pub(super) enum Route {
     MessageCreate,
     MessageEdit,
     WebhookExecute,
+    Reaction,
 }
 
 impl Route {
@@ -65,6 +68,7 @@ impl Route {
             Self::MessageCreate => "80c17d2f203122d936070c88c8d10f33",
             Self::MessageEdit => "a3c96a1e2b0f7d9c5e84f1b2d6037e45",
             Self::WebhookExecute => "5e3a0f9d27c4b81e6a9d0c3f4b7e2a18",
+            Self::Reaction => "c1e7b34f9a0d2685e3b1f47a9c0d5e26",
         }
     }
 
@@ -75,6 +79,9 @@ impl Route {
         match (method, segments) {
             ("POST", ["channels", id, "messages"]) => Some((Self::MessageCreate, parse_id(id)?)),
             ("PATCH", ["channels", id, "messages", _]) => Some((Self::MessageEdit, parse_id(id)?)),
+            ("PUT" | "DELETE", ["channels", id, "messages", _, "reactions", _, "@me"]) => {
+                Some((Self::Reaction, parse_id(id)?))
+            }
             ("POST", ["webhooks", id, _]) => {
                 let id = parse_id(id).filter(|id| webhooks.contains(id))?;
                 Some((Self::WebhookExecute, id))
@@ -130,6 +137,7 @@ pub(super) struct RateLimiter {
     create: Limit,
     edit: Limit,
     webhook: Limit,
+    reaction: Limit,
     global: Limit,
     buckets: HashMap<(Route, u64), Window>,
     /// Every channel webhook made (deleted ones too): their executes have a bucket.
@@ -152,6 +160,10 @@ impl Default for RateLimiter {
             webhook: Limit {
                 requests: 5,
                 per: Duration::from_secs(2),
+            },
+            reaction: Limit {
+                requests: 1,
+                per: Duration::from_millis(250),
             },
             global: Limit {
                 requests: 50,
@@ -178,6 +190,7 @@ impl RateLimiter {
             RateLimit::MessageCreate => self.create = limit,
             RateLimit::MessageEdit => self.edit = limit,
             RateLimit::WebhookExecute => self.webhook = limit,
+            RateLimit::Reaction => self.reaction = limit,
             RateLimit::Global => self.global = limit,
         }
         self.buckets.clear();
@@ -189,6 +202,7 @@ impl RateLimiter {
             Route::MessageCreate => self.create,
             Route::MessageEdit => self.edit,
             Route::WebhookExecute => self.webhook,
+            Route::Reaction => self.reaction,
         }
     }
 

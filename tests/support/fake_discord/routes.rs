@@ -1,6 +1,7 @@
 //! The REST routes the fake knows: gateway, users, DMs, commands, interactions, channels,
-//! messages (created, edited, read), typing, channel webhooks (listed, made, executed) and
-//! guilds; each with the permission Discord wants of the bot there.
+//! messages (created, edited, read), the bot's reactions, typing, channel webhooks (listed, made,
+//! executed) and guilds (their stickers and emoji); each with the permission Discord wants of the
+//! bot there.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use super::gateway::{gateway_bot_json, gateway_json};
 use super::interactions::{followup, interaction_callback, original_message};
 use super::message_edits::edit_message;
 use super::permissions::{READ_MESSAGE_HISTORY, VIEW_CHANNEL};
+use super::reactions::react;
 use super::rest::{
     SEND, error, invalid_form_body, invalid_form_body_at, no_content, ok, parse_id, refusal_without,
 };
@@ -198,6 +200,28 @@ pub(super) fn route(
                 None => error(404, "Unknown Message", 10008),
             }
         }
+        (
+            "PUT" | "DELETE",
+            [
+                "channels",
+                id,
+                "messages",
+                message_id,
+                "reactions",
+                emoji,
+                "@me",
+            ],
+        ) => react(shared, m, parse_id(id)?, parse_id(message_id)?, emoji),
+        ("GET", ["guilds", id, "emojis"]) => match world.guild(parse_id(id)?) {
+            Some(guild) => ok(&json!(
+                guild
+                    .emojis
+                    .iter()
+                    .map(|(eid, name)| world.emoji_json(*eid, name))
+                    .collect::<Vec<_>>()
+            )),
+            None => error(404, "Unknown Guild", 10004),
+        },
         ("POST", ["channels", id, "typing"]) => {
             let channel_id = parse_id(id)?;
             if !channel_exists(shared, channel_id) {

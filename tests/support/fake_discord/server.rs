@@ -282,6 +282,16 @@ impl FakeDiscord {
 
     /// Bodies of successful executes of the channel's webhooks (`POST /webhooks/{id}/{token}`),
     /// in order, each with the executing webhook's id added as `"webhook_id"` (a string).
+    /// The bot's reactions on a message, in the order added (a Unicode emoji, or `name:id`).
+    pub fn reactions(&self, channel_id: u64, message_id: u64) -> Vec<String> {
+        self.shared
+            .lock()
+            .reactions
+            .get(&(channel_id, message_id))
+            .cloned()
+            .unwrap_or_default()
+    }
+
     pub fn webhook_posts(&self, channel_id: u64) -> Vec<Value> {
         self.shared
             .lock()

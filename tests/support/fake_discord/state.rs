@@ -133,6 +133,9 @@ pub(super) struct Inner {
     pub(super) webhook_posts: HashMap<u64, Vec<Value>>,
     /// Per channel, the 5xx statuses its next webhook executes answer after posting.
     pub(super) webhook_fail_after: HashMap<u64, VecDeque<u16>>,
+    /// The bot's reactions: (channel id, message id) -> each emoji (a Unicode emoji, or
+    /// `name:id`), in the order added.
+    pub(super) reactions: HashMap<(u64, u64), Vec<String>>,
 }
 
 pub(super) struct Shared {

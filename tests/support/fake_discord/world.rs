@@ -1,4 +1,4 @@
-//! The world the fake serves: the bot, its guilds, their channels, members and stickers.
+//! The world the fake serves: the bot, its guilds, their channels, members, stickers and emoji.
 
 pub use super::session::shard_of;
 
@@ -25,6 +25,8 @@ pub struct FakeGuild {
     pub members: Vec<FakeMember>,
     /// (id, name)
     pub stickers: Vec<(u64, String)>,
+    /// The guild's own emoji: (id, name)
+    pub emojis: Vec<(u64, String)>,
 }
 
 /// A text channel (type 0).
@@ -91,7 +93,7 @@ impl World {
     /// Bot 900 "Aria" (application 901); guild 100 "Test Guild" (en-US, owner 500) with channels
     /// 200 "general" (public), 201 "thoughts" (private), 202 "mods-public" (public); members
     /// 300 "alice", 301 "bob", 500 "owner" and 302 "mod" (the last two with manage_messages and
-    /// manage_guild); stickers 700 "wave" and 701 "heart".
+    /// manage_guild); stickers 700 "wave" and 701 "heart"; emoji 750 "partyblob".
     pub fn simple() -> Self {
         World {
             bot_id: 900,
@@ -114,6 +116,7 @@ impl World {
                     FakeMember::new(302, "mod", true, true),
                 ],
                 stickers: vec![(700, "wave".into()), (701, "heart".into())],
+                emojis: vec![(750, "partyblob".into())],
             }],
         }
     }
@@ -122,7 +125,7 @@ impl World {
     /// that with 2 shards each shard has one: guild 100 is on shard 0, the second on shard 1. The
     /// second mirrors the first: channels 210 "general" (public), 211 "thoughts" (private), 212
     /// "mods-public" (public), the same members, owner and locale; stickers 710 "wave" and 711
-    /// "heart".
+    /// "heart"; emoji 760 "partyblob".
     pub fn sharded() -> Self {
         let mut world = Self::simple();
         let first = world.guilds[0].clone();
@@ -135,6 +138,7 @@ impl World {
                 FakeChannel::new(212, "mods-public", true),
             ],
             stickers: vec![(710, "wave".into()), (711, "heart".into())],
+            emojis: vec![(760, "partyblob".into())],
             ..first
         });
         world
