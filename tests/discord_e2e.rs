@@ -793,6 +793,103 @@ async fn the_servers_own_emoji_is_a_reaction_by_name() {
     e.stop().await;
 }
 
+/// The bot's reaction requests so far: (method, emoji), in order, with the index of each in
+/// every request the fake recorded.
+fn reaction_requests(e: &E2e) -> Vec<(usize, String, String)> {
+    e.discord
+        .requests()
+        .iter()
+        .enumerate()
+        .filter_map(|(at, r)| {
+            let emoji = r.path.split("/reactions/").nth(1)?.split('/').next()?;
+            let emoji = percent_encoding::percent_decode_str(emoji)
+                .decode_utf8()
+                .ok()?
+                .into_owned();
+            Some((at, r.method.clone(), emoji))
+        })
+        .collect()
+}
+
+async fn status_reactions(e: &E2e, on: bool) -> String {
+    let options = json!([{
+        "name": "reactions", "type": 1,
+        "options": [{ "name": "state", "type": 4, "value": if on { 0 } else { 1 } }]
+    }]);
+    content_of(&e.slash(MODERATOR, "replies", MANAGE_GUILD, options).await)
+}
+
+// SPEC E1: status reactions, off by default: once a moderator turns them on, 👀 goes on the
+// message when its turn starts and ⚙️ when a tool runs; both come off only after the reply is
+// posted; a failed turn keeps ❌. /status says they are on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_reactions_show_the_work_and_leave_when_the_reply_is_up() {
+    let e = E2e::start(
+        // A tool that runs a while, as a real lookup does.
+        Behaviour::Sleep {
+            duration: Duration::from_millis(800),
+            honour_cancel: true,
+        },
+        vec![
+            Reply::text(&["First."]),
+            Reply::call("c1", "probe", r#"{"n":1}"#),
+            Reply::text(&["Done."]),
+            Reply::error(400, "The request is invalid.", "invalid_request_error"),
+        ],
+    )
+    .await;
+    e.mention(ALICE, "alice", "hello").await;
+    e.until("the first answer", |e| {
+        e.texts(GENERAL).iter().any(|t| t == "First.")
+    })
+    .await;
+    assert!(reaction_requests(&e).is_empty(), "off by default");
+
+    let said = status_reactions(&e, true).await;
+    assert!(said.contains("👀"), "{said}");
+    let asked = e.mention(ALICE, "alice", "use the probe").await;
+    e.until("the status reactions are taken off", |e| {
+        reaction_requests(e).len() >= 4
+    })
+    .await;
+    let requests = reaction_requests(&e);
+    let sequence: Vec<(&str, &str)> = requests
+        .iter()
+        .map(|(_, method, emoji)| (method.as_str(), emoji.as_str()))
+        .collect();
+    assert_eq!(
+        sequence,
+        [
+            ("PUT", "👀"),
+            ("PUT", "⚙️"),
+            ("DELETE", "⚙️"),
+            ("DELETE", "👀")
+        ]
+    );
+    let reply_at = e
+        .discord
+        .requests()
+        .iter()
+        .position(|r| r.method == "POST" && r.body["content"] == "Done.")
+        .expect("the reply was posted");
+    assert!(
+        reply_at < requests[2].0,
+        "nothing comes off before the reply"
+    );
+    assert!(e.discord.reactions(GENERAL, asked).is_empty());
+
+    let failing = e.mention(ALICE, "alice", "this one fails").await;
+    e.until("the failed turn's mark", |e| {
+        e.discord.reactions(GENERAL, failing) == ["❌"]
+    })
+    .await;
+    let status = content_of(&e.slash(ALICE, "status", 0, json!([])).await);
+    assert!(status.contains("Status reactions: yes"), "{status}");
+    e.assert_no_429();
+    e.assert_fakes_used();
+    e.stop().await;
+}
+
 // SPEC T9: Discord's real answers map to the sticker outcomes: a 400 is a definite refusal
 // (nothing posted, the allowance is free again: the next sticker goes out).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

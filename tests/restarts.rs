@@ -37,6 +37,7 @@ on_both_databases!(
     a_turn_killed_mid_stream_posts_each_message_once,
     a_turn_killed_after_a_pause_cuts_its_reply_the_same_way,
     a_turn_killed_after_its_sticker_sends_it_once,
+    a_turn_killed_after_its_reaction_keeps_its_one_expression,
     a_turn_killed_after_create_reminder_creates_it_once,
     sigterm_mid_turn_exits_0_and_the_next_start_goes_on,
     two_processes_split_the_shards_and_a_stopped_ones_messages_are_taken_over,
@@ -438,6 +439,47 @@ async fn a_turn_killed_after_its_sticker_sends_it_once(db: TestDb) {
         .iter()
         .find_map(|m| m["sticker_ids"].get(0).cloned());
     assert_eq!(sticker, Some(Value::String(WAVE.to_string())));
+}
+
+// SPEC E1, D5: killed after the persona's reaction went on (the next pass waiting on the
+// model), the resumed turn knows its one expression is used: asked for a sticker, it posts none,
+// and the reaction is requested once.
+async fn a_turn_killed_after_its_reaction_keeps_its_one_expression(db: TestDb) {
+    let stage = Stage::new(db).await;
+    let reactions = |s: &Stage| {
+        s.discord
+            .requests()
+            .iter()
+            .filter(|r| r.method == "PUT" && r.path.contains("/reactions/"))
+            .count()
+    };
+    stage.openai.push(Reply::call(
+        "call_1",
+        "react_to_message",
+        r#"{"emoji":"👍"}"#,
+    ));
+    stage.openai.push(Reply::Stream(vec![Sse::Hang]));
+    let bot = stage.start_bot(1).await;
+    stage.mention("like this?").await;
+    stage
+        .until(&bot, "the second pass asks the model", |s| {
+            s.openai.requests().len() == 2
+        })
+        .await;
+    assert_eq!(reactions(&stage), 1);
+    bot.kill();
+
+    stage.openai.push(Reply::call(
+        "call_2",
+        "select_sticker_for_response",
+        r#"{"name":"heart"}"#,
+    ));
+    stage.openai.push(Reply::text(&["Liked."]));
+    let bot = stage.start_bot(2).await;
+    stage.until_answered(&bot).await;
+    assert_eq!(stage.stickers(), 0, "{:#?}", stage.posted());
+    assert_eq!(reactions(&stage), 1);
+    assert_eq!(stage.texts(), vec!["Liked.".to_owned()]);
 }
 
 // SPEC D5: killed after create_reminder ran (the next pass waiting on the model), the resumed

@@ -168,6 +168,8 @@ fn sample_settings() -> ServerSettings {
         summaries: SummaryMode::All,
         // SPEC C4: the server's own reply style.
         reply_style: Some(persona_bot::config::ReplyStyle::Compact),
+        // SPEC E1: status reactions on (off by default).
+        status_reactions: true,
     }
 }
 

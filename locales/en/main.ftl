@@ -223,6 +223,7 @@ status-text = **Status**
     - Thought log: { $thought_log }
     - Turn summaries: { $summaries }
     - Replies: { $replies }
+    - Status reactions: { $reactions }
     - Answering now here: { $running }; waiting here: { $waiting }
     - I may post here: { $can_post }
     - Your reminders: { $reminders }
@@ -314,3 +315,9 @@ replies-style-set = Replies here: { $style }.
 reply-style-paragraphs = paragraphs (a few messages, short paragraphs together)
 reply-style-compact = compact (as few messages as the length needs)
 reply-style-default = { $style }, the default
+cmd-replies-reactions-name = reactions
+cmd-replies-reactions-description = Status reactions on the message I answer: 👀 while I work, ⚙️ while a tool runs, ❌ if I fail
+cmd-replies-reactions-state-name = state
+cmd-replies-reactions-state-description = on or off
+replies-reactions-on = Status reactions are on here: 👀 while I work on a message, ⚙️ while a tool runs, removed when my reply is up; ❌ stays if I fail.
+replies-reactions-off = Status reactions are off here.

@@ -222,6 +222,7 @@ status-text = **状態**
     - 思考ログ：{ $thought_log }
     - ターンのまとめ：{ $summaries }
     - 返信の形式：{ $replies }
+    - 状態のリアクション：{ $reactions }
     - ここで応答中：{ $running }、待ち：{ $waiting }
     - ここに投稿できる：{ $can_post }
     - あなたのリマインダー：{ $reminders }
@@ -313,3 +314,9 @@ replies-style-set = ここでの返信：{ $style }。
 reply-style-paragraphs = paragraphs（数通に分け、短い段落はまとめる）
 reply-style-compact = compact（長さに必要な数だけ）
 reply-style-default = { $style }（既定）
+cmd-replies-reactions-name = リアクション
+cmd-replies-reactions-description = 答えるメッセージに状態のリアクション：作業中は 👀、ツール実行中は ⚙️、失敗したら ❌
+cmd-replies-reactions-state-name = 状態
+cmd-replies-reactions-state-description = on または off
+replies-reactions-on = ここでは状態のリアクションがオンです：作業中は 👀、ツール実行中は ⚙️ を付け、返信が出たら外します。失敗したら ❌ を残します。
+replies-reactions-off = ここでは状態のリアクションがオフです。

@@ -222,6 +222,7 @@ status-text = **状态**
     - 思考日志：{ $thought_log }
     - 回合摘要：{ $summaries }
     - 回复样式：{ $replies }
+    - 状态表情回应：{ $reactions }
     - 此处正在回答：{ $running }；等待中：{ $waiting }
     - 我能在此发言：{ $can_post }
     - 你的提醒：{ $reminders }
@@ -313,3 +314,9 @@ replies-style-set = 此处的回复：{ $style }。
 reply-style-paragraphs = paragraphs（分几条，短段落合在一起）
 reply-style-compact = compact（按长度需要的最少条数）
 reply-style-default = { $style }（默认）
+cmd-replies-reactions-name = 表情回应
+cmd-replies-reactions-description = 在我回答的消息上显示状态表情：处理中 👀，工具运行中 ⚙️，失败 ❌
+cmd-replies-reactions-state-name = 状态
+cmd-replies-reactions-state-description = on 或 off
+replies-reactions-on = 此处已开启状态表情回应：我处理消息时加 👀，工具运行时加 ⚙️，回复发出后移除；失败时保留 ❌。
+replies-reactions-off = 此处已关闭状态表情回应。

@@ -222,6 +222,7 @@ status-text = **狀態**
     - 思考日誌：{ $thought_log }
     - 回合摘要：{ $summaries }
     - 回覆樣式：{ $replies }
+    - 狀態表情回應：{ $reactions }
     - 此處正在回答：{ $running }；等待中：{ $waiting }
     - 我能在此發言：{ $can_post }
     - 你的提醒：{ $reminders }
@@ -313,3 +314,9 @@ replies-style-set = 此處的回覆：{ $style }。
 reply-style-paragraphs = paragraphs（分幾則，短段落合在一起）
 reply-style-compact = compact（依長度需要的最少則數）
 reply-style-default = { $style }（預設）
+cmd-replies-reactions-name = 表情回應
+cmd-replies-reactions-description = 在我回答的訊息上顯示狀態表情：處理中 👀，工具執行中 ⚙️，失敗 ❌
+cmd-replies-reactions-state-name = 狀態
+cmd-replies-reactions-state-description = on 或 off
+replies-reactions-on = 此處已開啟狀態表情回應：我處理訊息時加 👀，工具執行時加 ⚙️，回覆送出後移除；失敗時保留 ❌。
+replies-reactions-off = 此處已關閉狀態表情回應。

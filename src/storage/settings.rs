@@ -130,10 +130,11 @@ async fn read_row(
         String,
         String,
         Option<String>,
+        i64,
     );
     let row: Option<Row> = sqlx::query_as(
         "SELECT drafting, thought_log_channel, deliberate, access, review, random, persona, \
-             summaries, reply_style FROM server_settings WHERE server_id = $1",
+             summaries, reply_style, status_reactions FROM server_settings WHERE server_id = $1",
     )
     .bind(sql_id(server.0))
     .fetch_optional(&mut *conn)
@@ -149,6 +150,7 @@ async fn read_row(
         persona,
         summaries,
         style,
+        status_reactions,
     )) = row
     else {
         return Ok(ServerSettings::default());
@@ -163,6 +165,7 @@ async fn read_row(
         persona: serde_json::from_str(&persona).map_err(json_error)?,
         summaries: SummaryMode::from_name(&summaries),
         reply_style: style.as_deref().and_then(ReplyStyle::from_name),
+        status_reactions: status_reactions != 0,
     })
 }
 
@@ -253,20 +256,23 @@ async fn write_row(
     let sql = match existing {
         Existing::Replace => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
-                 deliberate, access, review, random, persona, updated_at, summaries, reply_style) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (server_id) \
-                 DO UPDATE \
+                 deliberate, access, review, random, persona, updated_at, summaries, reply_style, \
+                 status_reactions) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+                 ON CONFLICT (server_id) DO UPDATE \
                  SET drafting = excluded.drafting, thought_log_channel = \
                  excluded.thought_log_channel, deliberate = excluded.deliberate, access = \
                  excluded.access, review = excluded.review, random = excluded.random, persona = \
                  excluded.persona, updated_at = excluded.updated_at, summaries = \
-                 excluded.summaries, reply_style = excluded.reply_style"
+                 excluded.summaries, reply_style = excluded.reply_style, status_reactions = \
+                 excluded.status_reactions"
         }
         Existing::Keep => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
-                 deliberate, access, review, random, persona, updated_at, summaries, reply_style) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (server_id) \
-                 DO NOTHING"
+                 deliberate, access, review, random, persona, updated_at, summaries, reply_style, \
+                 status_reactions) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+                 ON CONFLICT (server_id) DO NOTHING"
         }
     };
     sqlx::query(sql)
@@ -281,6 +287,7 @@ async fn write_row(
         .bind(now)
         .bind(settings.summaries.as_str().to_owned())
         .bind(settings.reply_style.map(|s| s.as_str().to_owned()))
+        .bind(i64::from(settings.status_reactions))
         .execute(&mut *conn)
         .await
         .map_err(port_error)?;

@@ -39,6 +39,9 @@ impl ChatSink for Discard {
     async fn react(&self, _: ChannelId, _: MessageId, _: &Emoji) -> ExpressionSend {
         ExpressionSend::Confirmed
     }
+    async fn unreact(&self, _: ChannelId, _: MessageId, _: &Emoji) -> Result<(), PortError> {
+        Ok(())
+    }
     async fn send_progress(&self, _: ChannelId, _: String) {}
     async fn direct_message(&self, _: UserId, _: String) -> Result<MessageId, PortError> {
         Ok(MessageId(1))
@@ -214,6 +217,16 @@ impl ChatSink for RecordingSink {
             .unwrap_or_else(|| unexpected("ChatSink::react (no scripted answer)"));
         lock(&self.reactions).push((channel, message, emoji.clone()));
         answer
+    }
+
+    async fn unreact(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        emoji: &Emoji,
+    ) -> Result<(), PortError> {
+        lock(&self.reactions).retain(|r| *r != (channel, message, emoji.clone()));
+        Ok(())
     }
 
     async fn send_progress(&self, channel: ChannelId, text: String) {

@@ -37,6 +37,9 @@ impl ChatSink for Unexpected {
     async fn react(&self, _: ChannelId, _: MessageId, _: &Emoji) -> ExpressionSend {
         unexpected("ChatSink::react")
     }
+    async fn unreact(&self, _: ChannelId, _: MessageId, _: &Emoji) -> Result<(), PortError> {
+        unexpected("ChatSink::unreact")
+    }
     async fn send_progress(&self, _: ChannelId, _: String) {
         unexpected("ChatSink::send_progress")
     }

@@ -1,9 +1,10 @@
 //! `/replies style` (SPEC C4): how this server's replies are cut into messages. `paragraphs`: a
 //! message a paragraph, as a person texting, short paragraphs together and only a few messages
 //! beyond what the length needs; `compact`: as few messages as the length needs; `default`: the
-//! deployment's `turn.reply_style` again.
+//! deployment's `turn.reply_style` again. `/replies reactions` (SPEC E1): status reactions on
+//! the message a turn answers, on or off.
 
-use super::shared::{locale_of, log_change, managed_server, reply};
+use super::shared::{State, locale_of, log_change, managed_server, reply};
 use crate::config::ReplyStyle;
 use crate::discord::data::{Context, Error};
 use crate::domain::ports::SettingsChange;
@@ -23,7 +24,7 @@ pub enum StyleChoice {
 /// How replies are cut into messages on this server.
 #[poise::command(
     slash_command,
-    subcommands("style"),
+    subcommands("style", "reactions"),
     default_member_permissions = "MANAGE_GUILD"
 )]
 pub async fn replies(_ctx: Context<'_>) -> Result<(), Error> {
@@ -61,6 +62,28 @@ pub async fn style(ctx: Context<'_>, style: StyleChoice) -> Result<(), Error> {
         style_text(locale, settings.reply_style, ctx.data().reply_style),
     )];
     reply(ctx, locale::text_with(locale, "replies-style-set", &args)).await
+}
+
+/// Status reactions: 👀 while a turn runs, ⚙️ while a tool runs, ❌ kept on a failed turn.
+#[poise::command(slash_command)]
+pub async fn reactions(ctx: Context<'_>, state: State) -> Result<(), Error> {
+    let Some(server) = managed_server(ctx).await? else {
+        return Ok(());
+    };
+    let on = state == State::On;
+    ctx.data()
+        .settings
+        .update(server, SettingsChange::StatusReactions(on))
+        .await?;
+    let name = if on { "on" } else { "off" };
+    log_change(ctx, server, format!("/replies reactions {name}"));
+    let locale = locale_of(ctx);
+    let key = if on {
+        "replies-reactions-on"
+    } else {
+        "replies-reactions-off"
+    };
+    reply(ctx, locale::text(locale, key)).await
 }
 
 /// The style in force, in words: the server's own, or the deployment's, said as such (for

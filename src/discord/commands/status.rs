@@ -52,6 +52,7 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
             "replies",
             super::replies::style_text(locale, settings.reply_style, data.reply_style),
         ),
+        ("reactions", yes_no(settings.status_reactions)),
         ("running", yes_no(running)),
         ("waiting", waiting.to_string()),
         ("can_post", yes_no(can_post)),

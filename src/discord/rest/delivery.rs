@@ -189,15 +189,31 @@ impl ChatSink for DiscordSink {
     }
 
     async fn react(&self, channel: ChannelId, message: MessageId, emoji: &Emoji) -> ExpressionSend {
-        let emoji = match emoji {
-            Emoji::Unicode(emoji) => emoji.clone(),
-            Emoji::Custom(custom) => format!("{}:{}", custom.name, custom.id),
-        };
         let added = self
             .rest
-            .reaction(reqwest::Method::PUT, channel.0, message.0, &emoji)
+            .reaction(reqwest::Method::PUT, channel.0, message.0, &in_path(emoji))
             .await;
         expression_send(added, channel, "reaction")
+    }
+
+    async fn unreact(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        emoji: &Emoji,
+    ) -> Result<(), PortError> {
+        self.rest
+            .reaction(
+                reqwest::Method::DELETE,
+                channel.0,
+                message.0,
+                &in_path(emoji),
+            )
+            .await
+            .map_err(|error| PortError::Unavailable {
+                what: "discord",
+                detail: error.to_string(),
+            })
     }
 
     async fn send_progress(&self, channel: ChannelId, text: String) {
@@ -265,6 +281,14 @@ impl crate::domain::ports::ImagePoster for DiscordSink {
             }) => Posted::Refused(format!("{status} ({code}): {message}")),
             Err(SendError::Unconfirmed(why)) => Posted::Unconfirmed(why),
         }
+    }
+}
+
+/// An emoji as a reaction's path names it: a Unicode emoji itself, a server's own as `name:id`.
+fn in_path(emoji: &Emoji) -> String {
+    match emoji {
+        Emoji::Unicode(emoji) => emoji.clone(),
+        Emoji::Custom(custom) => format!("{}:{}", custom.name, custom.id),
     }
 }
 

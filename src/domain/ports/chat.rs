@@ -247,6 +247,14 @@ pub trait ChatSink: Send + Sync {
     /// Adds the bot's reaction `emoji` to `message` and reports what Discord said. A reaction
     /// is idempotent on Discord's side: adding it again changes nothing.
     async fn react(&self, channel: ChannelId, message: MessageId, emoji: &Emoji) -> ExpressionSend;
+    /// Removes the bot's own reaction `emoji` from `message` (a status reaction, SPEC E1).
+    /// Removing one that is not there changes nothing.
+    async fn unreact(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        emoji: &Emoji,
+    ) -> Result<(), PortError>;
     /// Posts a short progress line ("Planning an image...") in the conversation. Failures are
     /// the adapter's to log: progress is best effort.
     async fn send_progress(&self, channel: ChannelId, text: String);

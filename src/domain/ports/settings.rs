@@ -59,6 +59,9 @@ pub struct ServerSettings {
     /// How replies are cut into messages here (SPEC C4); `None`: the deployment's
     /// `turn.reply_style`.
     pub reply_style: Option<ReplyStyle>,
+    /// Status reactions on the message a turn answers: 👀 while it runs, ⚙️ while a tool runs,
+    /// ❌ kept on a failed turn (SPEC E1). Off unless a moderator turns them on.
+    pub status_reactions: bool,
 }
 
 /// Which finished turns post a "Turn summary" card to the thought log: a busy
@@ -132,6 +135,8 @@ pub enum SettingsChange {
     Summaries(SummaryMode),
     /// How replies are cut into messages (`None`: the deployment's style again, SPEC C4).
     ReplyStyle(Option<ReplyStyle>),
+    /// Status reactions on or off (SPEC E1).
+    StatusReactions(bool),
     /// What Response Drafting reviews (tool calls, replies) and with which model (`Some(None)`:
     /// the configured ones again); `None` leaves a part as it is (SPEC C8).
     Review {
@@ -252,6 +257,7 @@ impl SettingsChange {
             Self::Deliberate(on) => settings.deliberate.enabled = on,
             Self::Summaries(mode) => settings.summaries = mode,
             Self::ReplyStyle(style) => settings.reply_style = style,
+            Self::StatusReactions(on) => settings.status_reactions = on,
             Self::Review {
                 drafting,
                 checks,

@@ -37,6 +37,7 @@ use crate::engine::passes::{TurnDeps, TurnReport};
 use crate::stage::deliberate::KeywordPacks;
 
 mod start;
+pub mod status_reactions;
 mod waiting_line;
 mod worker;
 

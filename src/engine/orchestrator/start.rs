@@ -11,11 +11,12 @@ use futures::FutureExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::status_reactions::{self, TurnEnded};
 use super::worker::{RunningTurn, TurnFuture, Worker, released};
 use super::{OrchestratorDeps, Pending, panic_text};
 use crate::domain::ports::{Pings, ServerSettings, Voice};
 use crate::domain::role::Role;
-use crate::domain::scope::{Scope, ServerId};
+use crate::domain::scope::{MessageId, Scope, ServerId};
 use crate::domain::turn::{Turn, TurnId, TurnStatus};
 use crate::engine::context::Trigger;
 use crate::engine::passes::{TurnEnd, TurnReport, run_turn};
@@ -110,6 +111,8 @@ impl Worker {
                 // first, and stops it itself (see `wind_down`).
                 .in_channel(self.activity.clone(), CancellationToken::new()),
         );
+        let status_reactions = (settings.status_reactions && m.server.is_some() && !m.quiet)
+            .then(|| self.follow_status(&turn, m.message));
         let trigger = trigger_of(&pending);
         let deps = self.deps.clone();
         let for_future = turn.clone();
@@ -135,7 +138,22 @@ impl Worker {
             follow_ups: 0,
             next_typing: Instant::now() + typing_delay,
             typing_started: false,
+            status_reactions,
         });
+    }
+
+    /// Starts the turn's status reactions on `message` (SPEC E1); the returned sender tells
+    /// them how the turn ended.
+    fn follow_status(&self, turn: &Arc<Turn>, message: MessageId) -> TurnEnded {
+        let (ended, watch) = tokio::sync::watch::channel(None);
+        self.tasks.spawn(status_reactions::follow(
+            self.deps.turn.env.ports.sink.clone(),
+            self.channel,
+            message,
+            turn.clone(),
+            watch,
+        ));
+        ended
     }
 }
 

@@ -36,6 +36,8 @@ pub(super) struct RunningTurn {
     pub(super) next_typing: Instant,
     /// The first pulse has come due (it is skipped when the reply is already up).
     pub(super) typing_started: bool,
+    /// Tells the turn's status reactions how it ended, where the server has them (SPEC E1).
+    pub(super) status_reactions: Option<super::status_reactions::TurnEnded>,
 }
 
 pub(super) struct Worker {
@@ -316,6 +318,9 @@ impl Worker {
     }
 
     pub(super) fn announce(&self, running: &RunningTurn, report: TurnReport) {
+        if let Some(ended) = &running.status_reactions {
+            ended.send_replace(Some(report.status));
+        }
         let _ = self.finished.send(TurnFinished {
             channel: self.channel,
             message: running.pending.message.message,
