@@ -179,18 +179,7 @@ pub async fn start(
         variable: crate::config::DISCORD_TOKEN_ENV,
         why: "the bot needs its Discord token in the environment",
     })?;
-    let mut storage = Storage::open(&secrets.database_url_or(&config.database), &config.database)
-        .await
-        .context("database")?;
-    storage.claim_queue_as(queue_claims(&config));
-    let personas = Arc::new(Personas::new(
-        &config,
-        storage.personas.clone(),
-        storage.settings.clone(),
-    ));
-    // Configured personas are saved where `/persona` lists them and queued turns find them.
-    personas.save_configured().await.context("personas")?;
-    prune_deliveries(&storage).await;
+    let (storage, personas) = open_storage(&config, secrets).await?;
     let shutdown = Shutdown::new();
     let gateway = discord::GatewayStatus::default();
     let metrics_address = serve_metrics(&config, &gateway, &storage, &shutdown).await?;
@@ -259,6 +248,27 @@ pub async fn start(
         config,
         metrics_address,
     })
+}
+
+/// The store, migrated, claiming queued messages as this process; the configured personas
+/// saved in it, where `/persona` lists them and queued turns find them; old delivery records
+/// pruned.
+async fn open_storage(
+    config: &Config,
+    secrets: &Secrets,
+) -> anyhow::Result<(Storage, Arc<Personas>)> {
+    let mut storage = Storage::open(&secrets.database_url_or(&config.database), &config.database)
+        .await
+        .context("database")?;
+    storage.claim_queue_as(queue_claims(config));
+    let personas = Arc::new(Personas::new(
+        config,
+        storage.personas.clone(),
+        storage.settings.clone(),
+    ));
+    personas.save_configured().await.context("personas")?;
+    prune_deliveries(&storage).await;
+    Ok((storage, personas))
 }
 
 /// The moderators' thought log, posted through Discord's REST API to each server's channel.
