@@ -535,6 +535,75 @@ async fn reactions_have_their_bucket_and_discords_refusals() {
     );
 }
 
+// Components (the ground for a reply's buttons): a message's buttons are kept as sent;
+// Discord's 50035 for more than 5 buttons in a row, a custom id over 100 characters, a repeated
+// custom id, or a button with neither label nor emoji; on an edit as on a create.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn components_are_checked_as_discord_checks_them() {
+    let fake = FakeDiscord::start(world()).await;
+    let api = Api::new(&fake);
+    let button = |id: &str| json!({"type": 2, "style": 2, "label": "ok", "custom_id": id});
+    let row = |buttons: Vec<Value>| json!({"type": 1, "components": buttons});
+    let sent = api
+        .post(
+            &format!("/channels/{GENERAL}/messages"),
+            json!({"content": "pick", "components": [row(vec![button("a"), button("b")])]}),
+        )
+        .await;
+    assert_eq!(sent.status, 200, "{}", sent.text);
+    assert_eq!(
+        sent.body["components"][0]["components"][1]["custom_id"],
+        "b"
+    );
+    let six: Vec<Value> = (0..6).map(|n| button(&n.to_string())).collect();
+    let long = "x".repeat(101);
+    for (components, field, why) in [
+        (json!([row(six)]), "components", "six buttons in a row"),
+        (
+            json!([row(vec![button(&long)])]),
+            "custom_id",
+            "a custom id of 101",
+        ),
+        (
+            json!([row(vec![button("same"), button("same")])]),
+            "custom_id",
+            "a repeated custom id",
+        ),
+        (
+            json!([row(vec![
+                json!({"type": 2, "style": 1, "custom_id": "bare"})
+            ])]),
+            "label",
+            "no label and no emoji",
+        ),
+    ] {
+        let refused = api
+            .post(
+                &format!("/channels/{GENERAL}/messages"),
+                json!({"content": "pick", "components": components}),
+            )
+            .await;
+        assert_eq!(refused.status, 400, "{why}");
+        assert_eq!(refused.body["code"], 50035, "{why}");
+        assert!(refused.text.contains(field), "{why}: {}", refused.text);
+    }
+    let edit = api
+        .patch(
+            &format!("/channels/{GENERAL}/messages/{}", sent.id()),
+            json!({"components": [row(vec![button(&long)])]}),
+        )
+        .await;
+    assert_eq!(edit.body["code"], 50035, "an edit is checked too");
+    let cleared = api
+        .patch(
+            &format!("/channels/{GENERAL}/messages/{}", sent.id()),
+            json!({"components": []}),
+        )
+        .await;
+    assert_eq!(cleared.status, 200, "{}", cleared.text);
+    assert_eq!(cleared.body["components"], json!([]));
+}
+
 // The global budget: 50 requests per second over every route, interaction callbacks excepted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_global_limit_is_fifty_per_second_and_spares_interaction_callbacks() {

@@ -46,6 +46,7 @@ pub(super) fn build_message(
             "Must be 2000 or fewer in length.",
         ));
     }
+    super::validation::check_components(body)?;
     let mut sticker_items = Vec::new();
     for sticker in body["sticker_ids"].as_array().into_iter().flatten() {
         let id = match sticker {

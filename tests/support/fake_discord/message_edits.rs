@@ -53,6 +53,9 @@ pub(super) fn edit_message(
     if original["author"]["id"] != json!(world.bot_id.to_string()) {
         return error(403, "Cannot edit a message authored by another user", 50005);
     }
+    if let Err(refusal) = super::validation::check_components(body) {
+        return refusal;
+    }
     let mut edited = original.clone();
     if let Some(content) = body.get("content").filter(|c| !c.is_null()) {
         let content = content.as_str().unwrap_or("");
