@@ -280,7 +280,7 @@ async fn exhausted_balance_429_rotates_the_key_and_the_sticker_is_not_resent() {
         id: 5,
         name: "wave".into(),
     }]);
-    fakes.sink.script_sticker(ExpressionSend::Confirmed);
+    fakes.sink.script_expression(ExpressionSend::Confirmed);
     fake.push(Reply::call(
         "c1",
         "select_sticker_for_response",

@@ -755,7 +755,7 @@ async fn select(h: &Harness, turn: &Arc<Turn>, name: &str) -> ToolCallOutcome {
 #[tokio::test]
 async fn same_sticker_twice_is_posted_once_and_returns_already_delivered() {
     let h = sticker_harness();
-    h.fakes.sink.script_sticker(ExpressionSend::Confirmed);
+    h.fakes.sink.script_expression(ExpressionSend::Confirmed);
     let turn = h.turn(public_scope());
     let first = entry(select(&h, &turn, "wave").await);
     assert_eq!(first.response["result"], json!({"sticker": "wave"}));
@@ -777,7 +777,7 @@ async fn same_sticker_twice_is_posted_once_and_returns_already_delivered() {
 #[tokio::test]
 async fn a_different_sticker_after_one_returns_limit_reached() {
     let h = sticker_harness();
-    h.fakes.sink.script_sticker(ExpressionSend::Confirmed);
+    h.fakes.sink.script_expression(ExpressionSend::Confirmed);
     let turn = h.turn(public_scope());
     entry(select(&h, &turn, "wave").await);
     let other = entry(select(&h, &turn, "heart").await);
@@ -794,7 +794,7 @@ async fn a_different_sticker_after_one_returns_limit_reached() {
 #[tokio::test]
 async fn unconfirmed_sticker_send_blocks_every_later_send_and_call() {
     let h = sticker_harness();
-    h.fakes.sink.script_sticker(ExpressionSend::Unconfirmed);
+    h.fakes.sink.script_expression(ExpressionSend::Unconfirmed);
     let turn = h.turn(public_scope());
     let outcome = select(&h, &turn, "wave").await;
     assert_eq!(
@@ -837,10 +837,10 @@ async fn unconfirmed_sticker_send_blocks_every_later_send_and_call() {
 #[tokio::test]
 async fn a_definite_refusal_frees_the_allowance() {
     let h = sticker_harness();
-    h.fakes.sink.script_sticker(ExpressionSend::Refused {
+    h.fakes.sink.script_expression(ExpressionSend::Refused {
         reason: "50081 invalid sticker".into(),
     });
-    h.fakes.sink.script_sticker(ExpressionSend::Confirmed);
+    h.fakes.sink.script_expression(ExpressionSend::Confirmed);
     let turn = h.turn(public_scope());
     let refused = entry(select(&h, &turn, "wave").await);
     assert_eq!(code(&refused), "sticker_refused");
@@ -855,7 +855,7 @@ async fn a_definite_refusal_frees_the_allowance() {
 #[tokio::test]
 async fn sticker_only_turn_counts_as_delivered() {
     let h = sticker_harness();
-    h.fakes.sink.script_sticker(ExpressionSend::Confirmed);
+    h.fakes.sink.script_expression(ExpressionSend::Confirmed);
     let turn = h.turn(public_scope());
     assert!(!turn.delivered());
     entry(select(&h, &turn, "heart").await);
@@ -866,7 +866,7 @@ async fn sticker_only_turn_counts_as_delivered() {
 #[tokio::test]
 async fn sticker_allowance_survives_fallback_and_retries() {
     let h = sticker_harness();
-    h.fakes.sink.script_sticker(ExpressionSend::Confirmed);
+    h.fakes.sink.script_expression(ExpressionSend::Confirmed);
     let turn = h.turn(public_scope());
     entry(select(&h, &turn, "wave").await);
     turn.begin_invocation();
@@ -925,7 +925,7 @@ async fn dm_tool_calls_record_no_stats() {
 #[tokio::test]
 async fn failed_and_blocked_calls_record_no_stats() {
     let h = sticker_harness();
-    h.fakes.sink.script_sticker(ExpressionSend::Confirmed);
+    h.fakes.sink.script_expression(ExpressionSend::Confirmed);
     let turn = h.turn(public_scope());
     entry(h.call(Role::Persona, &turn, "probe", r#"{"n":900}"#).await);
     entry(h.call(Role::Persona, &turn, "no_such_tool", "{}").await);

@@ -1128,7 +1128,7 @@ async fn completed_sticker_is_not_sent_again_after_key_rotation() {
         id: 7,
         name: "wave".into(),
     }]);
-    fakes.sink.script_sticker(ExpressionSend::Confirmed);
+    fakes.sink.script_expression(ExpressionSend::Confirmed);
     let sticker = r#"{"name":"wave"}"#;
     let model = ScriptedModel::new(vec![
         ScriptedPass::call("select_sticker_for_response", sticker),

@@ -339,7 +339,9 @@ impl ToolAdmission {
 
 /// What a turn's passes share, behind one lock that only [`Turn`]'s narrow methods take: a
 /// caller names the ledger it works on ([`Turn::review`], [`Turn::plans`]) or the fact it
-/// records ([`Turn::mark_delivered`], [`Turn::record_outcome`]), and never holds the lock.
+/// records ([`Turn::mark_delivered`], [`Turn::record_outcome`]), and never holds the lock. A
+/// ledger's closure works on that ledger only: it calls none of the turn's methods (the lock
+/// is not reentrant).
 #[derive(Debug, Default)]
 struct TurnState {
     expression: ExpressionState,
@@ -586,7 +588,8 @@ impl Turn {
     ) {
         let mut state = self.state();
         for (identity, response, invocation) in stored {
-            state.invocation = state.invocation.max(invocation + 1);
+            // Read back from the store: a corrupted row's `u32::MAX` must not overflow.
+            state.invocation = state.invocation.max(invocation.saturating_add(1));
             state.outcomes.record(identity, response, invocation);
         }
     }
@@ -681,5 +684,17 @@ mod tests {
         assert_eq!(turn.invocation(), 0);
         assert_eq!(turn.begin_invocation(), 1);
         assert_eq!(turn.invocation(), 1);
+    }
+
+    // SPEC R4, D5: restored outcomes are reusable by this run, whatever invocation a stored
+    // row names (a corrupted `u32::MAX` included).
+    #[test]
+    fn restored_outcomes_make_this_run_a_later_invocation() {
+        let turn = Turn::new(dm_scope(), Locale::En);
+        turn.restore_outcomes([("a".to_owned(), serde_json::json!(1), 3)]);
+        assert_eq!(turn.invocation(), 4);
+        assert_eq!(turn.reusable_outcome("a"), Some(serde_json::json!(1)));
+        turn.restore_outcomes([("b".to_owned(), serde_json::json!(2), u32::MAX)]);
+        assert_eq!(turn.invocation(), u32::MAX);
     }
 }

@@ -135,8 +135,8 @@ impl RecordingSink {
         self.hang.store(hang, Ordering::Relaxed);
     }
 
-    /// Queues the answer for the next sticker send.
-    pub fn script_sticker(&self, answer: ExpressionSend) {
+    /// Queues the answer for the next sticker or reaction send.
+    pub fn script_expression(&self, answer: ExpressionSend) {
         lock(&self.script).push_back(answer);
     }
 

@@ -3,7 +3,7 @@
 //! quicker tool may pass unshown), both taken off when the turn has ended (its reply is up by
 //! then); ❌ stays on a failed turn. Each is one request at most, in order, through the
 //! sink (and so through the REST client's rate-limit scheduler); a refused first reaction (no
-//! permission to react here) ends the rest.
+//! permission to react here) ends the rest, and an unconfirmed one is taken off like the others.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,8 +36,9 @@ pub async fn follow(
     mut ended: watch::Receiver<Option<TurnStatus>>,
 ) {
     let working = Emoji::Unicode(WORKING.to_owned());
-    if sink.react(channel, message, &working).await != ExpressionSend::Confirmed {
-        tracing::debug!(%channel, "status reaction not added; none follow for this turn");
+    // An unconfirmed one may be there: it is taken off at the end like a confirmed one.
+    if let ExpressionSend::Refused { reason } = sink.react(channel, message, &working).await {
+        tracing::debug!(%channel, %reason, "status reaction refused; none follow for this turn");
         return;
     }
     let mut shown = vec![working];
@@ -49,7 +50,8 @@ pub async fn follow(
         if !tool_shown && (turn.channel.active_tool().is_some() || turn.in_tool_chain()) {
             tool_shown = true;
             let tool = Emoji::Unicode(TOOL.to_owned());
-            if sink.react(channel, message, &tool).await == ExpressionSend::Confirmed {
+            let added = sink.react(channel, message, &tool).await;
+            if !matches!(added, ExpressionSend::Refused { .. }) {
                 shown.push(tool);
             }
             continue;
@@ -80,5 +82,40 @@ pub async fn follow(
         if let Err(error) = sink.unreact(channel, message, emoji).await {
             tracing::debug!(%channel, %error, "status reaction not removed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::scope::{PersonaId, Scope, UserId, Visibility};
+    use crate::locale::Locale;
+    use crate::testkit::RecordingSink;
+
+    // SPEC E1: a status mark whose request went unconfirmed may be there: it is taken off at
+    // the end like a confirmed one, and a completed turn leaves no mark.
+    #[tokio::test]
+    async fn an_unconfirmed_mark_is_taken_off_too() {
+        let sink = Arc::new(RecordingSink::default());
+        sink.script_expression(ExpressionSend::Unconfirmed);
+        let scope = Scope {
+            server: None,
+            channel: ChannelId(1),
+            user: UserId(2),
+            persona: PersonaId("p".into()),
+            visibility: Visibility::Dm,
+        };
+        let turn = Arc::new(Turn::new(scope, Locale::En));
+        let (ended, watch) = watch::channel(None);
+        let follower = tokio::spawn(follow(
+            sink.clone(),
+            ChannelId(1),
+            MessageId(3),
+            turn,
+            watch,
+        ));
+        ended.send_replace(Some(TurnStatus::Completed));
+        follower.await.expect("the follower ends");
+        assert!(sink.reactions().is_empty(), "{:?}", sink.reactions());
     }
 }
