@@ -422,7 +422,10 @@ impl Stage<'_> {
                 ExpressionDelivery::Refused { reason } => {
                     tracing::warn!(turn = %turn.id, kind, reason = %redact_text(&reason), "Discord refused an expression");
                     return self
-                        .fail(Failure::expression_refused(kind), EventOutcome::Failed)
+                        .fail(
+                            Failure::expression_refused(&expression),
+                            EventOutcome::Failed,
+                        )
                         .await;
                 }
                 ExpressionDelivery::Unconfirmed | ExpressionDelivery::Blocked => {

@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use crate::domain::ports::Expression;
 use crate::domain::provider_failure::recovery_tips;
 use crate::domain::thought_log::FailureKind;
 use crate::domain::turn::ToolEnding;
@@ -266,15 +267,14 @@ impl Failure {
         )
     }
 
-    /// Discord definitely refused the expression (`kind`: "sticker" or "reaction"): the
-    /// allowance is free again (SPEC T9, E1).
-    pub fn expression_refused(kind: &'static str) -> Self {
-        let (code, reason) = match kind {
-            "reaction" => (
+    /// Discord definitely refused the expression: the allowance is free again (SPEC T9, E1).
+    pub fn expression_refused(expression: &Expression) -> Self {
+        let (code, reason) = match expression {
+            Expression::Reaction { .. } => (
                 "reaction_refused",
                 "Discord refused the reaction; nothing was added.",
             ),
-            _ => (
+            Expression::Sticker(_) => (
                 "sticker_refused",
                 "Discord refused to post the sticker; nothing was posted.",
             ),
@@ -294,7 +294,7 @@ fn list(names: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ports::{Expression, PortError, Sticker};
+    use crate::domain::ports::{PortError, Sticker};
     use crate::domain::provider_failure::ProviderFailure;
 
     // SPEC T7: no data becomes {"status":"completed"}; message sits beside result.

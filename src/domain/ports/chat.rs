@@ -48,12 +48,7 @@ impl Emoji {
             Self::Unicode(emoji) => format!("u:{emoji}"),
             Self::Custom(custom) => format!("c:{}", custom.id),
         };
-        let digest = sha2::Sha256::digest(id.as_bytes());
-        let mut first = [0u8; 8];
-        for (to, from) in first.iter_mut().zip(digest.iter()) {
-            *to = *from;
-        }
-        u64::from_be_bytes(first)
+        super::outcomes::leading_u64(&sha2::Sha256::digest(id.as_bytes()))
     }
 }
 

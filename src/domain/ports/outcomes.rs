@@ -58,9 +58,13 @@ pub fn text_digest(text: &str) -> u64 {
         hash.update(word.as_bytes());
         hash.update(b" ");
     }
-    let digest = hash.finalize();
+    leading_u64(&hash.finalize())
+}
+
+/// A digest's first 8 bytes as a number: what the delivery records keep of a hash.
+pub(crate) fn leading_u64(digest: &[u8]) -> u64 {
     let mut first = [0u8; 8];
-    for (to, from) in first.iter_mut().zip(digest.iter()) {
+    for (to, from) in first.iter_mut().zip(digest) {
         *to = *from;
     }
     u64::from_be_bytes(first)
