@@ -216,6 +216,7 @@ pub async fn start(
         seen: seen_marks(&config, &storage, &shutdown).await,
         catch_up: catch_up_limits(&config),
         outcomes: storage.outcomes.clone(),
+        feedback: storage.feedback.clone(),
         rest: rest.clone(),
         webhooks,
         thought_log,

@@ -58,6 +58,7 @@ on_both_databases!(
     a_queued_message_keeps_its_files,
     a_fact_is_forgotten_only_where_it_could_be_seen,
     memory_commands_list_delete_and_forget_a_user,
+    feedback_is_one_verdict_per_member_and_counted_per_server,
 );
 
 const SERVER: ServerId = ServerId(111);
@@ -170,6 +171,8 @@ fn sample_settings() -> ServerSettings {
         reply_style: Some(persona_bot::config::ReplyStyle::Compact),
         // SPEC E1: status reactions on (off by default).
         status_reactions: true,
+        // SPEC E2: buttons off (on by default).
+        hide_buttons: true,
     }
 }
 
@@ -197,6 +200,43 @@ async fn settings_round_trip_with_defaults_for_unknown_servers(db: TestDb) {
     };
     s.settings.save_settings(SERVER, &off).await.unwrap();
     assert_eq!(s.settings.settings(SERVER).await.unwrap(), off);
+    s.close().await;
+}
+
+// SPEC E2: a member's second verdict on a reply replaces the first; counts are per reply and
+// per server, and another server's stay apart.
+async fn feedback_is_one_verdict_per_member_and_counted_per_server(db: TestDb) {
+    use persona_bot::domain::ports::{FeedbackStore as _, Tally, Verdict};
+    use persona_bot::domain::scope::UserId;
+    use persona_bot::domain::turn::TurnId;
+    let s = db.open().await;
+    let (first, second) = (TurnId::new(), TurnId::new());
+    let give = |turn, user, verdict| {
+        s.feedback
+            .give(turn, Some(SERVER), UserId(user), verdict, 1)
+    };
+    give(first, 1, Verdict::Up).await.unwrap();
+    give(first, 2, Verdict::Down).await.unwrap();
+    let tally = give(first, 2, Verdict::Up).await.unwrap();
+    assert_eq!(tally, Tally { up: 2, down: 0 });
+    let tally = give(second, 1, Verdict::Down).await.unwrap();
+    assert_eq!(tally, Tally { up: 0, down: 1 });
+    let other = s
+        .feedback
+        .give(
+            TurnId::new(),
+            Some(ServerId(77)),
+            UserId(1),
+            Verdict::Down,
+            1,
+        )
+        .await
+        .unwrap();
+    assert_eq!(other, Tally { up: 0, down: 1 });
+    assert_eq!(
+        s.feedback.server_tally(SERVER).await.unwrap(),
+        Tally { up: 2, down: 1 }
+    );
     s.close().await;
 }
 

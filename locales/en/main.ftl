@@ -224,6 +224,7 @@ status-text = **Status**
     - Turn summaries: { $summaries }
     - Replies: { $replies }
     - Status reactions: { $reactions }
+    - Buttons on replies: { $buttons }
     - Answering now here: { $running }; waiting here: { $waiting }
     - I may post here: { $can_post }
     - Your reminders: { $reminders }
@@ -321,3 +322,26 @@ cmd-replies-reactions-state-name = state
 cmd-replies-reactions-state-description = on or off
 replies-reactions-on = Status reactions are on here: 👀 while I work on a message, ⚙️ while a tool runs, removed when my reply is up; ❌ stays if I fail.
 replies-reactions-off = Status reactions are off here.
+cmd-replies-buttons-name = buttons
+cmd-replies-buttons-description = Buttons on my replies: Stop while I write, then Again, 👍 and 👎
+cmd-replies-buttons-state-name = state
+cmd-replies-buttons-state-description = on or off
+replies-buttons-on = Buttons are on here: Stop while I write a reply, then Again (for whoever asked) and 👍/👎 (for anyone), for 15 minutes.
+replies-buttons-off = Buttons are off here: my replies carry none.
+status-feedback = Feedback on my replies here: 👍 { $up } · 👎 { $down }
+button-stop = Stop
+button-again = Again
+button-expired = These buttons have expired (they last 15 minutes).
+button-not-yours-stop = Only the person I am answering, or a moderator, can stop this reply.
+button-not-yours-again = Only the person who asked can ask for another answer.
+button-no-more-again = This question has had its { $max } new answers already.
+button-stop-nothing = That reply is no longer being written.
+button-again-busy = I am busy in this channel; press Again when I have finished.
+button-again-gone = The question is gone, so I cannot answer it again.
+button-again-unavailable = I cannot answer again just now; try again in a moment.
+feedback-noted-up = Thanks: noted 👍.
+feedback-noted-down = Thanks: noted 👎.
+feedback-unavailable = I could not save that just now; try again in a moment.
+notice-feedback-title = A member rated a reply
+notice-field-verdict = Rating
+notice-field-feedback = This reply's ratings

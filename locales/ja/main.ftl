@@ -223,6 +223,7 @@ status-text = **状態**
     - ターンのまとめ：{ $summaries }
     - 返信の形式：{ $replies }
     - 状態のリアクション：{ $reactions }
+    - 返信のボタン：{ $buttons }
     - ここで応答中：{ $running }、待ち：{ $waiting }
     - ここに投稿できる：{ $can_post }
     - あなたのリマインダー：{ $reminders }
@@ -320,3 +321,26 @@ cmd-replies-reactions-state-name = 状態
 cmd-replies-reactions-state-description = on または off
 replies-reactions-on = ここでは状態のリアクションがオンです：作業中は 👀、ツール実行中は ⚙️ を付け、返信が出たら外します。失敗したら ❌ を残します。
 replies-reactions-off = ここでは状態のリアクションがオフです。
+cmd-replies-buttons-name = ボタン
+cmd-replies-buttons-description = 返信のボタン：書いている間は停止、その後はもう一度・👍・👎
+cmd-replies-buttons-state-name = 状態
+cmd-replies-buttons-state-description = on または off
+replies-buttons-on = ここではボタンがオンです：返信を書いている間は「停止」、その後は「もう一度」（質問した人）と 👍/👎（誰でも）が 15 分間使えます。
+replies-buttons-off = ここではボタンがオフです：返信にボタンは付きません。
+status-feedback = ここでの返信への評価：👍 { $up } · 👎 { $down }
+button-stop = 停止
+button-again = もう一度
+button-expired = このボタンは期限切れです（15 分間有効）。
+button-not-yours-stop = この返信を止められるのは、質問した人かモデレーターだけです。
+button-not-yours-again = 別の答えを求められるのは、質問した人だけです。
+button-no-more-again = この質問にはすでに { $max } 回答え直しました。
+button-stop-nothing = その返信はもう書き終わっています。
+button-again-busy = このチャンネルで作業中です。終わってから「もう一度」を押してください。
+button-again-gone = 質問が見つからないため、答え直せません。
+button-again-unavailable = 今は答え直せません。少し待ってからもう一度お試しください。
+feedback-noted-up = ありがとうございます：👍 を記録しました。
+feedback-noted-down = ありがとうございます：👎 を記録しました。
+feedback-unavailable = 今は保存できませんでした。少し待ってからもう一度お試しください。
+notice-feedback-title = メンバーが返信を評価しました
+notice-field-verdict = 評価
+notice-field-feedback = この返信の評価

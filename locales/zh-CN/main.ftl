@@ -223,6 +223,7 @@ status-text = **状态**
     - 回合摘要：{ $summaries }
     - 回复样式：{ $replies }
     - 状态表情回应：{ $reactions }
+    - 回复上的按钮：{ $buttons }
     - 此处正在回答：{ $running }；等待中：{ $waiting }
     - 我能在此发言：{ $can_post }
     - 你的提醒：{ $reminders }
@@ -320,3 +321,26 @@ cmd-replies-reactions-state-name = 状态
 cmd-replies-reactions-state-description = on 或 off
 replies-reactions-on = 此处已开启状态表情回应：我处理消息时加 👀，工具运行时加 ⚙️，回复发出后移除；失败时保留 ❌。
 replies-reactions-off = 此处已关闭状态表情回应。
+cmd-replies-buttons-name = 按钮
+cmd-replies-buttons-description = 我回复上的按钮：写作时可停止，之后可重来、👍 和 👎
+cmd-replies-buttons-state-name = 状态
+cmd-replies-buttons-state-description = on 或 off
+replies-buttons-on = 此处已开启按钮：我写回复时有「停止」，之后有「重来」（仅提问者）和 👍/👎（任何人），有效 15 分钟。
+replies-buttons-off = 此处已关闭按钮：我的回复不带按钮。
+status-feedback = 此处对我回复的评价：👍 { $up } · 👎 { $down }
+button-stop = 停止
+button-again = 重来
+button-expired = 这些按钮已过期（有效期 15 分钟）。
+button-not-yours-stop = 只有提问者或版主可以停止这条回复。
+button-not-yours-again = 只有提问者可以要求换一个回答。
+button-no-more-again = 这个问题已经重新回答过 { $max } 次了。
+button-stop-nothing = 那条回复已经写完了。
+button-again-busy = 我在这个频道里正忙，等我完成后再按「重来」。
+button-again-gone = 问题已不存在，无法重新回答。
+button-again-unavailable = 现在无法重新回答，请稍后再试。
+feedback-noted-up = 谢谢：已记录 👍。
+feedback-noted-down = 谢谢：已记录 👎。
+feedback-unavailable = 现在无法保存，请稍后再试。
+notice-feedback-title = 有成员评价了一条回复
+notice-field-verdict = 评价
+notice-field-feedback = 这条回复的评价

@@ -223,6 +223,7 @@ status-text = **狀態**
     - 回合摘要：{ $summaries }
     - 回覆樣式：{ $replies }
     - 狀態表情回應：{ $reactions }
+    - 回覆上的按鈕：{ $buttons }
     - 此處正在回答：{ $running }；等待中：{ $waiting }
     - 我能在此發言：{ $can_post }
     - 你的提醒：{ $reminders }
@@ -320,3 +321,26 @@ cmd-replies-reactions-state-name = 狀態
 cmd-replies-reactions-state-description = on 或 off
 replies-reactions-on = 此處已開啟狀態表情回應：我處理訊息時加 👀，工具執行時加 ⚙️，回覆送出後移除；失敗時保留 ❌。
 replies-reactions-off = 此處已關閉狀態表情回應。
+cmd-replies-buttons-name = 按鈕
+cmd-replies-buttons-description = 我回覆上的按鈕：撰寫時可停止，之後可重來、👍 和 👎
+cmd-replies-buttons-state-name = 狀態
+cmd-replies-buttons-state-description = on 或 off
+replies-buttons-on = 此處已開啟按鈕：我撰寫回覆時有「停止」，之後有「重來」（僅提問者）和 👍/👎（任何人），有效 15 分鐘。
+replies-buttons-off = 此處已關閉按鈕：我的回覆不帶按鈕。
+status-feedback = 此處對我回覆的評價：👍 { $up } · 👎 { $down }
+button-stop = 停止
+button-again = 重來
+button-expired = 這些按鈕已過期（有效期 15 分鐘）。
+button-not-yours-stop = 只有提問者或版主可以停止這則回覆。
+button-not-yours-again = 只有提問者可以要求換一個回答。
+button-no-more-again = 這個問題已經重新回答過 { $max } 次了。
+button-stop-nothing = 那則回覆已經寫完了。
+button-again-busy = 我在這個頻道裡正忙，等我完成後再按「重來」。
+button-again-gone = 問題已不存在，無法重新回答。
+button-again-unavailable = 現在無法重新回答，請稍後再試。
+feedback-noted-up = 謝謝：已記錄 👍。
+feedback-noted-down = 謝謝：已記錄 👎。
+feedback-unavailable = 現在無法儲存，請稍後再試。
+notice-feedback-title = 有成員評價了一則回覆
+notice-field-verdict = 評價
+notice-field-feedback = 這則回覆的評價

@@ -53,6 +53,8 @@ pub struct BotData {
     /// What turns delivered: a message answered, or deliberately left unanswered, is closed
     /// there (SPEC D12).
     pub outcomes: Arc<dyn crate::domain::ports::OutcomeStore>,
+    /// Members' 👍 and 👎 on replies (SPEC E2).
+    pub feedback: Arc<dyn crate::domain::ports::FeedbackStore>,
     /// The app's task tracker and stop token: the tasks the adapter starts (catch-ups, a
     /// settings change's thought-log line) join it, so a stop waits for them.
     pub shutdown: Shutdown,

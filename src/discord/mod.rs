@@ -274,7 +274,8 @@ fn framework(
             on_error: |error| Box::pin(commands::on_error(error)),
             event_handler: |ctx, event| {
                 Box::pin(async move {
-                    gateway::events::handle(event, ctx.user_data).await;
+                    gateway::events::handle(event, ctx.user_data, &ctx.serenity_context.http)
+                        .await;
                     Ok(())
                 })
             },

@@ -108,6 +108,13 @@ pub enum Notice {
         /// Messages left out of the request.
         left_out: u32,
     },
+    /// A member gave a reply 👍 or 👎 (SPEC E2): who, which, and the reply's counts now.
+    Feedback {
+        channel: ChannelId,
+        by: UserId,
+        verdict: crate::domain::buttons::Verdict,
+        tally: crate::domain::buttons::Tally,
+    },
     /// A catch-up after a gap in the gateway session read what was missed (SPEC D9).
     CaughtUp {
         /// Channels read.
@@ -227,6 +234,30 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
                 (t("notice-field-left-out"), left_out.to_string()),
             ],
             colour: GREY,
+        },
+        Notice::Feedback {
+            channel,
+            by,
+            verdict,
+            tally,
+        } => Card {
+            title: t("notice-feedback-title"),
+            fields: vec![
+                (t("notice-field-channel"), format!("<#{channel}>")),
+                (t("notice-field-by"), format!("<@{by}>")),
+                (
+                    t("notice-field-verdict"),
+                    match verdict {
+                        crate::domain::buttons::Verdict::Up => "👍".to_owned(),
+                        crate::domain::buttons::Verdict::Down => "👎".to_owned(),
+                    },
+                ),
+                (
+                    t("notice-field-feedback"),
+                    format!("👍 {} · 👎 {}", tally.up, tally.down),
+                ),
+            ],
+            colour: BLUE,
         },
         Notice::CaughtUp {
             channels,

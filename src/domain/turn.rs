@@ -40,16 +40,26 @@ impl TurnId {
     /// The turn answering the `edit`-th edit of a message (its trigger edited while it ran,
     /// SPEC C7): distinct from the message's own turn and from every other edit's.
     pub fn for_edit(channel: ChannelId, message: MessageId, edit: u32) -> Self {
-        if edit == 0 {
+        Self::for_answer(channel, message, edit, 0)
+    }
+
+    /// The turn answering the `edit`-th edit of a message for the `again`-th time (*Again*,
+    /// SPEC E2): the same id in every process and after a restart, so a second run of it
+    /// repeats nothing it delivered (SPEC D5), distinct from every other answer's.
+    pub fn for_answer(channel: ChannelId, message: MessageId, edit: u32, again: u8) -> Self {
+        if edit == 0 && again == 0 {
             return Self::for_message(channel, message);
         }
         use sha2::Digest as _;
-        let digest = sha2::Sha256::new()
+        let mut digest = sha2::Sha256::new()
             .chain_update(b"edit")
             .chain_update(channel.0.to_be_bytes())
             .chain_update(message.0.to_be_bytes())
-            .chain_update(edit.to_be_bytes())
-            .finalize();
+            .chain_update(edit.to_be_bytes());
+        if again > 0 {
+            digest = digest.chain_update(b"again").chain_update([again]);
+        }
+        let digest = digest.finalize();
         let mut bytes = [0u8; 16];
         for (to, from) in bytes.iter_mut().zip(digest.iter()) {
             *to = *from;
@@ -403,6 +413,10 @@ pub struct Turn {
     /// The message the turn answers, when it answers one (a reminder's turn does not): what
     /// the persona's reaction goes on (SPEC E1).
     pub trigger: Option<MessageId>,
+    /// Its reply carries buttons (SPEC E2): the server has them on and the turn is not quiet.
+    pub buttons: bool,
+    /// How many times *Again* asked for this answer (0: the first answer, SPEC E2).
+    pub again: u8,
     pub stop: StopSignal,
     pub channel: Arc<ChannelActivity>,
     pub progress: Progress,
@@ -424,6 +438,8 @@ impl Turn {
             voice: None,
             persona_name: String::new(),
             trigger: None,
+            buttons: false,
+            again: 0,
             stop: StopSignal::new(CancellationToken::new()),
             channel: Arc::new(ChannelActivity::default()),
             progress: Progress::default(),
@@ -464,6 +480,18 @@ impl Turn {
     /// The message the turn answers.
     pub fn trigger(mut self, message: Option<MessageId>) -> Self {
         self.trigger = message;
+        self
+    }
+
+    /// Its reply carries buttons (SPEC E2).
+    pub fn buttons(mut self, on: bool) -> Self {
+        self.buttons = on;
+        self
+    }
+
+    /// The `again`-th new answer *Again* asked for (SPEC E2).
+    pub fn again(mut self, again: u8) -> Self {
+        self.again = again;
         self
     }
 

@@ -395,6 +395,7 @@ impl<'a> TurnRun<'a> {
         if self.report.status == TurnStatus::Completed {
             self.verify_plans().await;
         }
+        self.delivery.settle_buttons().await;
         self.report.messages_sent = self.delivery.sent;
         self.report.usage = self.delivery.usage;
         self.report.reviews = self.turn.review(|r| r.notes.clone());

@@ -6,6 +6,7 @@
 
 use futures::StreamExt;
 
+use crate::domain::buttons::{Buttons, EXPIRE_AFTER_MS, ReplyRef, Shown};
 use crate::domain::call::ToolCallRequest;
 use crate::domain::ports::{
     Delivered, Delivery, Finish, ModelError, ModelEvent, ModelStream, Pings, PortError, Ports,
@@ -57,6 +58,10 @@ pub struct ReplyDelivery<'a> {
     /// The message being sent went out because the stream paused, after this many of the
     /// cutter's pieces: recorded, so a resumed run pauses there too.
     pause_mark: Option<u32>,
+    /// The message that carries *Stop* while the reply streams (SPEC E2): the first one posted.
+    stop_on: Option<MessageId>,
+    /// The reply's last message posted, and the buttons it carries.
+    last: Option<(MessageId, Shown)>,
 }
 
 impl<'a> ReplyDelivery<'a> {
@@ -86,6 +91,8 @@ impl<'a> ReplyDelivery<'a> {
             sent_this_pass: String::new(),
             usage: TokenUsage::default(),
             held: None,
+            stop_on: None,
+            last: None,
         }
     }
 
@@ -105,9 +112,7 @@ impl<'a> ReplyDelivery<'a> {
         let mut messages = segmenter.push(draft);
         messages.extend(segmenter.finish());
         let held = self.held.take();
-        for message in messages {
-            self.send(message).await;
-        }
+        self.send_batch(messages, true).await;
         self.held = held;
     }
 
@@ -121,11 +126,12 @@ impl<'a> ReplyDelivery<'a> {
 
     /// Sends one message of the turn (or holds it, when drafting), unless `/kill` comes first.
     pub async fn send(&mut self, text: String) {
-        self.send_from(text, true).await;
+        self.send_from(text, true, false).await;
     }
 
-    /// [`Self::send`], as the persona (under the turn's voice, SPEC A1) or as the bot user.
-    async fn send_from(&mut self, text: String, persona: bool) {
+    /// [`Self::send`], as the persona (under the turn's voice, SPEC A1) or as the bot user;
+    /// `closing`: the reply's last message, which carries the finished reply's buttons.
+    async fn send_from(&mut self, text: String, persona: bool, closing: bool) {
         if self.turn.stop.is_killed() {
             return;
         }
@@ -144,7 +150,76 @@ impl<'a> ReplyDelivery<'a> {
         tokio::select! {
             biased;
             () = kill.cancelled() => {}
-            () = self.deliver(text, persona) => {}
+            () = self.deliver(text, persona, closing) => {}
+        }
+    }
+
+    /// The buttons a message of the reply is posted with (SPEC E2): the last one those of a
+    /// finished reply, the first one *Stop*, the others none; a bot notice never carries any.
+    fn buttons_for(&self, persona: bool, closing: bool) -> Option<Buttons> {
+        if !self.turn.buttons || !persona {
+            return None;
+        }
+        let shown = if closing {
+            Shown::Done
+        } else if self.stop_on.is_none() {
+            Shown::Stop
+        } else {
+            return None;
+        };
+        Some(Buttons {
+            shown,
+            reply: ReplyRef::of(self.turn),
+            locale: self.turn.locale,
+        })
+    }
+
+    /// The reply ended (SPEC E2): its last message carries *Again* and feedback, and *Stop* is
+    /// taken off where it was; one edit for each of these that the posts did not already do.
+    /// After [`EXPIRE_AFTER_MS`] the buttons are taken off. A turn stopped for the shutdown is
+    /// resumed at the next start, which settles its buttons then.
+    pub async fn settle_buttons(&mut self) {
+        if !self.turn.buttons || self.turn.stop.is_shutdown() {
+            return;
+        }
+        let sink = &self.ports.sink;
+        let channel = self.turn.scope.channel;
+        let buttons = |shown| Buttons {
+            shown,
+            reply: ReplyRef::of(self.turn),
+            locale: self.turn.locale,
+        };
+        let done = match self.last {
+            Some((message, Shown::Done)) => Some(message),
+            Some((message, _)) => match sink
+                .set_buttons(channel, message, &buttons(Shown::Done))
+                .await
+            {
+                Ok(()) => Some(message),
+                Err(error) => {
+                    tracing::warn!(turn = %self.turn.id, %error, "could not put the finished reply's buttons on");
+                    None
+                }
+            },
+            None => None,
+        };
+        if let Some(stop) = self.stop_on.filter(|stop| Some(*stop) != done)
+            && let Err(error) = sink
+                .set_buttons(channel, stop, &buttons(Shown::Nothing))
+                .await
+        {
+            tracing::warn!(turn = %self.turn.id, %error, "could not take Stop off");
+        }
+        if let Some(done) = done {
+            let sink = sink.clone();
+            let off = buttons(Shown::Nothing);
+            tokio::spawn(async move {
+                let after = u64::try_from(EXPIRE_AFTER_MS).unwrap_or(u64::MAX);
+                tokio::time::sleep(std::time::Duration::from_millis(after)).await;
+                if let Err(error) = sink.set_buttons(channel, done, &off).await {
+                    tracing::debug!(%error, "could not take expired buttons off");
+                }
+            });
         }
     }
 
@@ -152,7 +227,7 @@ impl<'a> ReplyDelivery<'a> {
     /// records it before the turn goes on. A message an earlier run of the turn delivered is
     /// counted, not posted again; each message's idempotency key is its place in the turn. The
     /// persona's `@name` for someone it may notify is posted as their mention (SPEC C4).
-    async fn deliver(&mut self, text: String, persona: bool) {
+    async fn deliver(&mut self, text: String, persona: bool, closing: bool) {
         let reply_to = self.reply_to.take();
         let channel = self.turn.scope.channel;
         let index = u32::try_from(self.sent).unwrap_or(u32::MAX);
@@ -175,20 +250,42 @@ impl<'a> ReplyDelivery<'a> {
                 paused_after: self.pause_mark.take(),
             };
             remember_delivery(self.ports, self.turn.id, intent).await;
-            let posted = self
-                .ports
-                .sink
-                .send_as(
-                    voice,
-                    channel,
-                    posted_text,
-                    reply_to,
-                    &self.pings,
-                    Some(&key),
-                )
-                .await;
+            let buttons = self.buttons_for(persona, closing);
+            let sink = &self.ports.sink;
+            let posted = match &buttons {
+                Some(buttons) => {
+                    sink.send_with_buttons(
+                        voice,
+                        channel,
+                        posted_text,
+                        reply_to,
+                        &self.pings,
+                        Some(&key),
+                        buttons,
+                    )
+                    .await
+                }
+                None => {
+                    sink.send_as(
+                        voice,
+                        channel,
+                        posted_text,
+                        reply_to,
+                        &self.pings,
+                        Some(&key),
+                    )
+                    .await
+                }
+            };
             match posted {
                 Ok(message) => {
+                    if persona {
+                        let shown = buttons.map_or(Shown::Nothing, |b| b.shown);
+                        self.last = Some((message, shown));
+                        if shown == Shown::Stop {
+                            self.stop_on = Some(message);
+                        }
+                    }
                     let delivery = Delivery::Piece { index, message };
                     remember_delivery(self.ports, self.turn.id, delivery).await;
                 }
@@ -213,15 +310,23 @@ impl<'a> ReplyDelivery<'a> {
     }
 
     async fn send_all(&mut self, messages: Vec<String>) {
-        for message in messages {
-            self.send(message).await;
+        self.send_batch(messages, false).await;
+    }
+
+    /// Sends the persona's `messages`; `closing`: they end the reply, and the last carries the
+    /// finished reply's buttons.
+    async fn send_batch(&mut self, messages: Vec<String>, closing: bool) {
+        let count = messages.len();
+        for (n, message) in messages.into_iter().enumerate() {
+            self.send_from(message, true, closing && n + 1 == count)
+                .await;
         }
     }
 
     /// A notice from the bot (limits, errors), outside the persona's reply: never held.
     pub async fn notice(&mut self, text: String) {
         let held = self.held.take();
-        self.send_from(text, false).await;
+        self.send_from(text, false, false).await;
         self.held = held;
     }
 
@@ -238,7 +343,7 @@ impl<'a> ReplyDelivery<'a> {
                 self.held = Some(String::new());
             } else {
                 for complete in complete {
-                    self.deliver(complete, true).await;
+                    self.deliver(complete, true, false).await;
                 }
             }
             return Some(TurnStatus::StoppedByUser);
@@ -333,7 +438,8 @@ impl<'a> ReplyDelivery<'a> {
                         self.say_cut().await;
                     }
                     let rest = self.segmenter.finish();
-                    self.send_all(rest).await;
+                    // A pass without tool calls ends the reply: its last message is the last.
+                    self.send_batch(rest, tool_calls.is_empty()).await;
                     if finish == Finish::Missing && tool_calls.is_empty() {
                         tracing::warn!(turn = %self.turn.id, "stream ended without a finish reason");
                     }

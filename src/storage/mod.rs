@@ -18,6 +18,7 @@ use crate::config::DatabaseConfig;
 use crate::domain::ports::{ChatPorts, PortError, Ports};
 
 pub mod events;
+pub mod feedback;
 pub mod health;
 pub mod memory;
 pub mod outcomes;
@@ -374,6 +375,8 @@ pub struct Storage {
     pub outcomes: Arc<outcomes::OutcomeRepo>,
     pub reminders: Arc<reminders::ReminderRepo>,
     pub seen: Arc<seen::SeenRepo>,
+    /// Members' verdicts on replies (SPEC E2).
+    pub feedback: Arc<feedback::FeedbackRepo>,
 }
 
 impl Storage {
@@ -398,6 +401,7 @@ impl Storage {
             outcomes: Arc::new(outcomes::OutcomeRepo::new(db.clone(), writes.clone())),
             reminders: Arc::new(reminders::ReminderRepo::new(db.clone())),
             seen: Arc::new(seen::SeenRepo::new(db.clone())),
+            feedback: Arc::new(feedback::FeedbackRepo::new(db.clone())),
             writes,
             db,
         }

@@ -131,10 +131,11 @@ async fn read_row(
         String,
         Option<String>,
         i64,
+        i64,
     );
     let row: Option<Row> = sqlx::query_as(
         "SELECT drafting, thought_log_channel, deliberate, access, review, random, persona, \
-             summaries, reply_style, status_reactions FROM server_settings WHERE server_id = $1",
+             summaries, reply_style, status_reactions, reply_buttons FROM server_settings WHERE server_id = $1",
     )
     .bind(sql_id(server.0))
     .fetch_optional(&mut *conn)
@@ -151,6 +152,7 @@ async fn read_row(
         summaries,
         style,
         status_reactions,
+        reply_buttons,
     )) = row
     else {
         return Ok(ServerSettings::default());
@@ -166,6 +168,7 @@ async fn read_row(
         summaries: SummaryMode::from_name(&summaries),
         reply_style: style.as_deref().and_then(ReplyStyle::from_name),
         status_reactions: status_reactions != 0,
+        hide_buttons: reply_buttons == 0,
     })
 }
 
@@ -257,21 +260,21 @@ async fn write_row(
         Existing::Replace => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
                  deliberate, access, review, random, persona, updated_at, summaries, reply_style, \
-                 status_reactions) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+                 status_reactions, reply_buttons) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
                  ON CONFLICT (server_id) DO UPDATE \
                  SET drafting = excluded.drafting, thought_log_channel = \
                  excluded.thought_log_channel, deliberate = excluded.deliberate, access = \
                  excluded.access, review = excluded.review, random = excluded.random, persona = \
                  excluded.persona, updated_at = excluded.updated_at, summaries = \
                  excluded.summaries, reply_style = excluded.reply_style, status_reactions = \
-                 excluded.status_reactions"
+                 excluded.status_reactions, reply_buttons = excluded.reply_buttons"
         }
         Existing::Keep => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
                  deliberate, access, review, random, persona, updated_at, summaries, reply_style, \
-                 status_reactions) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
+                 status_reactions, reply_buttons) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
                  ON CONFLICT (server_id) DO NOTHING"
         }
     };
@@ -288,6 +291,7 @@ async fn write_row(
         .bind(settings.summaries.as_str().to_owned())
         .bind(settings.reply_style.map(|s| s.as_str().to_owned()))
         .bind(i64::from(settings.status_reactions))
+        .bind(i64::from(!settings.hide_buttons))
         .execute(&mut *conn)
         .await
         .map_err(port_error)?;

@@ -2,7 +2,8 @@
 //! message a paragraph, as a person texting, short paragraphs together and only a few messages
 //! beyond what the length needs; `compact`: as few messages as the length needs; `default`: the
 //! deployment's `turn.reply_style` again. `/replies reactions` (SPEC E1): status reactions on
-//! the message a turn answers, on or off.
+//! the message a turn answers, on or off. `/replies buttons` (SPEC E2): Stop, Again and
+//! feedback buttons on replies, on (the default) or off.
 
 use super::shared::{State, locale_of, log_change, managed_server, reply};
 use crate::config::ReplyStyle;
@@ -24,7 +25,7 @@ pub enum StyleChoice {
 /// How replies are cut into messages on this server.
 #[poise::command(
     slash_command,
-    subcommands("style", "reactions"),
+    subcommands("style", "reactions", "buttons"),
     default_member_permissions = "MANAGE_GUILD"
 )]
 pub async fn replies(_ctx: Context<'_>) -> Result<(), Error> {
@@ -84,6 +85,27 @@ pub async fn reactions(ctx: Context<'_>, state: State) -> Result<(), Error> {
         "replies-reactions-off"
     };
     reply(ctx, locale::text(locale, key)).await
+}
+
+/// Buttons on replies: Stop while one streams, then Again, 👍 and 👎.
+#[poise::command(slash_command)]
+pub async fn buttons(ctx: Context<'_>, state: State) -> Result<(), Error> {
+    let Some(server) = managed_server(ctx).await? else {
+        return Ok(());
+    };
+    let on = state == State::On;
+    ctx.data()
+        .settings
+        .update(server, SettingsChange::Buttons(on))
+        .await?;
+    let name = if on { "on" } else { "off" };
+    log_change(ctx, server, format!("/replies buttons {name}"));
+    let key = if on {
+        "replies-buttons-on"
+    } else {
+        "replies-buttons-off"
+    };
+    reply(ctx, locale::text(locale_of(ctx), key)).await
 }
 
 /// The style in force, in words: the server's own, or the deployment's, said as such (for

@@ -53,12 +53,26 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
             super::replies::style_text(locale, settings.reply_style, data.reply_style),
         ),
         ("reactions", yes_no(settings.status_reactions)),
+        ("buttons", yes_no(!settings.hide_buttons)),
         ("running", yes_no(running)),
         ("waiting", waiting.to_string()),
         ("can_post", yes_no(can_post)),
         ("reminders", reminders.to_string()),
     ];
-    reply(ctx, locale::text_with(locale, "status-text", &args)).await
+    let mut text = locale::text_with(locale, "status-text", &args);
+    // Moderators see how members rated the replies here (SPEC E2).
+    if let Some(server) = server
+        && permissions(ctx).contains(Permissions::MANAGE_GUILD)
+    {
+        let tally = data.feedback.server_tally(server).await?;
+        let counts = [
+            ("up", tally.up.to_string()),
+            ("down", tally.down.to_string()),
+        ];
+        text.push('\n');
+        text.push_str(&locale::text_with(locale, "status-feedback", &counts));
+    }
+    reply(ctx, text).await
 }
 
 /// What the bot does, how to talk to it, and the commands you may use.

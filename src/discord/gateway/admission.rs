@@ -144,6 +144,21 @@ async fn submit(
     }
 }
 
+/// The question *Again* answers anew (SPEC E2), as a message admission would queue it, under
+/// its server's persona; `None` when the server's settings cannot be read.
+pub(super) async fn queued_again(data: &BotData, message: &Message) -> Option<NewQueuedMessage> {
+    let server = message.guild_id.map(|g| ServerId(g.get()));
+    let settings = settings_of(data, server).await?;
+    let persona = data.personas.of_server(&settings);
+    let content = as_queued(
+        data,
+        &persona.display_name,
+        &message.content,
+        &message.mentions,
+    );
+    Some(queued(data, message, server, persona, content, false))
+}
+
 /// SPEC C7: the requester of a running or waiting turn speaks in it, mention or not (a reply to
 /// someone else is a conversation of its own).
 async fn speaks_in_own_turn(

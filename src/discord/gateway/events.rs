@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use serenity::all::{FullEvent, Message};
+use serenity::all::{FullEvent, Http, Interaction, Message};
 
 use super::admission::{Origin, on_message};
 use super::message::{as_queued, attachments_of, by_own_webhook, name_of};
@@ -16,8 +16,11 @@ use crate::domain::ports::HistoryMessage;
 use crate::domain::scope::{ChannelId, MessageId, ServerId};
 
 /// Handles one gateway event.
-pub async fn handle(event: &FullEvent, data: &Arc<BotData>) {
+pub async fn handle(event: &FullEvent, data: &Arc<BotData>, http: &Http) {
     match event {
+        FullEvent::InteractionCreate {
+            interaction: Interaction::Component(press),
+        } => super::presses::on_press(data, http, press).await,
         FullEvent::Ready { data_about_bot } => {
             data.bot.set(data_about_bot.user.id.get());
             // A new session: messages sent while disconnected were never delivered.

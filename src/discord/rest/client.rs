@@ -423,6 +423,43 @@ impl DiscordRest {
         message_answer(response).await.map(|_| ())
     }
 
+    /// Edits a message the bot posted (`PATCH /channels/{id}/messages/{id}`: its buttons). An
+    /// edit is idempotent: 429s are waited out and server failures retried.
+    pub async fn edit_message(
+        &self,
+        channel: u64,
+        message: u64,
+        body: &Value,
+    ) -> Result<(), SendError> {
+        let path = format!("/channels/{channel}/messages/{message}");
+        let route = Route {
+            template: "PATCH /channels/{}/messages/{}",
+            major: channel,
+            local_per_5s: None,
+        };
+        let make = || self.request(reqwest::Method::PATCH, &path).json(body);
+        let response = self.exchange(route, make, Retry::ServerFailures).await?;
+        message_answer(response).await.map(|_| ())
+    }
+
+    /// Deletes a message the bot posted (`DELETE /channels/{id}/messages/{id}`); one already
+    /// gone (404) counts as deleted. Idempotent, so retried as an edit is.
+    pub async fn delete_message(&self, channel: u64, message: u64) -> Result<(), SendError> {
+        let path = format!("/channels/{channel}/messages/{message}");
+        let route = Route {
+            template: "DELETE /channels/{}/messages/{}",
+            major: channel,
+            local_per_5s: None,
+        };
+        let make = || self.request(reqwest::Method::DELETE, &path);
+        let response = self.exchange(route, make, Retry::ServerFailures).await?;
+        let status = response.status();
+        if status.is_success() || status == reqwest::StatusCode::NOT_FOUND {
+            return Ok(());
+        }
+        message_answer(response).await.map(|_| ())
+    }
+
     /// Shows the typing indicator. Best effort: a failure is only logged.
     pub async fn trigger_typing(&self, channel: u64) {
         let path = format!("/channels/{channel}/typing");

@@ -13,7 +13,9 @@ use super::webhooks::Webhooks;
 use crate::discord::guild::CacheCell;
 use crate::discord::ids::{BotId, snowflake};
 use crate::discord::recent::RecentMessages;
-use crate::domain::ports::{ChatSink, Emoji, ExpressionSend, Pings, PortError, Sticker, Voice};
+use crate::domain::ports::{
+    Buttons, ChatSink, Emoji, ExpressionSend, Pings, PortError, Sticker, Voice,
+};
 use crate::domain::scope::{ChannelId, MessageId, UserId};
 
 /// The chat-facing ports on Discord: delivery here; its channel history is in `history.rs`, the
@@ -89,11 +91,52 @@ impl DiscordSink {
         }
     }
 
+    /// Posts a message's `body` in `channel`; its id.
+    async fn create(&self, channel: ChannelId, body: &Value) -> Result<MessageId, PortError> {
+        let posted = self
+            .rest
+            .create_message(channel.0, body)
+            .await
+            .map_err(port_error)?;
+        Ok(MessageId(
+            posted.get("id").and_then(snowflake).unwrap_or_default(),
+        ))
+    }
+
     /// Reads server names from the gateway's cache (without it, no server is named).
     pub fn with_cache(mut self, cache: CacheCell) -> Self {
         self.cache = cache;
         self
     }
+}
+
+/// A text message's body: `reply_to` as a reply, notifying only `pings`, with the nonce of
+/// `key` (or a fresh one) enforced.
+fn message_body(
+    text: String,
+    reply_to: Option<MessageId>,
+    pings: &Pings,
+    key: Option<&str>,
+) -> serde_json::Map<String, Value> {
+    let mut body = serde_json::Map::new();
+    body.insert("content".to_owned(), json!(text));
+    body.insert(
+        "allowed_mentions".to_owned(),
+        allowed_mentions(pings, reply_to.is_some()),
+    );
+    body.insert(
+        "nonce".to_owned(),
+        json!(key.map_or_else(nonce, keyed_nonce)),
+    );
+    body.insert("enforce_nonce".to_owned(), json!(true));
+    if let Some(reply_to) = reply_to {
+        let reference = json!({
+            "message_id": reply_to.0.to_string(),
+            "fail_if_not_exists": false,
+        });
+        body.insert("message_reference".to_owned(), reference);
+    }
+    body
 }
 
 /// Only `pings` (and, on a reply, the replied-to author) get a notification: another user the
@@ -135,6 +178,52 @@ impl ChatSink for DiscordSink {
         self.send_text(channel, text, reply_to, pings, key).await
     }
 
+    /// Buttons ride on messages the bot user posts: a webhook's message is edited through the
+    /// webhook's own token, so a reply posted under a server's persona goes without them.
+    async fn send_with_buttons(
+        &self,
+        voice: Option<&Voice>,
+        channel: ChannelId,
+        text: String,
+        reply_to: Option<MessageId>,
+        pings: &Pings,
+        key: Option<&str>,
+        buttons: &Buttons,
+    ) -> Result<MessageId, PortError> {
+        if let Some(voice) = voice
+            && let Some(posted) = self.post_as(voice, channel, &text, pings).await
+        {
+            return posted;
+        }
+        let mut body = message_body(text, reply_to, pings, key);
+        body.insert("components".to_owned(), super::buttons::components(buttons));
+        self.create(channel, &Value::Object(body)).await
+    }
+
+    async fn set_buttons(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        buttons: &Buttons,
+    ) -> Result<(), PortError> {
+        let body = json!({ "components": super::buttons::components(buttons) });
+        self.rest
+            .edit_message(channel.0, message.0, &body)
+            .await
+            .map_err(port_error)
+    }
+
+    async fn delete_message(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+    ) -> Result<(), PortError> {
+        self.rest
+            .delete_message(channel.0, message.0)
+            .await
+            .map_err(port_error)
+    }
+
     async fn send_text(
         &self,
         channel: ChannelId,
@@ -143,29 +232,8 @@ impl ChatSink for DiscordSink {
         pings: &Pings,
         key: Option<&str>,
     ) -> Result<MessageId, PortError> {
-        let reference = reply_to.map(|reply_to| {
-            json!({
-                "message_id": reply_to.0.to_string(),
-                "fail_if_not_exists": false,
-            })
-        });
-        let mut body = json!({
-            "content": text,
-            "allowed_mentions": allowed_mentions(pings, reply_to.is_some()),
-            "nonce": key.map_or_else(nonce, keyed_nonce),
-            "enforce_nonce": true,
-        });
-        if let (Some(reference), Some(map)) = (reference, body.as_object_mut()) {
-            map.insert("message_reference".to_owned(), reference);
-        }
-        let posted = self
-            .rest
-            .create_message(channel.0, &body)
-            .await
-            .map_err(port_error)?;
-        Ok(MessageId(
-            posted.get("id").and_then(snowflake).unwrap_or_default(),
-        ))
+        let body = message_body(text, reply_to, pings, key);
+        self.create(channel, &Value::Object(body)).await
     }
 
     async fn typing(&self, channel: ChannelId) {

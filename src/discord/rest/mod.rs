@@ -4,6 +4,7 @@
 //! ([`thought_log`]), slash-command registration ([`registration`]); and attachment downloads
 //! from the CDN ([`cdn`]), on a client of their own without the token.
 
+pub mod buttons;
 pub mod cdn;
 pub mod client;
 pub mod delivery;

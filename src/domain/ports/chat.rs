@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::PortError;
+pub use crate::domain::buttons::Buttons;
 use crate::domain::scope::{ChannelId, MessageId, ServerId, UserId};
 use crate::domain::turn::ExpressionId;
 pub use crate::domain::turn::Voice;
@@ -229,6 +230,42 @@ pub trait ChatSink: Send + Sync {
         pings: &Pings,
         key: Option<&str>,
     ) -> Result<MessageId, PortError>;
+    /// [`Self::send_as`] carrying `buttons` (SPEC E2). An adapter without buttons posts the
+    /// text alone (the default).
+    #[allow(clippy::too_many_arguments)]
+    async fn send_with_buttons(
+        &self,
+        voice: Option<&Voice>,
+        channel: ChannelId,
+        text: String,
+        reply_to: Option<MessageId>,
+        pings: &Pings,
+        key: Option<&str>,
+        buttons: &Buttons,
+    ) -> Result<MessageId, PortError> {
+        let _ = buttons;
+        self.send_as(voice, channel, text, reply_to, pings, key)
+            .await
+    }
+    /// Replaces the buttons of a reply's message (SPEC E2): `Shown::Nothing` takes them off.
+    async fn set_buttons(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        buttons: &Buttons,
+    ) -> Result<(), PortError> {
+        let _ = (channel, message, buttons);
+        Ok(())
+    }
+    /// Deletes one of the persona's messages (an answer *Again* replaced, SPEC E2).
+    async fn delete_message(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+    ) -> Result<(), PortError> {
+        let _ = (channel, message);
+        Ok(())
+    }
     /// Shows the typing indicator (Discord keeps it about 10 s).
     async fn typing(&self, channel: ChannelId);
     /// Posts a sticker in the channel and reports what Discord said; `key` as for

@@ -8,6 +8,7 @@
 
 mod chat;
 mod clock;
+mod feedback;
 mod media;
 mod memory;
 mod model;
@@ -23,6 +24,7 @@ mod stats;
 
 pub use chat::*;
 pub use clock::*;
+pub use feedback::*;
 pub use media::*;
 pub use memory::*;
 pub use model::*;

@@ -62,6 +62,9 @@ pub struct ServerSettings {
     /// Status reactions on the message a turn answers: 👀 while it runs, ⚙️ while a tool runs,
     /// ❌ kept on a failed turn (SPEC E1). Off unless a moderator turns them on.
     pub status_reactions: bool,
+    /// Replies carry no buttons (SPEC E2): they do unless a moderator turns them off, so the
+    /// default (`false`) is "shown".
+    pub hide_buttons: bool,
 }
 
 /// Which finished turns post a "Turn summary" card to the thought log: a busy
@@ -137,6 +140,8 @@ pub enum SettingsChange {
     ReplyStyle(Option<ReplyStyle>),
     /// Status reactions on or off (SPEC E1).
     StatusReactions(bool),
+    /// Buttons on replies shown or not (SPEC E2).
+    Buttons(bool),
     /// What Response Drafting reviews (tool calls, replies) and with which model (`Some(None)`:
     /// the configured ones again); `None` leaves a part as it is (SPEC C8).
     Review {
@@ -258,6 +263,7 @@ impl SettingsChange {
             Self::Summaries(mode) => settings.summaries = mode,
             Self::ReplyStyle(style) => settings.reply_style = style,
             Self::StatusReactions(on) => settings.status_reactions = on,
+            Self::Buttons(on) => settings.hide_buttons = !on,
             Self::Review {
                 drafting,
                 checks,

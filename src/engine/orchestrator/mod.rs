@@ -149,6 +149,18 @@ enum Command {
         can_manage: bool,
         reply: oneshot::Sender<KillReport>,
     },
+    /// *Stop* on a reply (SPEC E2): stops `turn` if it is the one running.
+    Stop {
+        turn: TurnId,
+        presser: UserId,
+        can_manage: bool,
+        reply: oneshot::Sender<KillReport>,
+    },
+    /// *Again* on a reply (SPEC E2).
+    Again {
+        pending: Box<Pending>,
+        reply: oneshot::Sender<AgainReport>,
+    },
 }
 
 /// A message waiting in a worker's queue.
@@ -163,6 +175,26 @@ struct Pending {
     edit: u32,
     /// Later messages of its author joined to it while it waited ([`Worker::fold`]).
     folded: u32,
+    /// A new answer *Again* asked for (SPEC E2), replacing an earlier one.
+    again: Option<Again>,
+}
+
+/// A new answer to a question already answered (SPEC E2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Again {
+    /// How many new answers, this one included (1 to [`crate::domain::buttons::AGAIN_MAX`]).
+    pub count: u8,
+    /// The turn whose answer this one replaces: its messages are deleted once this one is up.
+    pub replaces: TurnId,
+}
+
+/// What a press of *Again* did (SPEC E2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgainReport {
+    /// The new answer's turn started.
+    Started,
+    /// The channel is busy (a turn runs or messages wait): nothing was started.
+    Busy,
 }
 
 /// The handle the adapter uses. Cheap to clone.
@@ -267,6 +299,7 @@ impl Orchestrator {
                 waited,
                 edit: 0,
                 folded: 0,
+                again: None,
             })),
         );
     }
@@ -304,6 +337,7 @@ impl Orchestrator {
                     waited: true,
                     edit: 0,
                     folded: 0,
+                    again: None,
                 })),
             );
         }
@@ -333,6 +367,55 @@ impl Orchestrator {
             return KillReport::NothingRunning;
         }
         answer.await.unwrap_or(KillReport::NothingRunning)
+    }
+
+    /// *Stop* pressed by `presser` on the reply of `turn` in `channel` (SPEC E2): stops that
+    /// turn, as `/kill` would stop it for them (the requester's own, or anyone's for a member
+    /// who can manage messages), and only while it runs; nothing waiting is dropped.
+    pub async fn stop_turn(
+        &self,
+        channel: ChannelId,
+        turn: TurnId,
+        presser: UserId,
+        can_manage: bool,
+    ) -> KillReport {
+        let (reply, answer) = oneshot::channel();
+        let sent = lock(&self.inner.channels)
+            .get(&channel)
+            .is_some_and(|slot| {
+                let stop = Command::Stop {
+                    turn,
+                    presser,
+                    can_manage,
+                    reply,
+                };
+                slot.tx.send(stop).is_ok()
+            });
+        if !sent {
+            return KillReport::NothingRunning;
+        }
+        answer.await.unwrap_or(KillReport::NothingRunning)
+    }
+
+    /// *Again* (SPEC E2): `message` (the question, as queued afresh) answered anew, the
+    /// `again.count`-th time, replacing `again.replaces`' answer. Started only in a channel
+    /// where nothing runs or waits, so the new answer is the channel's next message; it is not
+    /// stored in the queue (a press lost to a restart is pressed again).
+    pub async fn again(&self, message: NewQueuedMessage, again: Again) -> AgainReport {
+        let (reply, answer) = oneshot::channel();
+        let pending = Box::new(Pending {
+            store_id: None,
+            message,
+            waited: true,
+            edit: 0,
+            folded: 0,
+            again: Some(again),
+        });
+        let channel = pending.message.channel;
+        if !self.send(channel, Command::Again { pending, reply }) {
+            return AgainReport::Busy;
+        }
+        answer.await.unwrap_or(AgainReport::Busy)
     }
 
     /// Whether `user` has a turn running or waiting in `channel`: their messages there are

@@ -97,7 +97,12 @@ impl Worker {
         };
         let turn = Arc::new(
             Turn::new(scope, m.locale)
-                .with_id(TurnId::for_edit(m.channel, m.message, pending.edit))
+                .with_id(TurnId::for_answer(
+                    m.channel,
+                    m.message,
+                    pending.edit,
+                    pending.again.map_or(0, |a| a.count),
+                ))
                 .quiet(m.quiet)
                 .drafting(settings.drafting)
                 .review_policy(settings.review.clone())
@@ -106,6 +111,8 @@ impl Worker {
                 .persona_name(&persona.display_name)
                 // A quiet turn's trigger is not a Discord message: nothing to react to.
                 .trigger((!m.quiet).then_some(m.message))
+                .buttons(!settings.hide_buttons && !m.quiet)
+                .again(pending.again.map_or(0, |a| a.count))
                 .admission(admission)
                 // Not a child of the channel's token: a stopping process lets the turn finish
                 // first, and stops it itself (see `wind_down`).

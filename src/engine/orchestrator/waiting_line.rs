@@ -276,6 +276,7 @@ mod tests {
             waited: false,
             edit: 0,
             folded: 0,
+            again: None,
         }
     }
 

@@ -15,7 +15,8 @@ use tokio_util::task::TaskTracker;
 
 use super::waiting_line::{Decision, Running, TextChange, WaitingLine};
 use super::{
-    Command, KillReach, KillReport, OrchestratorDeps, Pending, Slots, StopPlan, TurnFinished, lock,
+    AgainReport, Command, KillReach, KillReport, OrchestratorDeps, Pending, Slots, StopPlan,
+    TurnFinished, lock,
 };
 use crate::config::KillPermission;
 use crate::domain::ports::{Delivery, Pings, QueueStore, close_unanswered, remember_delivery};
@@ -172,6 +173,54 @@ impl Worker {
                 let report = self.kill(requester, can_manage).await;
                 let _ = reply.send(report);
             }
+            Command::Stop {
+                turn,
+                presser,
+                can_manage,
+                reply,
+            } => {
+                let report = self.stop_turn(turn, presser, can_manage).await;
+                let _ = reply.send(report);
+            }
+            Command::Again { pending, reply } => {
+                let busy = self.running.is_some() || !self.queue.is_empty();
+                let report = if busy {
+                    AgainReport::Busy
+                } else {
+                    self.take_message(*pending).await;
+                    AgainReport::Started
+                };
+                let _ = reply.send(report);
+            }
+        }
+    }
+
+    /// *Stop* on the reply of `turn` (SPEC E2): that turn, while it runs, for its requester or
+    /// whoever `/kill` lets stop everyone's; it ends as a `/kill` ends it.
+    async fn stop_turn(&mut self, turn: TurnId, presser: UserId, can_manage: bool) -> KillReport {
+        let Some(running) = self.running.as_ref().filter(|r| r.turn.id == turn) else {
+            return KillReport::NothingRunning;
+        };
+        let allowed = match self.kill_reach(can_manage) {
+            Some(KillReach::Channel) => true,
+            Some(KillReach::Own) => running.turn.scope.user == presser,
+            None => false,
+        };
+        if !allowed {
+            return KillReport::Denied;
+        }
+        let Some((running, report)) = self.stop_running().await else {
+            return KillReport::NothingRunning;
+        };
+        let tool = running.turn.stopped_tool();
+        self.mark_finished(&running.pending).await;
+        self.forget(&running.pending).await;
+        self.announce(&running, report);
+        KillReport::Stopped {
+            reach: KillReach::Own,
+            turn_stopped: true,
+            tool,
+            dropped: 0,
         }
     }
 
@@ -197,6 +246,7 @@ impl Worker {
             waited: true,
             edit,
             folded: 0,
+            again: running.pending.again,
         })
         .await;
     }
@@ -314,6 +364,15 @@ impl Worker {
         )
         .await;
         self.forget(&running.pending).await;
+        if let Some(again) = running.pending.again
+            && report.messages_sent > 0
+        {
+            self.tasks.spawn(replace_answer(
+                self.deps.clone(),
+                self.channel,
+                again.replaces,
+            ));
+        }
         self.announce(&running, report);
     }
 
@@ -413,8 +472,10 @@ impl Worker {
     /// when it answers an edit (SPEC C7), so no catch-up revives it (SPEC D9).
     async fn mark_finished(&mut self, pending: &Pending) {
         self.close_unanswered(pending).await;
-        if pending.edit > 0 {
-            let turn = TurnId::for_edit(self.channel, pending.message.message, pending.edit);
+        let again = pending.again.map_or(0, |a| a.count);
+        if pending.edit > 0 || again > 0 {
+            let message = pending.message.message;
+            let turn = TurnId::for_answer(self.channel, message, pending.edit, again);
             remember_delivery(&self.deps.turn.env.ports, turn, Delivery::Finished).await;
         }
     }
@@ -572,6 +633,26 @@ pub(super) fn released(status: TurnStatus) -> TurnReport {
         messages_sent: 0,
         usage: Default::default(),
         reviews: Vec::new(),
+    }
+}
+
+/// The answer of `old` is deleted, message by message, now that *Again* put a new one up
+/// (SPEC E2). A message that cannot be deleted stays (logged): the new answer is up either way.
+async fn replace_answer(deps: Arc<OrchestratorDeps>, channel: ChannelId, old: TurnId) {
+    let ports = &deps.turn.env.ports;
+    let records = match ports.outcomes.deliveries(old).await {
+        Ok(records) => records,
+        Err(error) => {
+            tracing::warn!(%channel, turn = %old, %error, "the replaced answer's messages are unknown; they stay");
+            return;
+        }
+    };
+    for record in records {
+        if let Delivery::Piece { message, .. } = record
+            && let Err(error) = ports.sink.delete_message(channel, message).await
+        {
+            tracing::warn!(%channel, %message, %error, "a replaced answer's message could not be deleted");
+        }
     }
 }
 

@@ -108,12 +108,12 @@ pub(super) fn interaction_callback(
     }
     let kind = body["type"].as_u64().unwrap_or(0);
     // A command is answered with a message, a deferred one or a modal; a modal's submit with a
-    // message or a deferred one (updates are for component interactions, which the fake has not).
-    let submit = state.payload["type"] == json!(5);
-    let allowed = if submit {
-        matches!(kind, 4 | 5)
-    } else {
-        matches!(kind, 4 | 5 | 9)
+    // message or a deferred one; a pressed component also with an update of its message (a
+    // deferred one, 6, or at once, 7).
+    let allowed = match state.payload["type"].as_u64() {
+        Some(5) => matches!(kind, 4 | 5),
+        Some(3) => matches!(kind, 4..=7),
+        _ => matches!(kind, 4 | 5 | 9),
     };
     if !allowed {
         return invalid_form_body_at(
@@ -127,6 +127,26 @@ pub(super) fn interaction_callback(
             return refusal;
         }
         state.modal = Some(body["data"].clone());
+    }
+    if matches!(kind, 6 | 7) {
+        let updated = match super::components::update_pressed(shared, state, kind, &body["data"]) {
+            Ok(updated) => updated,
+            Err(refusal) => return refusal,
+        };
+        state.acknowledged = true;
+        let to = Target::of(state);
+        if kind == 7 {
+            if let Some(m) = inner
+                .history
+                .get_mut(&to.channel_id)
+                .and_then(|h| h.iter_mut().find(|m| m["id"] == updated["id"]))
+            {
+                *m = updated.clone();
+            }
+            dispatch_unless_ephemeral(shared, &mut inner, "MESSAGE_UPDATE", &updated, to);
+        }
+        inner.interaction_responses.push((id, body));
+        return no_content();
     }
     state.acknowledged = true;
     let to = Target::of(state);

@@ -61,6 +61,7 @@
 
 mod cdn;
 mod channel_messages;
+mod components;
 mod gateway;
 mod gateway_control;
 mod intents;
@@ -86,6 +87,7 @@ use bytes::Bytes;
 use serde_json::Value;
 
 pub use cdn::FakeFile;
+pub use components::{ButtonPress, button_ids};
 pub use gateway::{
     HEARTBEAT_INTERVAL_MS, INVALID_SHARD_CLOSE_CODE, dispatch_frame, gateway_bot_json,
     gateway_json, heartbeat_ack_frame, hello_frame, invalid_session_frame, reconnect_frame,

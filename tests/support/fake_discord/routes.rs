@@ -134,6 +134,9 @@ pub(super) fn route(
         ("POST", ["channels", id, "messages"]) => {
             create_message(shared, parse_id(id)?, body, &files)
         }
+        ("DELETE", ["channels", id, "messages", message_id]) => {
+            super::components::delete_message(shared, parse_id(id)?, parse_id(message_id)?)
+        }
         ("PATCH", ["channels", id, "messages", message_id]) => {
             edit_message(shared, parse_id(id)?, parse_id(message_id)?, &body, &files)
         }
