@@ -217,6 +217,7 @@ pub async fn start(
         catch_up: catch_up_limits(&config),
         outcomes: storage.outcomes.clone(),
         feedback: storage.feedback.clone(),
+        approvals: storage.approvals.clone(),
         rest: rest.clone(),
         webhooks,
         thought_log,

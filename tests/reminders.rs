@@ -58,6 +58,8 @@ async fn a_reminder_in_minutes_is_stored_for_the_requester() {
 async fn a_local_time_is_read_in_the_users_time_zone() {
     let h = harness();
     let turn = h.turn(public_scope());
+    // A reminder for the whole channel needs approval (SPEC E3): given here.
+    h.fakes.approvals.approve_all();
     let args = r#"{"text":"call mum","at":"2026-12-01 09:30","time_zone":"Asia/Tokyo","repeat":"weekly","for_channel":true}"#;
     let e = entry(h.call(Role::Persona, &turn, "create_reminder", args).await);
     assert_eq!(e.response["result"]["due_local"], "2026-12-01 09:30");

@@ -39,6 +39,7 @@ on_both_databases!(
     a_turn_killed_after_its_sticker_sends_it_once,
     a_turn_killed_after_its_reaction_keeps_its_one_expression,
     a_turn_killed_after_create_reminder_creates_it_once,
+    an_approval_survives_a_restart_and_the_approved_call_runs_once,
     sigterm_mid_turn_exits_0_and_the_next_start_goes_on,
     two_processes_split_the_shards_and_a_stopped_ones_messages_are_taken_over,
     messages_sent_while_the_bot_was_down_are_answered_once_after_it_starts,
@@ -509,6 +510,75 @@ async fn a_turn_killed_after_create_reminder_creates_it_once(db: TestDb) {
     stage.until_answered(&bot).await;
     assert_eq!(stage.count("reminders").await, 1, "{}", bot.log());
     assert_eq!(stage.texts(), vec!["Reminder set.".to_owned()]);
+}
+
+/// The approval cards posted in #general.
+fn cards(stage: &Stage) -> Vec<Value> {
+    stage
+        .discord
+        .history(GENERAL)
+        .into_iter()
+        .filter(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("Approval needed"))
+        })
+        .collect()
+}
+
+// SPEC E3, D5: killed (-9) while a call waits for approval, the resumed turn waits on the same
+// request and card (no second card); Approve pressed then runs the call; killed again after
+// it ran, the next start reuses its outcome: the call ran once.
+async fn an_approval_survives_a_restart_and_the_approved_call_runs_once(db: TestDb) {
+    use support::fake_discord::{ButtonPress, button_ids};
+    let stage = Stage::new(db).await;
+    let remind = r#"{"text":"stand-up","in_minutes":30,"for_channel":true}"#;
+    let call = || Reply::call("call_1", "create_reminder", remind);
+    stage.openai.push(call());
+    let bot = stage.start_bot(1).await;
+    stage.mention("remind everyone of the stand-up").await;
+    stage
+        .until(&bot, "the approval card", |s| cards(s).len() == 1)
+        .await;
+    bot.kill();
+
+    stage.openai.push(call());
+    stage.openai.push(Reply::Stream(vec![Sse::Hang]));
+    let bot = stage.start_bot(2).await;
+    stage
+        .until(&bot, "the resumed turn asks the model", |s| {
+            s.openai.requests().len() == 2
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(cards(&stage).len(), 1, "the same card, not a second");
+    assert_eq!(stage.count("reminders").await, 0, "nothing runs unapproved");
+    let card = cards(&stage).remove(0);
+    let approve = button_ids(&card)
+        .into_iter()
+        .find(|id| id.starts_with("pa1:y:"))
+        .expect("Approve");
+    let id = card["id"]
+        .as_str()
+        .and_then(|i| i.parse().ok())
+        .expect("id");
+    let press = ButtonPress::new(&stage.discord, id, &approve, ALICE);
+    stage.discord.press(press).await.expect("a press");
+    stage
+        .until(&bot, "the approved call ran", |s| {
+            s.openai.requests().len() == 3
+        })
+        .await;
+    assert_eq!(stage.count("reminders").await, 1);
+    bot.kill();
+
+    stage.openai.push(call());
+    stage.openai.push(Reply::text(&["Done."]));
+    let bot = stage.start_bot(3).await;
+    stage.until_answered(&bot).await;
+    assert_eq!(stage.count("reminders").await, 1, "{}", bot.log());
+    assert_eq!(cards(&stage).len(), 1);
+    assert!(stage.texts().contains(&"Done.".to_owned()));
 }
 
 // SPEC D5: SIGTERM mid-turn (what `docker stop` sends) exits with status 0 within

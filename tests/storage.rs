@@ -173,6 +173,8 @@ fn sample_settings() -> ServerSettings {
         status_reactions: true,
         // SPEC E2: buttons off (on by default).
         hide_buttons: true,
+        // SPEC E3: moderators decide approvals (the requester by default).
+        approvers: persona_bot::domain::approvals::Approvers::Moderators,
     }
 }
 

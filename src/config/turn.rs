@@ -34,6 +34,9 @@ pub struct TurnConfig {
     pub history_messages: u8,
     /// How long `/kill` waits for the stopped turn to wind down before dropping it.
     pub kill_grace_ms: u64,
+    /// How long a tool call that needs approval waits for Approve or Deny; no answer by then
+    /// is a denial (SPEC E3).
+    pub approval_timeout_secs: u64,
     /// The persona that answers unless a server picks another.
     pub default_persona: String,
     /// Who may `/kill` a turn: "requester_or_manager", "managers_only" or "anyone".
@@ -128,6 +131,13 @@ pub(super) const BOUNDS: &[Bound] = &[
         most: WEEK_MS,
         unit: Unit::Millis,
         read: Read::One(|c| c.turn.kill_grace_ms),
+    },
+    Bound {
+        key: "turn.approval_timeout_secs",
+        least: 1,
+        most: 3600,
+        unit: Unit::Secs,
+        read: Read::One(|c| c.turn.approval_timeout_secs),
     },
     Bound {
         key: "turn.user_messages_per_minute",

@@ -55,6 +55,8 @@ pub struct BotData {
     pub outcomes: Arc<dyn crate::domain::ports::OutcomeStore>,
     /// Members' 👍 and 👎 on replies (SPEC E2).
     pub feedback: Arc<dyn crate::domain::ports::FeedbackStore>,
+    /// Approval requests, decided by presses on their cards (SPEC E3).
+    pub approvals: Arc<dyn crate::domain::ports::ApprovalStore>,
     /// The app's task tracker and stop token: the tasks the adapter starts (catch-ups, a
     /// settings change's thought-log line) join it, so a stop waits for them.
     pub shutdown: Shutdown,

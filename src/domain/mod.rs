@@ -11,6 +11,7 @@
 
 pub mod admission;
 pub mod answered;
+pub mod approvals;
 pub mod buttons;
 pub mod call;
 pub mod catch_up;

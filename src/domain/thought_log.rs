@@ -108,6 +108,14 @@ pub enum Notice {
         /// Messages left out of the request.
         left_out: u32,
     },
+    /// A tool call asked for approval (SPEC E3): what it would do, and what became of it
+    /// (`approved`, `denied`, `timed_out`, `pending` when `/kill` withdrew it), and by whom.
+    Approval {
+        tool: String,
+        what: String,
+        outcome: String,
+        by: Option<UserId>,
+    },
     /// A member gave a reply 👍 or 👎 (SPEC E2): who, which, and the reply's counts now.
     Feedback {
         channel: ChannelId,
@@ -234,6 +242,26 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
                 (t("notice-field-left-out"), left_out.to_string()),
             ],
             colour: GREY,
+        },
+        Notice::Approval {
+            tool,
+            what,
+            outcome,
+            by,
+        } => Card {
+            title: t("notice-approval-title"),
+            fields: vec![
+                (t("notice-field-tool"), format!("`{tool}`")),
+                (t("notice-field-what"), cut(what, 300)),
+                (
+                    t("notice-field-outcome"),
+                    match by {
+                        Some(by) => format!("{outcome} (<@{by}>)"),
+                        None => outcome.clone(),
+                    },
+                ),
+            ],
+            colour: BLUE,
         },
         Notice::Feedback {
             channel,

@@ -417,6 +417,9 @@ pub struct Turn {
     pub buttons: bool,
     /// How many times *Again* asked for this answer (0: the first answer, SPEC E2).
     pub again: u8,
+    /// Only moderators decide this turn's approvals (the server's policy, SPEC E3); otherwise
+    /// the requester or a moderator.
+    pub approvals_by_moderators: bool,
     pub stop: StopSignal,
     pub channel: Arc<ChannelActivity>,
     pub progress: Progress,
@@ -440,6 +443,7 @@ impl Turn {
             trigger: None,
             buttons: false,
             again: 0,
+            approvals_by_moderators: false,
             stop: StopSignal::new(CancellationToken::new()),
             channel: Arc::new(ChannelActivity::default()),
             progress: Progress::default(),
@@ -486,6 +490,12 @@ impl Turn {
     /// Its reply carries buttons (SPEC E2).
     pub fn buttons(mut self, on: bool) -> Self {
         self.buttons = on;
+        self
+    }
+
+    /// Only moderators decide its approvals (SPEC E3).
+    pub fn approvals_by_moderators(mut self, on: bool) -> Self {
+        self.approvals_by_moderators = on;
         self
     }
 

@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::Restart;
+use super::approval::{self, Gate};
 use super::expression::{self, ExpressionDelivery};
 use super::payload::{ExpressionWithheld, Failure, review_rejected, success_payload};
 use super::review_gate::{self, Rejection, Review};
@@ -219,6 +220,19 @@ impl Stage<'_> {
             if let Some(status) = stop_requested(turn) {
                 return ToolCallOutcome::Abort { status };
             }
+        }
+
+        // E3: a call that needs approval waits for it (only this turn waits).
+        match approval::ask(self.session, prepared, tool).await {
+            Gate::Run => {}
+            Gate::Abort(status) => return ToolCallOutcome::Abort { status },
+            Gate::Denied(why) => {
+                let failure = Failure::approval_denied(why);
+                return self.fail(failure, EventOutcome::Blocked).await;
+            }
+        }
+        if let Some(status) = stop_requested(turn) {
+            return ToolCallOutcome::Abort { status };
         }
 
         self.run(prepared, tool).await

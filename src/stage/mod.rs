@@ -8,6 +8,7 @@
 //! (T5). The stage reaches the outside only through the ports on the session's
 //! [`crate::tools::ToolEnv`].
 
+mod approval;
 pub mod deliberate;
 mod execute;
 pub mod expression;

@@ -247,6 +247,15 @@ impl Failure {
         }
     }
 
+    /// Nobody approved the call (SPEC E3): `why` says who denied it, or that nobody answered.
+    pub fn approval_denied(why: String) -> Self {
+        Self::new(
+            FailureKind::Blocked,
+            "approval_denied",
+            format!("{why} It did not run; do not say or assume it happened."),
+        )
+    }
+
     /// A second (third, ...) call in one provider answer: only the first runs (SPEC C9).
     pub fn parallel_call_refused() -> Self {
         Self::new(

@@ -17,6 +17,7 @@ use sqlx::{AnyPool, Executor};
 use crate::config::DatabaseConfig;
 use crate::domain::ports::{ChatPorts, PortError, Ports};
 
+pub mod approvals;
 pub mod events;
 pub mod feedback;
 pub mod health;
@@ -377,6 +378,8 @@ pub struct Storage {
     pub seen: Arc<seen::SeenRepo>,
     /// Members' verdicts on replies (SPEC E2).
     pub feedback: Arc<feedback::FeedbackRepo>,
+    /// Approval requests and their decisions (SPEC E3).
+    pub approvals: Arc<approvals::ApprovalRepo>,
 }
 
 impl Storage {
@@ -402,6 +405,7 @@ impl Storage {
             reminders: Arc::new(reminders::ReminderRepo::new(db.clone())),
             seen: Arc::new(seen::SeenRepo::new(db.clone())),
             feedback: Arc::new(feedback::FeedbackRepo::new(db.clone())),
+            approvals: Arc::new(approvals::ApprovalRepo::new(db.clone())),
             writes,
             db,
         }
@@ -429,6 +433,7 @@ impl Storage {
             outcomes: self.outcomes.clone(),
             reminders: self.reminders.clone(),
             attachments: chat.attachments,
+            approvals: self.approvals.clone(),
         }
     }
 

@@ -132,10 +132,11 @@ async fn read_row(
         Option<String>,
         i64,
         i64,
+        String,
     );
     let row: Option<Row> = sqlx::query_as(
         "SELECT drafting, thought_log_channel, deliberate, access, review, random, persona, \
-             summaries, reply_style, status_reactions, reply_buttons FROM server_settings WHERE server_id = $1",
+             summaries, reply_style, status_reactions, reply_buttons, approvers FROM server_settings WHERE server_id = $1",
     )
     .bind(sql_id(server.0))
     .fetch_optional(&mut *conn)
@@ -153,6 +154,7 @@ async fn read_row(
         style,
         status_reactions,
         reply_buttons,
+        approvers,
     )) = row
     else {
         return Ok(ServerSettings::default());
@@ -169,6 +171,7 @@ async fn read_row(
         reply_style: style.as_deref().and_then(ReplyStyle::from_name),
         status_reactions: status_reactions != 0,
         hide_buttons: reply_buttons == 0,
+        approvers: crate::domain::approvals::Approvers::from_name(&approvers),
     })
 }
 
@@ -260,21 +263,22 @@ async fn write_row(
         Existing::Replace => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
                  deliberate, access, review, random, persona, updated_at, summaries, reply_style, \
-                 status_reactions, reply_buttons) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+                 status_reactions, reply_buttons, approvers) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
                  ON CONFLICT (server_id) DO UPDATE \
                  SET drafting = excluded.drafting, thought_log_channel = \
                  excluded.thought_log_channel, deliberate = excluded.deliberate, access = \
                  excluded.access, review = excluded.review, random = excluded.random, persona = \
                  excluded.persona, updated_at = excluded.updated_at, summaries = \
                  excluded.summaries, reply_style = excluded.reply_style, status_reactions = \
-                 excluded.status_reactions, reply_buttons = excluded.reply_buttons"
+                 excluded.status_reactions, reply_buttons = excluded.reply_buttons, \
+                 approvers = excluded.approvers"
         }
         Existing::Keep => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
                  deliberate, access, review, random, persona, updated_at, summaries, reply_style, \
-                 status_reactions, reply_buttons) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) \
+                 status_reactions, reply_buttons, approvers) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
                  ON CONFLICT (server_id) DO NOTHING"
         }
     };
@@ -292,6 +296,7 @@ async fn write_row(
         .bind(settings.reply_style.map(|s| s.as_str().to_owned()))
         .bind(i64::from(settings.status_reactions))
         .bind(i64::from(!settings.hide_buttons))
+        .bind(settings.approvers.as_str())
         .execute(&mut *conn)
         .await
         .map_err(port_error)?;

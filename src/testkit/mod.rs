@@ -24,7 +24,9 @@ pub use scripted::{ScriptedModel, ScriptedPass, ScriptedReviewer, Step};
 pub use stores::{
     InMemoryOutcomes, InMemoryPersonas, InMemoryQueue, InMemoryReminders, InMemorySettings,
 };
-pub use tool_stores::{FixedFiles, FixedHistory, FixedStickers, InMemoryMemory, InMemoryPlans};
+pub use tool_stores::{
+    FixedFiles, FixedHistory, FixedStickers, InMemoryApprovals, InMemoryMemory, InMemoryPlans,
+};
 pub use unexpected::Unexpected;
 
 use crate::domain::ports::{HistoryMessage, Ports, Sticker};
@@ -82,6 +84,7 @@ pub struct Fakes {
     pub outcomes: Arc<InMemoryOutcomes>,
     pub reminders: Arc<InMemoryReminders>,
     pub files: Arc<FixedFiles>,
+    pub approvals: Arc<tool_stores::InMemoryApprovals>,
 }
 
 impl Fakes {
@@ -138,6 +141,7 @@ impl Fakes {
             outcomes: self.outcomes.clone(),
             reminders: self.reminders.clone(),
             attachments: self.files.clone(),
+            approvals: self.approvals.clone(),
         }
     }
 }

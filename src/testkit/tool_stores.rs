@@ -296,3 +296,85 @@ impl AttachmentFetcher for FixedFiles {
         })
     }
 }
+
+/// Approval requests in memory (SPEC E3): opened once, decided once; with
+/// [`InMemoryApprovals::approve_all`], every request opens approved by its requester.
+#[derive(Default)]
+pub struct InMemoryApprovals {
+    approve_all: AtomicBool,
+    pub stored: std::sync::Mutex<
+        std::collections::HashMap<
+            crate::domain::ports::ApprovalId,
+            crate::domain::ports::StoredApproval,
+        >,
+    >,
+}
+
+impl InMemoryApprovals {
+    /// Every request from now on opens approved (a test of what runs after approval).
+    pub fn approve_all(&self) {
+        self.approve_all.store(true, Ordering::Relaxed);
+    }
+}
+
+#[async_trait::async_trait]
+impl crate::domain::ports::ApprovalStore for InMemoryApprovals {
+    async fn open(
+        &self,
+        request: &crate::domain::ports::ApprovalRequest,
+        _at_ms: i64,
+    ) -> Result<crate::domain::ports::StoredApproval, crate::domain::ports::PortError> {
+        let decision = if self.approve_all.load(Ordering::Relaxed) {
+            crate::domain::ports::Decision::Approved {
+                by: request.requester,
+            }
+        } else {
+            crate::domain::ports::Decision::Pending
+        };
+        let mut stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(stored
+            .entry(request.id)
+            .or_insert_with(|| crate::domain::ports::StoredApproval {
+                request: request.clone(),
+                decision,
+                card: None,
+            })
+            .clone())
+    }
+
+    async fn set_card(
+        &self,
+        id: crate::domain::ports::ApprovalId,
+        card: crate::domain::scope::MessageId,
+    ) -> Result<(), crate::domain::ports::PortError> {
+        let mut stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = stored.get_mut(&id) {
+            s.card = Some(card);
+        }
+        Ok(())
+    }
+
+    async fn decide(
+        &self,
+        id: crate::domain::ports::ApprovalId,
+        decision: crate::domain::ports::Decision,
+        _at_ms: i64,
+    ) -> Result<bool, crate::domain::ports::PortError> {
+        let mut stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(match stored.get_mut(&id) {
+            Some(s) if s.decision == crate::domain::ports::Decision::Pending => {
+                s.decision = decision;
+                true
+            }
+            _ => false,
+        })
+    }
+
+    async fn get(
+        &self,
+        id: crate::domain::ports::ApprovalId,
+    ) -> Result<Option<crate::domain::ports::StoredApproval>, crate::domain::ports::PortError> {
+        let stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(stored.get(&id).cloned())
+    }
+}

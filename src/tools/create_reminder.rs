@@ -87,6 +87,48 @@ impl Tool for CreateReminder {
         Ok(())
     }
 
+    /// A reminder for the whole channel speaks to everyone there: someone approves it first
+    /// (SPEC E3).
+    async fn approval(
+        &self,
+        ctx: &ToolContext<'_>,
+        args: &Args,
+    ) -> Result<Option<String>, ToolError> {
+        if !args.for_channel {
+            return Ok(None);
+        }
+        let locale = ctx.turn.locale;
+        let mut when = match (&args.at, args.in_minutes) {
+            (_, Some(minutes)) => crate::locale::text_with(
+                locale,
+                "approval-when-in",
+                &[("minutes", minutes.to_string())],
+            ),
+            (Some(at), None) => crate::locale::text_with(
+                locale,
+                "approval-when-at",
+                &[
+                    ("at", at.trim().to_owned()),
+                    ("zone", args.time_zone.clone()),
+                ],
+            ),
+            (None, None) => String::new(),
+        };
+        if args.repeat != Repeat::Once {
+            when.push_str(&crate::locale::text_with(
+                locale,
+                "approval-when-repeat",
+                &[("repeat", args.repeat.as_str().to_owned())],
+            ));
+        }
+        let text = args.text.trim().to_owned();
+        Ok(Some(crate::locale::text_with(
+            locale,
+            "approval-what-channel-reminder",
+            &[("when", when), ("text", text)],
+        )))
+    }
+
     async fn execute(
         &self,
         ctx: &ToolContext<'_>,

@@ -20,6 +20,9 @@ pub struct Args {
 
 pub struct ForgetFact;
 
+/// How many of the facts this turn can see are looked through for the one to forget.
+const FACTS_LOOKED_AT: u32 = 500;
+
 #[async_trait]
 impl Tool for ForgetFact {
     type Args = Args;
@@ -30,6 +33,41 @@ impl Tool for ForgetFact {
 
     fn validate(&self, args: &Args) -> Result<(), ArgError> {
         ArgError::check_range("$.id", args.id, 1, i64::MAX)
+    }
+
+    /// A fact about the whole server is everyone's: someone approves forgetting it first (SPEC
+    /// E3). A fact about the requester is theirs to forget.
+    async fn approval(
+        &self,
+        ctx: &ToolContext<'_>,
+        args: &Args,
+    ) -> Result<Option<String>, ToolError> {
+        let scope = ctx.scope();
+        if scope.server.is_none() {
+            return Ok(None);
+        }
+        let visible = ctx
+            .ports()
+            .memory
+            .facts(
+                scope.server,
+                &scope.persona,
+                Some(scope.user),
+                scope.channel,
+                FACTS_LOOKED_AT,
+            )
+            .await?;
+        let Some(fact) = visible
+            .into_iter()
+            .find(|f| f.id == args.id && f.about.is_none())
+        else {
+            return Ok(None);
+        };
+        Ok(Some(crate::locale::text_with(
+            ctx.turn.locale,
+            "approval-what-forget-server-fact",
+            &[("id", fact.id.to_string()), ("text", fact.text)],
+        )))
     }
 
     async fn execute(

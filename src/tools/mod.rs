@@ -241,6 +241,17 @@ pub trait Tool: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether this call needs someone's approval before it runs (SPEC E3), and if so what it
+    /// will do, in plain words in the requester's language, written from the validated
+    /// arguments (never the model's words about them). Most tools need none.
+    async fn approval(
+        &self,
+        _ctx: &ToolContext<'_>,
+        _args: &Self::Args,
+    ) -> Result<Option<String>, ToolError> {
+        Ok(None)
+    }
+
     /// Runs the call. `cancel` fires on `/kill` or the watchdog's timeout; a tool with external
     /// work should stop it when it fires.
     async fn execute(

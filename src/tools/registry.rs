@@ -20,6 +20,11 @@ use crate::domain::role::{Role, RoleSet};
 trait ErasedTool: Send + Sync {
     /// Parses and validates arguments, returning them in canonical form (defaults filled in).
     fn prepare(&self, arguments: Value) -> Result<Value, ArgError>;
+    async fn approval(
+        &self,
+        ctx: &ToolContext<'_>,
+        arguments: &Value,
+    ) -> Result<Option<String>, ToolError>;
     async fn run(
         &self,
         ctx: &ToolContext<'_>,
@@ -38,6 +43,15 @@ impl<T: Tool> ErasedTool for Erased<T> {
         serde_json::to_value(&args).map_err(|e| ArgError::at("$", e.to_string()))
     }
 
+    async fn approval(
+        &self,
+        ctx: &ToolContext<'_>,
+        arguments: &Value,
+    ) -> Result<Option<String>, ToolError> {
+        let args: T::Args = again(arguments.clone())?;
+        self.0.approval(ctx, &args).await
+    }
+
     async fn run(
         &self,
         ctx: &ToolContext<'_>,
@@ -46,12 +60,17 @@ impl<T: Tool> ErasedTool for Erased<T> {
     ) -> Result<ToolOutput, ToolError> {
         // Prepared arguments are this type's own serialization, so they parse again; a failure
         // here would be a bug in the tool's serde attributes.
-        let args: T::Args = serde_json::from_value(arguments).map_err(|e| ToolError::Failed {
-            code: Some("internal_error".into()),
-            message: format!("prepared arguments did not parse again: {e}"),
-        })?;
+        let args: T::Args = again(arguments)?;
         self.0.execute(ctx, args, cancel).await
     }
+}
+
+/// Prepared arguments parsed again (they are the type's own serialization).
+fn again<A: serde::de::DeserializeOwned>(arguments: Value) -> Result<A, ToolError> {
+    serde_json::from_value(arguments).map_err(|e| ToolError::Failed {
+        code: Some("internal_error".into()),
+        message: format!("prepared arguments did not parse again: {e}"),
+    })
 }
 
 /// Deserializes `value`, reporting the JSON path of the first error (`$.part.index`).
@@ -95,6 +114,15 @@ pub struct RegisteredTool {
 impl RegisteredTool {
     pub(crate) fn prepare(&self, arguments: Value) -> Result<Value, ArgError> {
         self.tool.prepare(arguments)
+    }
+
+    /// What the call will do, when it needs approval first (SPEC E3).
+    pub(crate) async fn approval(
+        &self,
+        ctx: &ToolContext<'_>,
+        arguments: &Value,
+    ) -> Result<Option<String>, ToolError> {
+        self.tool.approval(ctx, arguments).await
     }
 
     pub(crate) async fn run(

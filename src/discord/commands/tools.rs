@@ -1,5 +1,6 @@
 //! `/tools deliberate|phrases|show`: deliberate tool mode, where a gated tool is offered only
-//! when a message asks for it, and the server's own phrases that ask.
+//! when a message asks for it, and the server's own phrases that ask. `/tools approvals`: who
+//! decides a tool call that needs approval (SPEC E3).
 
 use super::shared::{State, locale_of, log_change, managed_server, reply};
 use crate::discord::data::{Context, Error};
@@ -49,12 +50,45 @@ pub enum PhraseAction {
 /// Deliberate tool mode: tools offered only when a message asks for them.
 #[poise::command(
     slash_command,
-    subcommands("tools_deliberate", "tools_phrases", "tools_show"),
+    subcommands("tools_deliberate", "tools_phrases", "tools_show", "tools_approvals"),
     default_member_permissions = "MANAGE_GUILD"
 )]
 pub async fn tools(_ctx: Context<'_>) -> Result<(), Error> {
     // Discord only invokes the subcommands.
     Ok(())
+}
+
+/// Who decides approvals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, poise::ChoiceParameter)]
+pub enum ApproversChoice {
+    #[name = "requester"]
+    Requester,
+    #[name = "moderators"]
+    Moderators,
+}
+
+/// Who approves a tool call that needs approval here.
+#[poise::command(slash_command, rename = "approvals")]
+pub async fn tools_approvals(ctx: Context<'_>, by: ApproversChoice) -> Result<(), Error> {
+    use crate::domain::approvals::Approvers;
+    let Some(server) = managed_server(ctx).await? else {
+        return Ok(());
+    };
+    let approvers = match by {
+        ApproversChoice::Requester => Approvers::Requester,
+        ApproversChoice::Moderators => Approvers::Moderators,
+    };
+    ctx.data()
+        .settings
+        .update(server, SettingsChange::Approvers(approvers))
+        .await?;
+    log_change(
+        ctx,
+        server,
+        format!("/tools approvals {}", approvers.as_str()),
+    );
+    let key = format!("tools-approvals-{}", approvers.as_str());
+    reply(ctx, locale::text(locale_of(ctx), &key)).await
 }
 
 /// Turn deliberate tool mode on or off for this server.

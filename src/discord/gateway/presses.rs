@@ -13,6 +13,7 @@ use serenity::all::{
 };
 
 use crate::discord::data::BotData;
+use crate::domain::approvals::{ApprovalButton, Decision};
 use crate::domain::buttons::{
     AGAIN_MAX, ButtonId, Buttons, Press, Presser, Refusal, Shown, Verdict, may_press,
 };
@@ -25,12 +26,7 @@ use crate::locale::{self, Locale};
 
 /// One press of a button. A component that is not one of this bot's buttons is left alone.
 pub async fn on_press(data: &Arc<BotData>, http: &Http, press: &ComponentInteraction) {
-    let Some(button) = ButtonId::decode(&press.data.custom_id) else {
-        return;
-    };
     let locale = Locale::from_discord(&press.locale);
-    let channel = ChannelId(press.channel_id.get());
-    let message = MessageId(press.message.id.get());
     let presser = Presser {
         user: UserId(press.user.id.get()),
         moderator: press
@@ -39,6 +35,19 @@ pub async fn on_press(data: &Arc<BotData>, http: &Http, press: &ComponentInterac
             .and_then(|m| m.permissions)
             .is_some_and(|p| p.manage_messages()),
     };
+    if let Some(button) = ApprovalButton::decode(&press.data.custom_id) {
+        let refusal = decide(data, button, presser).await;
+        match refusal {
+            None => acknowledge(http, press).await,
+            Some(key) => tell_now(http, press, locale::text(locale, key)).await,
+        }
+        return;
+    }
+    let Some(button) = ButtonId::decode(&press.data.custom_id) else {
+        return;
+    };
+    let channel = ChannelId(press.channel_id.get());
+    let message = MessageId(press.message.id.get());
     let posted_ms = snowflake_ms(message.0);
     if let Err(refusal) = may_press(&button, presser, posted_ms, SystemClock.now_ms()) {
         tell_now(http, press, refusal_text(refusal, button.press, locale)).await;
@@ -62,6 +71,57 @@ pub async fn on_press(data: &Arc<BotData>, http: &Http, press: &ComponentInterac
     };
     if let Some(text) = answer {
         tell_later(http, press, text).await;
+    }
+}
+
+/// Approve or Deny on an approval card (SPEC E3): the first decision stands (a conditional
+/// update in the store); the waiting turn reads it, runs or not, and closes the card. Returns the
+/// locale key of a refusal, `None` when it was decided here.
+async fn decide(data: &BotData, button: ApprovalButton, presser: Presser) -> Option<&'static str> {
+    let stored = match data.approvals.get(button.id).await {
+        Ok(Some(stored)) => stored,
+        Ok(None) => return Some("approval-decided"),
+        Err(error) => {
+            tracing::warn!(%error, "an approval request could not be read");
+            return Some("button-again-unavailable");
+        }
+    };
+    let request = &stored.request;
+    if !request
+        .approvers
+        .allow(request.requester, presser.user, presser.moderator)
+    {
+        return Some("approval-not-yours");
+    }
+    let now = SystemClock.now_ms();
+    if stored.decision != Decision::Pending {
+        return Some("approval-decided");
+    }
+    if now >= request.deadline_ms {
+        return Some("approval-timed-out");
+    }
+    let decision = if button.approve {
+        Decision::Approved { by: presser.user }
+    } else {
+        Decision::Denied { by: presser.user }
+    };
+    match data.approvals.decide(button.id, decision, now).await {
+        Ok(true) => None,
+        Ok(false) => Some("approval-decided"),
+        Err(error) => {
+            tracing::warn!(%error, "an approval decision could not be stored");
+            Some("button-again-unavailable")
+        }
+    }
+}
+
+/// Acknowledges a press whose effect shows by itself (a deferred update).
+async fn acknowledge(http: &Http, press: &ComponentInteraction) {
+    if let Err(error) = press
+        .create_response(http, CreateInteractionResponse::Acknowledge)
+        .await
+    {
+        tracing::debug!(%error, "a press could not be acknowledged");
     }
 }
 

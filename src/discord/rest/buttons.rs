@@ -9,6 +9,7 @@ use crate::locale;
 
 /// Discord's button styles used here.
 const SECONDARY: u8 = 2;
+const SUCCESS: u8 = 3;
 const DANGER: u8 = 4;
 
 /// The `components` of a message carrying `buttons` (an empty list takes them off).
@@ -42,6 +43,23 @@ pub fn components(buttons: &Buttons) -> Value {
         return json!([]);
     }
     json!([{ "type": 1, "components": row }])
+}
+
+/// The `components` of an approval card (SPEC E3): Approve (green) and Deny (red).
+pub fn approval_components(card: &crate::domain::ports::ApprovalCard) -> Value {
+    use crate::domain::approvals::ApprovalButton;
+    let button = |approve: bool, style: u8, key: &str| {
+        json!({
+            "type": 2,
+            "style": style,
+            "label": locale::text(card.locale, key),
+            "custom_id": ApprovalButton { approve, id: card.id }.encode(),
+        })
+    };
+    json!([{ "type": 1, "components": [
+        button(true, SUCCESS, "approval-approve"),
+        button(false, DANGER, "approval-deny"),
+    ] }])
 }
 
 #[cfg(test)]

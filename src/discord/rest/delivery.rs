@@ -213,6 +213,37 @@ impl ChatSink for DiscordSink {
             .map_err(port_error)
     }
 
+    async fn post_approval(
+        &self,
+        channel: ChannelId,
+        card: &crate::domain::ports::ApprovalCard,
+    ) -> Result<MessageId, PortError> {
+        let mut body = message_body(card.text.clone(), None, &Pings::none(), None);
+        body.insert(
+            "components".to_owned(),
+            super::buttons::approval_components(card),
+        );
+        self.create(channel, &Value::Object(body)).await
+    }
+
+    async fn close_approval(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        card: &crate::domain::ports::ApprovalCard,
+        outcome: String,
+    ) -> Result<(), PortError> {
+        let body = json!({
+            "content": format!("{}\n{outcome}", card.text),
+            "components": [],
+            "allowed_mentions": { "parse": [] },
+        });
+        self.rest
+            .edit_message(channel.0, message.0, &body)
+            .await
+            .map_err(port_error)
+    }
+
     async fn delete_message(
         &self,
         channel: ChannelId,

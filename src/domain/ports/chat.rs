@@ -92,6 +92,16 @@ pub enum ExpressionSend {
     Unconfirmed,
 }
 
+/// An approval card (SPEC E3): what will happen, in the bot's words, and whose buttons.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalCard {
+    pub id: crate::domain::approvals::ApprovalId,
+    /// The whole card text (what, who may decide, until when).
+    pub text: String,
+    /// The language of the buttons' labels.
+    pub locale: crate::locale::Locale,
+}
+
 /// A user a message names, under the name the model reads for them (`@name`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mention {
@@ -264,6 +274,30 @@ pub trait ChatSink: Send + Sync {
         message: MessageId,
     ) -> Result<(), PortError> {
         let _ = (channel, message);
+        Ok(())
+    }
+    /// Posts an approval card with Approve and Deny (SPEC E3); its id. An adapter without
+    /// buttons cannot ask: the call is then not approved.
+    async fn post_approval(
+        &self,
+        channel: ChannelId,
+        card: &ApprovalCard,
+    ) -> Result<MessageId, PortError> {
+        let _ = (channel, card);
+        Err(PortError::Unavailable {
+            what: "chat",
+            detail: "no approval cards here".into(),
+        })
+    }
+    /// Closes an approval card: its buttons off, `outcome` below its text.
+    async fn close_approval(
+        &self,
+        channel: ChannelId,
+        message: MessageId,
+        card: &ApprovalCard,
+        outcome: String,
+    ) -> Result<(), PortError> {
+        let _ = (channel, message, card, outcome);
         Ok(())
     }
     /// Shows the typing indicator (Discord keeps it about 10 s).

@@ -6,6 +6,7 @@
 //! thought log; `storage/` for memories, plans, stats and events. Tests use the in-process
 //! fakes in `crate::testkit` (the `testkit` feature). No Discord, HTTP or SQL type appears here.
 
+mod approvals;
 mod chat;
 mod clock;
 mod feedback;
@@ -22,6 +23,7 @@ mod seen;
 mod settings;
 mod stats;
 
+pub use approvals::*;
 pub use chat::*;
 pub use clock::*;
 pub use feedback::*;
@@ -69,6 +71,8 @@ pub struct Ports {
     pub reminders: Arc<dyn ReminderStore>,
     /// Discord's CDN, for the files of messages in context.
     pub attachments: Arc<dyn AttachmentFetcher>,
+    /// Requests for approval and their decisions (SPEC E3).
+    pub approvals: Arc<dyn ApprovalStore>,
 }
 
 /// The ports that face the chat service (Discord), to combine with storage-backed ones.

@@ -65,6 +65,8 @@ pub struct ServerSettings {
     /// Replies carry no buttons (SPEC E2): they do unless a moderator turns them off, so the
     /// default (`false`) is "shown".
     pub hide_buttons: bool,
+    /// Who decides a tool call that needs approval here (SPEC E3).
+    pub approvers: crate::domain::approvals::Approvers,
 }
 
 /// Which finished turns post a "Turn summary" card to the thought log: a busy
@@ -142,6 +144,8 @@ pub enum SettingsChange {
     StatusReactions(bool),
     /// Buttons on replies shown or not (SPEC E2).
     Buttons(bool),
+    /// Who decides approvals (SPEC E3).
+    Approvers(crate::domain::approvals::Approvers),
     /// What Response Drafting reviews (tool calls, replies) and with which model (`Some(None)`:
     /// the configured ones again); `None` leaves a part as it is (SPEC C8).
     Review {
@@ -264,6 +268,7 @@ impl SettingsChange {
             Self::ReplyStyle(style) => settings.reply_style = style,
             Self::StatusReactions(on) => settings.status_reactions = on,
             Self::Buttons(on) => settings.hide_buttons = !on,
+            Self::Approvers(approvers) => settings.approvers = approvers,
             Self::Review {
                 drafting,
                 checks,

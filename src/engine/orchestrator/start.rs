@@ -113,6 +113,9 @@ impl Worker {
                 .trigger((!m.quiet).then_some(m.message))
                 .buttons(!settings.hide_buttons && !m.quiet)
                 .again(pending.again.map_or(0, |a| a.count))
+                .approvals_by_moderators(
+                    settings.approvers == crate::domain::approvals::Approvers::Moderators,
+                )
                 .admission(admission)
                 // Not a child of the channel's token: a stopping process lets the turn finish
                 // first, and stops it itself (see `wind_down`).
