@@ -19,7 +19,8 @@ use serenity::all::{
 };
 use serenity::model::event::Event;
 use support::fake_discord::{
-    self as fd, FakeChannel, FakeDiscord, Incoming, RateLimit, RateLimitCounts, Slash, World,
+    self as fd, ButtonPress, FakeChannel, FakeDiscord, Incoming, RateLimit, RateLimitCounts, Slash,
+    World,
 };
 
 const GUILD: u64 = 100;
@@ -602,6 +603,95 @@ async fn components_are_checked_as_discord_checks_them() {
         .await;
     assert_eq!(cleared.status, 200, "{}", cleared.text);
     assert_eq!(cleared.body["components"], json!([]));
+}
+
+// A press is sent only for a button on the app's own message; its callback may update the
+// message (7: content and components replaced, checked as an edit is) or defer that (6), once;
+// a command's interaction takes neither. The app deletes its own message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn presses_are_sent_and_answered_as_discord_does() {
+    let fake = FakeDiscord::start(world()).await;
+    let _gateway = connect(&fake, all_intents()).await;
+    let api = Api::new(&fake);
+    let button = json!({"type": 2, "style": 2, "label": "ok", "custom_id": "ok"});
+    let sent = api
+        .post(
+            &format!("/channels/{GENERAL}/messages"),
+            json!({"content": "pick", "components": [{"type": 1, "components": [button]}]}),
+        )
+        .await;
+    let press = |custom_id: &str| ButtonPress {
+        channel_id: GENERAL,
+        guild_id: Some(GUILD),
+        message_id: sent.id(),
+        custom_id: custom_id.to_owned(),
+        user_id: ALICE,
+        permissions: 0,
+    };
+    assert!(fake.press(press("other")).await.is_err(), "no such button");
+    let pressed = fake.press(press("ok")).await.expect("a press");
+    let long = "x".repeat(101);
+    let update = |data: Value| json!({"type": 7, "data": data});
+    let path = format!("/interactions/{pressed}/itoken-{pressed}/callback");
+    let bad = api
+        .post(
+            &path,
+            update(json!({"components": [{"type": 1, "components": [
+                {"type": 2, "style": 2, "label": "x", "custom_id": long}
+            ]}]})),
+        )
+        .await;
+    assert_eq!(bad.body["code"], 50035, "checked as an edit: {}", bad.text);
+    let updated = api
+        .post(
+            &path,
+            update(json!({"content": "picked", "components": []})),
+        )
+        .await;
+    assert_eq!(updated.status, 204, "{}", updated.text);
+    let now = fake.history(GENERAL);
+    let message = now
+        .iter()
+        .find(|m| m["id"] == sent.body["id"])
+        .expect("kept");
+    assert_eq!(message["content"], "picked");
+    assert_eq!(message["components"], json!([]));
+    assert!(fake.press(press("ok")).await.is_err(), "the button is gone");
+    let again = api.post(&path, update(json!({"content": "twice"}))).await;
+    assert_eq!(again.body["code"], 40060);
+    let command = fake
+        .slash(Slash::new(
+            "ping",
+            json!([]),
+            Some(GUILD),
+            GENERAL,
+            ALICE,
+            "alice",
+        ))
+        .await;
+    let deferred_update = api
+        .post(
+            &format!("/interactions/{command}/itoken-{command}/callback"),
+            json!({"type": 6}),
+        )
+        .await;
+    assert_eq!(deferred_update.status, 400, "not for a command");
+    let deleted = api
+        .send(
+            Method::DELETE,
+            &format!("/channels/{GENERAL}/messages/{}", sent.id()),
+            None,
+        )
+        .await;
+    assert_eq!(deleted.status, 204);
+    let gone = api
+        .send(
+            Method::DELETE,
+            &format!("/channels/{GENERAL}/messages/{}", sent.id()),
+            None,
+        )
+        .await;
+    assert_eq!(gone.body["code"], 10008);
 }
 
 // The global budget: 50 requests per second over every route, interaction callbacks excepted.
