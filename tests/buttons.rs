@@ -327,3 +327,71 @@ async fn buttons_off_leaves_replies_plain() {
     e.assert_fakes_used();
     e.stop().await;
 }
+
+/// The simple world, where the bot may manage #general's webhooks (a server persona posts
+/// through one).
+fn webhook_world() -> support::fake_discord::World {
+    let mut world = support::fake_discord::World::simple();
+    world.guilds[0].channels[0] = support::fake_discord::FakeChannel::new(GENERAL, "general", true)
+        .allow_bot(support::fake_discord::MANAGE_WEBHOOKS);
+    world
+}
+
+/// The persona's posts in #general as they are now.
+fn persona_posts(e: &E2e) -> Vec<Value> {
+    e.discord
+        .history(GENERAL)
+        .into_iter()
+        .filter(|m| m["webhook_id"].is_string())
+        .collect()
+}
+
+// SPEC E2, A1: a reply under the server's own persona is a webhook's post; it carries its
+// buttons too, Stop comes off through the webhook, and Again replaces it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_persona_reply_through_a_webhook_has_its_buttons() {
+    let e = E2e::start_in(
+        webhook_world(),
+        Behaviour::succeed(),
+        vec![
+            two_paragraphs(Duration::from_millis(800)),
+            Reply::text(&["Mira again."]),
+        ],
+        E2e::every_paragraph_a_message,
+    )
+    .await;
+    let persona = persona_bot::domain::ports::Persona {
+        id: persona_bot::domain::scope::PersonaId("aria".into()),
+        display_name: "Mira".into(),
+        system_prompt: "You are Mira.".into(),
+        trigger_words: vec![],
+        avatar_url: None,
+    };
+    let change = persona_bot::domain::ports::SettingsChange::Persona(Some(persona));
+    let server = persona_bot::domain::scope::ServerId(GUILD);
+    use persona_bot::domain::ports::SettingsStore as _;
+    e.running()
+        .storage
+        .settings
+        .update(server, change)
+        .await
+        .unwrap();
+    e.mention(ALICE, "alice", "who are you?").await;
+    e.until("two persona posts, Stop off the first", |e| {
+        let posts = persona_posts(e);
+        posts.len() == 2 && codes(&posts[0]).is_empty()
+    })
+    .await;
+    assert!(e.posted(GENERAL).is_empty(), "nothing as the bot user");
+    let last = persona_posts(&e)[1].clone();
+    assert_eq!(codes(&last), vec!["a", "u", "d"]);
+    let again = press(&e, id_of(&last), &button(&last, "a"), ALICE).await;
+    assert_eq!(again["type"], json!(6));
+    e.until("the new answer replaces both posts", |e| {
+        let posts = persona_posts(e);
+        posts.len() == 1 && posts[0]["content"] == json!("Mira again.")
+    })
+    .await;
+    e.assert_fakes_used();
+    e.stop().await;
+}

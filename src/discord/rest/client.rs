@@ -460,6 +460,44 @@ impl DiscordRest {
         message_answer(response).await.map(|_| ())
     }
 
+    /// Edits (`PATCH`, with `body`) or deletes (`DELETE`) a message the channel webhook `hook`
+    /// posted (`/webhooks/{id}/{token}/messages/{id}`): a persona's reply, whose buttons change.
+    /// Idempotent, so retried as an edit is; a deleted message already gone (404) counts as
+    /// deleted. The token is a credential: no log and no error holds it.
+    pub async fn webhook_message(
+        &self,
+        method: reqwest::Method,
+        hook: &Hook,
+        message: u64,
+        body: Option<&Value>,
+    ) -> Result<(), SendError> {
+        let url = format!(
+            "{}/webhooks/{}/{}/messages/{message}",
+            self.api,
+            hook.id,
+            hook.token.expose_secret()
+        );
+        let route = Route {
+            template: "PATCH|DELETE /webhooks/{}/{}/messages/{}",
+            major: hook.id,
+            local_per_5s: None,
+        };
+        let make = || {
+            let request = self.http.request(method.clone(), &url);
+            match body {
+                Some(body) => request.json(body),
+                None => request,
+            }
+        };
+        let response = self.exchange(route, make, Retry::ServerFailures).await?;
+        let status = response.status();
+        let gone = method == reqwest::Method::DELETE && status == reqwest::StatusCode::NOT_FOUND;
+        if status.is_success() || gone {
+            return Ok(());
+        }
+        message_answer(response).await.map(|_| ())
+    }
+
     /// Shows the typing indicator. Best effort: a failure is only logged.
     pub async fn trigger_typing(&self, channel: u64) {
         let path = format!("/channels/{channel}/typing");

@@ -55,6 +55,7 @@ impl DiscordSink {
         channel: ChannelId,
         text: &str,
         pings: &Pings,
+        components: Option<Value>,
     ) -> Option<Result<MessageId, PortError>> {
         let webhooks = self.webhooks.as_ref()?;
         let bot = self.bot.get()?;
@@ -62,12 +63,16 @@ impl DiscordSink {
             return None;
         }
         let hook = webhooks.hook(channel.0).await?;
-        let body = json!({
+        let mut body = json!({
             "content": text,
             "username": voice.name,
             "avatar_url": voice.avatar_url.clone().or_else(|| self.cache.bot_avatar()),
             "allowed_mentions": allowed_mentions(pings, false),
         });
+        // The bot's own webhooks belong to the application: their posts may carry buttons.
+        if let (Some(components), Some(fields)) = (components, body.as_object_mut()) {
+            fields.insert("components".to_owned(), components);
+        }
         match self.rest.execute_webhook(&hook, &body).await {
             Ok(posted) => Some(Ok(MessageId(
                 posted.get("id").and_then(snowflake).unwrap_or_default(),
@@ -89,6 +94,26 @@ impl DiscordSink {
             }
             Err(error @ SendError::Unconfirmed(_)) => Some(Err(port_error(error))),
         }
+    }
+
+    /// Edits or deletes a message the channel's webhook posted (the persona's).
+    async fn through_webhook(
+        &self,
+        method: reqwest::Method,
+        channel: ChannelId,
+        message: MessageId,
+        body: Option<&Value>,
+    ) -> Result<(), PortError> {
+        let unavailable = || PortError::Unavailable {
+            what: "discord",
+            detail: "no webhook of the bot's in the channel".into(),
+        };
+        let webhooks = self.webhooks.as_ref().ok_or_else(unavailable)?;
+        let hook = webhooks.hook(channel.0).await.ok_or_else(unavailable)?;
+        self.rest
+            .webhook_message(method, &hook, message.0, body)
+            .await
+            .map_err(port_error)
     }
 
     /// Posts a message's `body` in `channel`; its id.
@@ -171,15 +196,15 @@ impl ChatSink for DiscordSink {
         key: Option<&str>,
     ) -> Result<MessageId, PortError> {
         if let Some(voice) = voice
-            && let Some(posted) = self.post_as(voice, channel, &text, pings).await
+            && let Some(posted) = self.post_as(voice, channel, &text, pings, None).await
         {
             return posted;
         }
         self.send_text(channel, text, reply_to, pings, key).await
     }
 
-    /// Buttons ride on messages the bot user posts: a webhook's message is edited through the
-    /// webhook's own token, so a reply posted under a server's persona goes without them.
+    /// A reply under a server's persona carries its buttons on the webhook's post (the bot's
+    /// webhooks belong to the application, which Discord requires for buttons).
     async fn send_with_buttons(
         &self,
         voice: Option<&Voice>,
@@ -190,13 +215,16 @@ impl ChatSink for DiscordSink {
         key: Option<&str>,
         buttons: &Buttons,
     ) -> Result<MessageId, PortError> {
+        let components = super::buttons::components(buttons);
         if let Some(voice) = voice
-            && let Some(posted) = self.post_as(voice, channel, &text, pings).await
+            && let Some(posted) = self
+                .post_as(voice, channel, &text, pings, Some(components.clone()))
+                .await
         {
             return posted;
         }
         let mut body = message_body(text, reply_to, pings, key);
-        body.insert("components".to_owned(), super::buttons::components(buttons));
+        body.insert("components".to_owned(), components);
         self.create(channel, &Value::Object(body)).await
     }
 
@@ -207,10 +235,14 @@ impl ChatSink for DiscordSink {
         buttons: &Buttons,
     ) -> Result<(), PortError> {
         let body = json!({ "components": super::buttons::components(buttons) });
-        self.rest
-            .edit_message(channel.0, message.0, &body)
-            .await
-            .map_err(port_error)
+        match self.rest.edit_message(channel.0, message.0, &body).await {
+            // Another author's message: the persona's, posted through the channel's webhook.
+            Err(SendError::Refused { status: 403, .. }) => {
+                self.through_webhook(reqwest::Method::PATCH, channel, message, Some(&body))
+                    .await
+            }
+            other => other.map_err(port_error),
+        }
     }
 
     async fn post_approval(
@@ -249,10 +281,14 @@ impl ChatSink for DiscordSink {
         channel: ChannelId,
         message: MessageId,
     ) -> Result<(), PortError> {
-        self.rest
-            .delete_message(channel.0, message.0)
-            .await
-            .map_err(port_error)
+        match self.rest.delete_message(channel.0, message.0).await {
+            // The persona's post, and the bot may not manage messages here: its webhook may.
+            Err(SendError::Refused { status: 403, .. }) => {
+                self.through_webhook(reqwest::Method::DELETE, channel, message, None)
+                    .await
+            }
+            other => other.map_err(port_error),
+        }
     }
 
     async fn send_text(

@@ -121,6 +121,10 @@ pub(super) fn route(
             }
             original_message(shared, m, token, body, &files)?
         }
+        (m @ ("PATCH" | "DELETE"), ["webhooks", id, token, "messages", message_id]) => {
+            let (id, message_id) = (parse_id(id)?, parse_id(message_id)?);
+            super::webhooks::webhook_message(shared, m, id, token, message_id, &body)
+        }
         // the application's id: an interaction follow-up; any other: a channel webhook's execute
         ("POST", ["webhooks", id, token]) => {
             let id = parse_id(id)?;

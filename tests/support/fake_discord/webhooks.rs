@@ -275,3 +275,66 @@ pub(super) fn execute_webhook(
         .is_some_and(|w| matches!(w.to_ascii_lowercase().as_str(), "true" | "1"));
     if wait { ok(&message) } else { no_content() }
 }
+
+/// `PATCH`/`DELETE /webhooks/{id}/{token}/messages/{message}`: a channel webhook edits (content,
+/// components, checked as a channel edit is) or deletes a message it posted itself, with its
+/// token; another's message is 10008 Unknown Message.
+pub(super) fn webhook_message(
+    shared: &Arc<Shared>,
+    method: &str,
+    webhook_id: u64,
+    token: &str,
+    message_id: u64,
+    body: &Value,
+) -> Response {
+    let Some(webhook) = shared.lock().webhooks.get(&webhook_id).cloned() else {
+        return error(404, "Unknown Webhook", 10015);
+    };
+    if webhook["token"].as_str() != Some(token) {
+        return error(401, "Invalid Webhook Token", 50027);
+    }
+    if method == "PATCH"
+        && let Err(refusal) = super::validation::check_components(body)
+    {
+        return refusal;
+    }
+    let channel_id = webhook["channel_id"]
+        .as_str()
+        .and_then(|s| s.parse::<u64>().ok())
+        .unwrap_or(0);
+    let id = message_id.to_string();
+    let hook = webhook_id.to_string();
+    let mut inner = shared.lock();
+    let Some(history) = inner.history.get_mut(&channel_id) else {
+        return error(404, "Unknown Message", 10008);
+    };
+    let Some(at) = history
+        .iter()
+        .position(|m| m["id"].as_str() == Some(id.as_str()) && m["webhook_id"] == json!(hook))
+    else {
+        return error(404, "Unknown Message", 10008);
+    };
+    let guild_id = webhook["guild_id"]
+        .as_str()
+        .and_then(|s| s.parse::<u64>().ok());
+    if method == "DELETE" {
+        history.remove(at);
+        let mut deleted = json!({ "id": id, "channel_id": channel_id.to_string() });
+        if let Some(guild_id) = guild_id {
+            deleted["guild_id"] = json!(guild_id.to_string());
+        }
+        dispatch_locked(&mut inner, "MESSAGE_DELETE", deleted);
+        return no_content();
+    }
+    let message = &mut history[at];
+    for key in ["content", "components"] {
+        if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
+            message[key] = v.clone();
+        }
+    }
+    message["edited_timestamp"] = json!(super::message_objects::now());
+    let edited = message.clone();
+    let dispatched = shared.world.as_dispatched(edited.clone(), guild_id);
+    dispatch_locked(&mut inner, "MESSAGE_UPDATE", dispatched);
+    ok(&edited)
+}
