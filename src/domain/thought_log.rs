@@ -243,50 +243,8 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
             ],
             colour: GREY,
         },
-        Notice::Approval {
-            tool,
-            what,
-            outcome,
-            by,
-        } => Card {
-            title: t("notice-approval-title"),
-            fields: vec![
-                (t("notice-field-tool"), format!("`{tool}`")),
-                (t("notice-field-what"), cut(what, 300)),
-                (
-                    t("notice-field-outcome"),
-                    match by {
-                        Some(by) => format!("{outcome} (<@{by}>)"),
-                        None => outcome.clone(),
-                    },
-                ),
-            ],
-            colour: BLUE,
-        },
-        Notice::Feedback {
-            channel,
-            by,
-            verdict,
-            tally,
-        } => Card {
-            title: t("notice-feedback-title"),
-            fields: vec![
-                (t("notice-field-channel"), format!("<#{channel}>")),
-                (t("notice-field-by"), format!("<@{by}>")),
-                (
-                    t("notice-field-verdict"),
-                    match verdict {
-                        crate::domain::buttons::Verdict::Up => "👍".to_owned(),
-                        crate::domain::buttons::Verdict::Down => "👎".to_owned(),
-                    },
-                ),
-                (
-                    t("notice-field-feedback"),
-                    format!("👍 {} · 👎 {}", tally.up, tally.down),
-                ),
-            ],
-            colour: BLUE,
-        },
+        Notice::Approval { .. } => approval(notice, &t),
+        Notice::Feedback { .. } => feedback(notice, &t),
         Notice::CaughtUp {
             channels,
             found,
@@ -305,6 +263,62 @@ pub fn render(notice: &Notice, locale: Locale) -> Card {
         *value = redact_text(value);
     }
     card
+}
+
+/// The card of a [`Notice::Approval`] (SPEC E3).
+fn approval(notice: &Notice, t: &dyn Fn(&str) -> String) -> Card {
+    let Notice::Approval {
+        tool,
+        what,
+        outcome,
+        by,
+    } = notice
+    else {
+        return Card::empty();
+    };
+    let outcome = match by {
+        Some(by) => format!("{outcome} (<@{by}>)"),
+        None => outcome.clone(),
+    };
+    Card {
+        title: t("notice-approval-title"),
+        fields: vec![
+            (t("notice-field-tool"), format!("`{tool}`")),
+            (t("notice-field-what"), cut(what, 300)),
+            (t("notice-field-outcome"), outcome),
+        ],
+        colour: BLUE,
+    }
+}
+
+/// The card of a [`Notice::Feedback`] (SPEC E2).
+fn feedback(notice: &Notice, t: &dyn Fn(&str) -> String) -> Card {
+    let Notice::Feedback {
+        channel,
+        by,
+        verdict,
+        tally,
+    } = notice
+    else {
+        return Card::empty();
+    };
+    let verdict = match verdict {
+        crate::domain::buttons::Verdict::Up => "👍",
+        crate::domain::buttons::Verdict::Down => "👎",
+    };
+    Card {
+        title: t("notice-feedback-title"),
+        fields: vec![
+            (t("notice-field-channel"), format!("<#{channel}>")),
+            (t("notice-field-by"), format!("<@{by}>")),
+            (t("notice-field-verdict"), verdict.to_owned()),
+            (
+                t("notice-field-feedback"),
+                format!("👍 {} · 👎 {}", tally.up, tally.down),
+            ),
+        ],
+        colour: BLUE,
+    }
 }
 
 /// The card of a [`Notice::ToolFailed`].

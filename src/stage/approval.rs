@@ -82,29 +82,11 @@ pub(super) async fn ask(
     };
     let decision = match stored.decision {
         Decision::Pending => {
-            let message = match stored.card {
-                Some(message) => Some(message),
-                None if earlier => match posted_before(turn, ports, &request).await {
-                    Some(message) => Some(message),
-                    None => post_card(turn, ports, &request, &card).await,
-                },
-                None => post_card(turn, ports, &request, &card).await,
+            let asked = Asked {
+                card: stored.card,
+                earlier,
             };
-            let decision = wait(turn, ports, &request, message.is_some()).await;
-            // A stopping process leaves the card open: the resumed turn waits on it again.
-            let resumes = decision == Decision::Pending && turn.stop.is_shutdown();
-            if let Some(message) = message.filter(|_| !resumes) {
-                let outcome = outcome_text(decision, turn.locale);
-                if let Err(error) = ports
-                    .sink
-                    .close_approval(request.channel, message, &card, outcome)
-                    .await
-                {
-                    tracing::warn!(turn = %turn.id, %error, "an approval card could not be closed");
-                }
-            }
-            announce(turn, ports, &request, decision).await;
-            decision
+            await_decision(turn, ports, &request, &card, asked).await
         }
         decided => decided,
     };
@@ -114,6 +96,46 @@ pub(super) async fn ask(
         Decision::Denied { by } => Gate::Denied(format!("Denied by <@{by}>.")),
         Decision::TimedOut => Gate::Denied(format!("Nobody approved it within {timeout} s.")),
     }
+}
+
+/// Where a pending request stands: its card when noted, and whether an earlier run opened it.
+struct Asked {
+    card: Option<crate::domain::scope::MessageId>,
+    earlier: bool,
+}
+
+/// A pending request: its card found or posted, the decision waited for, the card closed with
+/// the outcome (left open for a stopping process's resumed turn), and the thought log told.
+async fn await_decision(
+    turn: &Turn,
+    ports: &crate::domain::ports::Ports,
+    request: &ApprovalRequest,
+    card: &ApprovalCard,
+    asked: Asked,
+) -> Decision {
+    let message = match asked.card {
+        Some(message) => Some(message),
+        None if asked.earlier => match posted_before(turn, ports, request).await {
+            Some(message) => Some(message),
+            None => post_card(turn, ports, request, card).await,
+        },
+        None => post_card(turn, ports, request, card).await,
+    };
+    let decision = wait(turn, ports, request, message.is_some()).await;
+    // A stopping process leaves the card open: the resumed turn waits on it again.
+    let resumes = decision == Decision::Pending && turn.stop.is_shutdown();
+    if let Some(message) = message.filter(|_| !resumes) {
+        let outcome = outcome_text(decision, turn.locale);
+        if let Err(error) = ports
+            .sink
+            .close_approval(request.channel, message, card, outcome)
+            .await
+        {
+            tracing::warn!(turn = %turn.id, %error, "an approval card could not be closed");
+        }
+    }
+    announce(turn, ports, request, decision).await;
+    decision
 }
 
 /// The card's text: what will happen, who may decide, and until when.

@@ -88,39 +88,7 @@ impl Worker {
             &settings.deliberate,
             &m.content,
         );
-        let scope = Scope {
-            server: m.server,
-            channel: m.channel,
-            user: m.author,
-            persona: persona.id.clone(),
-            visibility: m.visibility,
-        };
-        let turn = Arc::new(
-            Turn::new(scope, m.locale)
-                .with_id(TurnId::for_answer(
-                    m.channel,
-                    m.message,
-                    pending.edit,
-                    pending.again.map_or(0, |a| a.count),
-                ))
-                .quiet(m.quiet)
-                .drafting(settings.drafting)
-                .review_policy(settings.review.clone())
-                .reply_style(settings.reply_style)
-                .voice(own_voice(m.server, &settings))
-                .persona_name(&persona.display_name)
-                // A quiet turn's trigger is not a Discord message: nothing to react to.
-                .trigger((!m.quiet).then_some(m.message))
-                .buttons(!settings.hide_buttons && !m.quiet)
-                .again(pending.again.map_or(0, |a| a.count))
-                .approvals_by_moderators(
-                    settings.approvers == crate::domain::approvals::Approvers::Moderators,
-                )
-                .admission(admission)
-                // Not a child of the channel's token: a stopping process lets the turn finish
-                // first, and stops it itself (see `wind_down`).
-                .in_channel(self.activity.clone(), CancellationToken::new()),
-        );
+        let turn = self.turn_for(&pending, &settings, &persona, admission);
         let status_reactions = (settings.status_reactions && m.server.is_some() && !m.quiet)
             .then(|| self.follow_status(&turn, m.message));
         let trigger = trigger_of(&pending);
@@ -150,6 +118,50 @@ impl Worker {
             typing_started: false,
             status_reactions,
         });
+    }
+
+    /// The turn that answers `pending` under the server's `settings`, as `persona`.
+    fn turn_for(
+        &self,
+        pending: &Pending,
+        settings: &ServerSettings,
+        persona: &crate::domain::ports::Persona,
+        admission: crate::domain::turn::ToolAdmission,
+    ) -> Arc<Turn> {
+        let m = &pending.message;
+        let scope = Scope {
+            server: m.server,
+            channel: m.channel,
+            user: m.author,
+            persona: persona.id.clone(),
+            visibility: m.visibility,
+        };
+        let again = pending.again.map_or(0, |a| a.count);
+        let by_moderators = settings.approvers == crate::domain::approvals::Approvers::Moderators;
+        Arc::new(
+            Turn::new(scope, m.locale)
+                .with_id(TurnId::for_answer(
+                    m.channel,
+                    m.message,
+                    pending.edit,
+                    again,
+                ))
+                .quiet(m.quiet)
+                .drafting(settings.drafting)
+                .review_policy(settings.review.clone())
+                .reply_style(settings.reply_style)
+                .voice(own_voice(m.server, settings))
+                .persona_name(&persona.display_name)
+                // A quiet turn's trigger is not a Discord message: nothing to react to.
+                .trigger((!m.quiet).then_some(m.message))
+                .buttons(!settings.hide_buttons && !m.quiet)
+                .again(again)
+                .approvals_by_moderators(by_moderators)
+                .admission(admission)
+                // Not a child of the channel's token: a stopping process lets the turn finish
+                // first, and stops it itself (see `wind_down`).
+                .in_channel(self.activity.clone(), CancellationToken::new()),
+        )
     }
 
     /// Starts the turn's status reactions on `message` (SPEC E1); the returned sender tells
