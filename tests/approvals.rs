@@ -138,10 +138,12 @@ async fn an_approved_call_runs_once_and_the_card_says_who() {
     e.stop().await;
 }
 
-// SPEC E3: Deny does not run the call; the model hears `approval_denied` with who.
+// SPEC E3: Deny does not run the call; the model hears `approval_denied` with who, and the
+// thought log gets a card saying what was asked and who denied it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_call_does_not_run_and_the_model_hears_who() {
     let e = E2e::start(Behaviour::succeed(), script()).await;
+    e.set_thought_log().await;
     e.mention(ALICE, "alice", "remind everyone").await;
     let card = card(&e).await;
     let denied = press(&e, &card, "n", MODERATOR).await;
@@ -153,6 +155,15 @@ async fn a_denied_call_does_not_run_and_the_model_hears_who() {
         "{result}"
     );
     assert_eq!(reminders_of(&e, ALICE).await, 0);
+    e.until("the thought log's card", |e| {
+        e.posted(THOUGHTS).iter().any(|m| {
+            let card = m.to_string();
+            card.contains("asked for approval")
+                && card.contains(&format!("denied (<@{MODERATOR}>)"))
+                && card.contains("in 30 min")
+        })
+    })
+    .await;
     e.assert_fakes_used();
     e.stop().await;
 }
