@@ -38,7 +38,9 @@ pub async fn on_press(data: &Arc<BotData>, http: &Http, press: &ComponentInterac
     if let Some(button) = ApprovalButton::decode(&press.data.custom_id) {
         let refusal = decide(data, button, presser).await;
         match refusal {
-            None => acknowledge(http, press).await,
+            None => {
+                acknowledge(http, press).await;
+            }
             Some(key) => tell_now(http, press, locale::text(locale, key)).await,
         }
         return;
@@ -56,12 +58,7 @@ pub async fn on_press(data: &Arc<BotData>, http: &Http, press: &ComponentInterac
         }
         return;
     }
-    if let Err(error) = press
-        .create_response(http, CreateInteractionResponse::Acknowledge)
-        .await
-    {
-        // Another process acknowledged it (and carries it out), or the deadline passed.
-        tracing::debug!(%channel, %error, "a button press was not acknowledged here; left alone");
+    if !acknowledge(http, press).await {
         return;
     }
     let answer = match button.press {
@@ -115,13 +112,18 @@ async fn decide(data: &BotData, button: ApprovalButton, presser: Presser) -> Opt
     }
 }
 
-/// Acknowledges a press whose effect shows by itself (a deferred update).
-async fn acknowledge(http: &Http, press: &ComponentInteraction) {
-    if let Err(error) = press
+/// Acknowledges a press with a deferred update; `false` when Discord did not take it: another
+/// process acknowledged it (and carries it out), or the deadline passed.
+async fn acknowledge(http: &Http, press: &ComponentInteraction) -> bool {
+    match press
         .create_response(http, CreateInteractionResponse::Acknowledge)
         .await
     {
-        tracing::debug!(%error, "a press could not be acknowledged");
+        Ok(()) => true,
+        Err(error) => {
+            tracing::debug!(%error, "a press was not acknowledged here; left alone");
+            false
+        }
     }
 }
 

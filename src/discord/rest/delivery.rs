@@ -96,6 +96,30 @@ impl DiscordSink {
         }
     }
 
+    /// A message of the persona's reply, carrying `components` when given: through the
+    /// channel's webhook under `voice` where it can, else as the bot user.
+    async fn post_reply(
+        &self,
+        voice: Option<&Voice>,
+        channel: ChannelId,
+        text: String,
+        reply: Reply<'_>,
+        components: Option<Value>,
+    ) -> Result<MessageId, PortError> {
+        if let Some(voice) = voice
+            && let Some(posted) = self
+                .post_as(voice, channel, &text, reply.pings, components.clone())
+                .await
+        {
+            return posted;
+        }
+        let mut body = message_body(text, reply.reply_to, reply.pings, reply.key);
+        if let Some(components) = components {
+            body.insert("components".to_owned(), components);
+        }
+        self.create(channel, &Value::Object(body)).await
+    }
+
     /// Edits or deletes a message the channel's webhook posted (the persona's).
     async fn through_webhook(
         &self,
@@ -133,6 +157,13 @@ impl DiscordSink {
         self.cache = cache;
         self
     }
+}
+
+/// What a message of a reply answers, whom it may notify, and its idempotency key.
+struct Reply<'a> {
+    reply_to: Option<MessageId>,
+    pings: &'a Pings,
+    key: Option<&'a str>,
 }
 
 /// A text message's body: `reply_to` as a reply, notifying only `pings`, with the nonce of
@@ -195,12 +226,12 @@ impl ChatSink for DiscordSink {
         pings: &Pings,
         key: Option<&str>,
     ) -> Result<MessageId, PortError> {
-        if let Some(voice) = voice
-            && let Some(posted) = self.post_as(voice, channel, &text, pings, None).await
-        {
-            return posted;
-        }
-        self.send_text(channel, text, reply_to, pings, key).await
+        let reply = Reply {
+            reply_to,
+            pings,
+            key,
+        };
+        self.post_reply(voice, channel, text, reply, None).await
     }
 
     /// A reply under a server's persona carries its buttons on the webhook's post (the bot's
@@ -215,17 +246,14 @@ impl ChatSink for DiscordSink {
         key: Option<&str>,
         buttons: &Buttons,
     ) -> Result<MessageId, PortError> {
+        let reply = Reply {
+            reply_to,
+            pings,
+            key,
+        };
         let components = super::buttons::components(buttons);
-        if let Some(voice) = voice
-            && let Some(posted) = self
-                .post_as(voice, channel, &text, pings, Some(components.clone()))
-                .await
-        {
-            return posted;
-        }
-        let mut body = message_body(text, reply_to, pings, key);
-        body.insert("components".to_owned(), components);
-        self.create(channel, &Value::Object(body)).await
+        self.post_reply(voice, channel, text, reply, Some(components))
+            .await
     }
 
     async fn set_buttons(
