@@ -28,6 +28,7 @@ use crate::engine::orchestrator::{Orchestrator, OrchestratorDeps};
 use crate::engine::passes::TurnDeps;
 use crate::engine::reminders::ReminderScheduler;
 use crate::engine::reviewer::ModelReviewer;
+use crate::mcp::McpHub;
 use crate::observe::events::MeteredEvents;
 use crate::observe::health::Health;
 use crate::observe::model::MeteredModel;
@@ -35,6 +36,7 @@ use crate::provider::OpenAiProvider;
 use crate::shutdown::Shutdown;
 use crate::stage::deliberate::KeywordPacks;
 use crate::storage::Storage;
+use crate::tools::outside::OutsideCatalog;
 use crate::tools::{Registry, Reviewer, ToolEnv};
 
 /// Recent messages kept per channel beyond a turn's history (edits and deletes eat into it).
@@ -199,10 +201,12 @@ pub async fn start(
             .with_webhooks(webhooks.clone()),
     );
     let thought_log = thought_log(&config, &rest, &storage, &cache);
+    let outside = outside_tools(&config, &shutdown).await;
     let chat = Chat {
         sink: &sink,
         thought_log: &thought_log,
         personas: &personas,
+        outside: outside.clone(),
     };
     let orchestrator = orchestrator(&config, secrets, &storage, chat, extend)?;
     let sink_for_notices: Arc<dyn ChatSink> = sink.clone();
@@ -238,6 +242,7 @@ pub async fn start(
         sink: sink_for_notices,
         outage_notices: Default::default(),
         shutdown: shutdown.clone(),
+        outside,
     });
     let connection = Connection { data, bot, cache };
     let discord = discord::connect(&config, &token, connection, &rest, &shutdown).await?;
@@ -422,6 +427,20 @@ struct Chat<'a> {
     sink: &'a Arc<DiscordSink>,
     thought_log: &'a Arc<dyn ThoughtLog>,
     personas: &'a Arc<Personas>,
+    outside: Option<Arc<dyn OutsideCatalog>>,
+}
+
+/// The MCP servers (SPEC E4), each kept connected by a task of its own until the stop. Turns
+/// resumed at start-up may call their tools, so each server's first attempt is waited for
+/// (each within `mcp.connect_timeout_secs`); `None` when no server is configured.
+async fn outside_tools(config: &Config, shutdown: &Shutdown) -> Option<Arc<dyn OutsideCatalog>> {
+    if config.mcp.servers.is_empty() {
+        return None;
+    }
+    let hub = McpHub::new(config);
+    hub.start(shutdown);
+    hub.first_attempts().await;
+    Some(hub)
 }
 
 fn orchestrator(
@@ -435,6 +454,7 @@ fn orchestrator(
         sink,
         thought_log,
         personas,
+        outside,
     } = chat;
     let provider = OpenAiProvider::new(config.provider.clone(), &secrets.provider_keys)
         .context("provider HTTP client")?;
@@ -480,6 +500,7 @@ fn orchestrator(
                 ports,
                 config: config.clone(),
                 reviewer: Some(reviewer),
+                outside,
             }),
             files: AttachmentPolicy::from_config(config),
             strict_roles: config.provider.strict_roles,

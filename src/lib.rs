@@ -31,6 +31,8 @@ pub mod engine;
 pub mod http_body;
 /// Localized strings (Fluent): English, Japanese, Simplified and Traditional Chinese.
 pub mod locale;
+/// Outside tools over the Model Context Protocol (SPEC E4): the `rmcp` client.
+pub mod mcp;
 /// Image backends: ComfyUI and OpenAI-compatible images endpoints.
 pub mod media;
 /// Observability: the per-turn log line, metrics, and the `/metrics` and `/healthz` listener.

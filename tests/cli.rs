@@ -3,6 +3,17 @@
 
 use std::process::Command;
 
+// The real MCP server the `check-config --connect` test starts (this binary again, as a child).
+pub mod support {
+    pub mod mcp_server;
+}
+
+/// Not a test: the stdio MCP server, when `check-config --connect` starts this binary as one.
+#[tokio::test]
+async fn stdio_server_child() {
+    support::mcp_server::serve_stdio_if_child().await;
+}
+
 fn bin() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_persona-bot"));
     // Overrides from the developer's shell must not leak into these tests.
@@ -383,4 +394,51 @@ fn a_short_run_logs_no_secret_from_any_url() {
     let printed = assert_no_planted_secret(&out);
     assert_eq!(out.status.code(), Some(1), "{printed}");
     assert!(printed.contains("connection refused"), "{printed}");
+}
+
+// SPEC E4: `check-config --connect` starts each MCP server and lists its tools as the persona
+// would be offered them; one that cannot be started is named, not reachable, with why.
+#[test]
+fn check_config_connect_lists_each_mcp_servers_tools() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("mcp.log");
+    let (command, args) = support::mcp_server::stdio_command("stdio_server_child", &log);
+    let servers = serde_json::json!([
+        { "name": "tests", "command": command, "args": args },
+        { "name": "gone", "command": "/nonexistent/mcp-server" },
+    ]);
+    // TOML's inline tables read JSON's objects and arrays when keys are bare words.
+    let servers = servers
+        .to_string()
+        .replace("\"name\":", "name=")
+        .replace("\"command\":", "command=")
+        .replace("\"args\":", "args=");
+    let local = format!(
+        "[database]\nurl = \"sqlite://{}/bot.db\"\n[mcp]\nservers = {servers}\n",
+        dir.path().display()
+    );
+    std::fs::write(dir.path().join("local.toml"), local).expect("local.toml");
+    let out = bin()
+        .args(["check-config", "--connect", "--config-dir"])
+        .arg(dir.path())
+        .env("PERSONA_BOT_PROVIDER__BASE_URL", "http://127.0.0.1:1/v1")
+        .env("PERSONA_BOT_DISCORD__API_BASE_URL", "http://127.0.0.1:1")
+        .env("PROVIDER_API_KEYS", "test-key")
+        .env("DISCORD_TOKEN", "test-token")
+        .output()
+        .expect("run persona-bot");
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        printed.contains("mcp tests: ok, tools: tests__lookup, tests__add_note"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("mcp gone: not reachable: could not start /nonexistent/mcp-server"),
+        "{printed}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{printed}");
 }

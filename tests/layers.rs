@@ -37,6 +37,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("provider", 5),
     ("storage", 5),
     ("media", 5),
+    ("mcp", 5),
     ("observe", 5),
     ("app", 6),
     ("main", 6),

@@ -13,6 +13,7 @@ pub mod support {
     pub mod db;
     pub mod fake_discord;
     pub mod fake_openai;
+    pub mod mcp_server;
 }
 
 use std::path::Path;
@@ -40,6 +41,7 @@ on_both_databases!(
     a_turn_killed_after_its_reaction_keeps_its_one_expression,
     a_turn_killed_after_create_reminder_creates_it_once,
     an_approval_survives_a_restart_and_the_approved_call_runs_once,
+    an_outside_effect_runs_once_across_kill_9_after_approval,
     sigterm_mid_turn_exits_0_and_the_next_start_goes_on,
     two_processes_split_the_shards_and_a_stopped_ones_messages_are_taken_over,
     messages_sent_while_the_bot_was_down_are_answered_once_after_it_starts,
@@ -62,6 +64,9 @@ use answered::{
     a_start_on_an_empty_database_answers_nothing_twice,
     a_webhook_post_whose_record_was_lost_is_posted_once,
 };
+#[path = "restart_cases/outside.rs"]
+mod outside;
+use outside::an_outside_effect_runs_once_across_kill_9_after_approval;
 #[path = "restart_cases/sessions.rs"]
 mod sessions;
 use sessions::{

@@ -175,6 +175,8 @@ fn sample_settings() -> ServerSettings {
         hide_buttons: true,
         // SPEC E3: moderators decide approvals (the requester by default).
         approvers: persona_bot::domain::approvals::Approvers::Moderators,
+        // SPEC E4: two MCP servers' tools on (none by default).
+        mcp_servers: vec!["calendar".to_owned(), "search".to_owned()],
     }
 }
 

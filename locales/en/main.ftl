@@ -351,6 +351,17 @@ cmd-tools-approvals-by-name = by
 cmd-tools-approvals-by-description = requester (the member asking, or a moderator) or moderators
 tools-approvals-requester = Approvals here are decided by the member I am answering, or by a moderator.
 tools-approvals-moderators = Approvals here are decided by moderators only.
+cmd-tools-mcp-name = mcp
+cmd-tools-mcp-description = List the MCP servers, or turn one's tools on or off here
+cmd-tools-mcp-action-name = action
+cmd-tools-mcp-action-description = list, enable or disable
+cmd-tools-mcp-server-name = server
+cmd-tools-mcp-server-description = The server's name, as /tools mcp list shows it
+tools-mcp-none = This bot has no MCP servers configured.
+tools-mcp-line = MCP { $server }: on here: { $here } · connected: { $connected } · tools: { $tools } · last error: { $error }
+tools-mcp-unknown = There is no MCP server named “{ $server }”. Servers: { $servers }
+tools-mcp-enabled = The tools of { $server } are offered here now. Calls that change something still wait for approval.
+tools-mcp-disabled = The tools of { $server } are no longer offered here.
 approval-card = **Approval needed** (`{ $tool }`)
     { $what }
     { $who } may press Approve or Deny within { $minutes } min; no answer is a denial.
@@ -367,6 +378,7 @@ approval-decided = This request was decided already.
 approval-what-channel-reminder = Set a reminder for everyone in this channel, { $when }: “{ $text }”
 approval-what-forget-server-fact = Forget what I remember for the whole server (fact #{ $id }): “{ $text }”
 approval-when-in = in { $minutes } min
+approval-outside = Call the outside tool { $tool } with { $arguments }
 approval-when-at = at { $at } ({ $zone })
 approval-when-repeat = , repeating { $repeat }
 notice-approval-title = A tool call asked for approval

@@ -350,6 +350,17 @@ cmd-tools-approvals-by-name = 承認者
 cmd-tools-approvals-by-description = requester（質問者かモデレーター）または moderators
 tools-approvals-requester = ここでの承認は、私が答えているメンバーかモデレーターが決めます。
 tools-approvals-moderators = ここでの承認はモデレーターだけが決めます。
+cmd-tools-mcp-name = mcp
+cmd-tools-mcp-description = MCP サーバーを一覧し、ここでのツールを有効または無効にします
+cmd-tools-mcp-action-name = action
+cmd-tools-mcp-action-description = list、enable または disable
+cmd-tools-mcp-server-name = server
+cmd-tools-mcp-server-description = /tools mcp list に表示されるサーバー名
+tools-mcp-none = このボットには MCP サーバーが設定されていません。
+tools-mcp-line = MCP { $server }：ここで有効：{ $here } · 接続：{ $connected } · ツール：{ $tools } · 最後のエラー：{ $error }
+tools-mcp-unknown = 「{ $server }」という MCP サーバーはありません。サーバー：{ $servers }
+tools-mcp-enabled = { $server } のツールをここで提供します。何かを変える呼び出しは引き続き承認を待ちます。
+tools-mcp-disabled = { $server } のツールはもうここでは提供しません。
 approval-card = **承認が必要です**（`{ $tool }`）
     { $what }
     { $who } が { $minutes } 分以内に「承認」か「拒否」を押してください。応答がなければ拒否になります。
@@ -366,6 +377,7 @@ approval-decided = この依頼はすでに決まっています。
 approval-what-channel-reminder = このチャンネルの全員にリマインダーを設定します（{ $when }）：「{ $text }」
 approval-what-forget-server-fact = サーバー全体で覚えていること（事実 #{ $id }）を忘れます：「{ $text }」
 approval-when-in = { $minutes } 分後
+approval-outside = 外部ツール { $tool } を次の引数で呼び出す：{ $arguments }
 approval-when-at = { $at }（{ $zone }）
 approval-when-repeat = 、{ $repeat } で繰り返し
 notice-approval-title = ツール呼び出しが承認を求めました

@@ -350,6 +350,17 @@ cmd-tools-approvals-by-name = 批准者
 cmd-tools-approvals-by-description = requester（提问者或版主）或 moderators
 tools-approvals-requester = 此处的批准由我正在回答的成员或版主决定。
 tools-approvals-moderators = 此处的批准仅由版主决定。
+cmd-tools-mcp-name = mcp
+cmd-tools-mcp-description = 列出 MCP 服务器，或在此启用或停用其工具
+cmd-tools-mcp-action-name = action
+cmd-tools-mcp-action-description = list、enable 或 disable
+cmd-tools-mcp-server-name = server
+cmd-tools-mcp-server-description = 服务器名称，如 /tools mcp list 所示
+tools-mcp-none = 此机器人没有配置 MCP 服务器。
+tools-mcp-line = MCP { $server }：此处启用：{ $here } · 已连接：{ $connected } · 工具：{ $tools } · 最近错误：{ $error }
+tools-mcp-unknown = 没有名为“{ $server }”的 MCP 服务器。服务器：{ $servers }
+tools-mcp-enabled = 现在此处提供 { $server } 的工具。会改变内容的调用仍需等待批准。
+tools-mcp-disabled = 此处不再提供 { $server } 的工具。
 approval-card = **需要批准**（`{ $tool }`）
     { $what }
     { $who } 请在 { $minutes } 分钟内按「批准」或「拒绝」；无人回应即视为拒绝。
@@ -366,6 +377,7 @@ approval-decided = 这个请求已经有了决定。
 approval-what-channel-reminder = 为本频道所有人设置提醒（{ $when }）：“{ $text }”
 approval-what-forget-server-fact = 忘记整个服务器的记忆（事实 #{ $id }）：“{ $text }”
 approval-when-in = { $minutes } 分钟后
+approval-outside = 以参数 { $arguments } 调用外部工具 { $tool }
 approval-when-at = { $at }（{ $zone }）
 approval-when-repeat = ，按 { $repeat } 重复
 notice-approval-title = 有工具调用请求批准

@@ -350,6 +350,17 @@ cmd-tools-approvals-by-name = 核准者
 cmd-tools-approvals-by-description = requester（提問者或版主）或 moderators
 tools-approvals-requester = 此處的核准由我正在回答的成員或版主決定。
 tools-approvals-moderators = 此處的核准僅由版主決定。
+cmd-tools-mcp-name = mcp
+cmd-tools-mcp-description = 列出 MCP 伺服器，或在此啟用或停用其工具
+cmd-tools-mcp-action-name = action
+cmd-tools-mcp-action-description = list、enable 或 disable
+cmd-tools-mcp-server-name = server
+cmd-tools-mcp-server-description = 伺服器名稱，如 /tools mcp list 所示
+tools-mcp-none = 此機器人沒有設定 MCP 伺服器。
+tools-mcp-line = MCP { $server }：此處啟用：{ $here } · 已連線：{ $connected } · 工具：{ $tools } · 最近錯誤：{ $error }
+tools-mcp-unknown = 沒有名為「{ $server }」的 MCP 伺服器。伺服器：{ $servers }
+tools-mcp-enabled = 現在此處提供 { $server } 的工具。會改變內容的呼叫仍需等待核准。
+tools-mcp-disabled = 此處不再提供 { $server } 的工具。
 approval-card = **需要核准**（`{ $tool }`）
     { $what }
     { $who } 請在 { $minutes } 分鐘內按「核准」或「拒絕」；無人回應即視為拒絕。
@@ -366,6 +377,7 @@ approval-decided = 這個請求已經有了決定。
 approval-what-channel-reminder = 為本頻道所有人設定提醒（{ $when }）：「{ $text }」
 approval-what-forget-server-fact = 忘記整個伺服器的記憶（事實 #{ $id }）：「{ $text }」
 approval-when-in = { $minutes } 分鐘後
+approval-outside = 以參數 { $arguments } 呼叫外部工具 { $tool }
 approval-when-at = { $at }（{ $zone }）
 approval-when-repeat = ，按 { $repeat } 重複
 notice-approval-title = 有工具呼叫請求核准

@@ -23,9 +23,10 @@ pub enum Answer {
     Unreachable(String),
 }
 
-/// What `--connect` found: the database, the provider, Discord, in that order.
+/// What `--connect` found: the database, the provider, Discord, then each MCP server, in that
+/// order.
 #[derive(Debug, Clone)]
-pub struct Connections(pub Vec<(&'static str, Answer)>);
+pub struct Connections(pub Vec<(String, Answer)>);
 
 impl Connections {
     /// 0 when every service answered, 2 when one refused, else 1.
@@ -63,11 +64,30 @@ pub async fn check_connections(config: &Config, secrets: &Secrets) -> Connection
         provider(config, secrets),
         discord(config, secrets),
     );
-    Connections(vec![
-        ("database", database),
-        ("provider", provider),
-        ("discord", discord),
-    ])
+    let mut found = vec![
+        ("database".to_owned(), database),
+        ("provider".to_owned(), provider),
+        ("discord".to_owned(), discord),
+    ];
+    found.extend(mcp_servers(config).await);
+    Connections(found)
+}
+
+/// Each MCP server started or reached, with its tools listed (SPEC E4); one that cannot be is
+/// not reachable (exit 1): the bot would start without its tools, and keep trying.
+async fn mcp_servers(config: &Config) -> Vec<(String, Answer)> {
+    crate::mcp::McpHub::probe(config)
+        .await
+        .into_iter()
+        .map(|(name, result)| {
+            let answer = match result {
+                Ok(tools) if tools.is_empty() => Answer::Ok("no tools".to_owned()),
+                Ok(tools) => Answer::Ok(format!("tools: {}", tools.join(", "))),
+                Err(why) => Answer::Unreachable(why),
+            };
+            (format!("mcp {name}"), answer)
+        })
+        .collect()
 }
 
 async fn database(config: &Config, secrets: &Secrets) -> Answer {

@@ -22,6 +22,7 @@ mod database;
 mod discord;
 mod error;
 mod general;
+mod mcp;
 mod provider;
 mod secrets;
 mod service;
@@ -37,6 +38,7 @@ pub use discord::{AttachmentsConfig, CatchUpConfig, DiscordConfig, ShardPlan};
 pub use error::ConfigError;
 use error::{cut, from_figment, problem_of};
 pub use general::{GeneralConfig, PersonaConfig};
+pub use mcp::{ApprovalPolicy, HeaderFromEnv, McpConfig, McpServerConfig};
 pub use provider::{ProviderConfig, ReviewConfig};
 pub use secrets::Secrets;
 use secrets::find_secret_key;
@@ -47,13 +49,14 @@ pub use turn::{KillPermission, ReplyStyle, TurnConfig};
 use urls::http_url_problem;
 
 /// Each section's numeric bounds ([`bound::Bound`]), file by file.
-const SECTION_BOUNDS: [&[bound::Bound]; 6] = [
+const SECTION_BOUNDS: [&[bound::Bound]; 7] = [
     content::BOUNDS,
     database::BOUNDS,
     turn::BOUNDS,
     provider::BOUNDS,
     discord::BOUNDS,
     service::BOUNDS,
+    mcp::BOUNDS,
 ];
 
 /// The built-in defaults: `config/default.toml` itself, compiled in, so the binary runs from any
@@ -95,6 +98,7 @@ pub struct Config {
     pub shutdown: ShutdownConfig,
     pub catch_up: CatchUpConfig,
     pub attachments: AttachmentsConfig,
+    pub mcp: McpConfig,
 }
 
 impl Config {
@@ -281,6 +285,7 @@ impl Config {
         }
         self.database.validate()?;
         self.metrics.validate()?;
+        self.mcp.validate()?;
         for (tool, packs) in &self.deliberate.keywords {
             for tag in packs.keys() {
                 if Locale::from_tag(tag).is_none() {

@@ -18,6 +18,9 @@ pub type Context<'a> = poise::Context<'a, Arc<BotData>, Error>;
 /// What commands and event handlers share.
 pub struct BotData {
     pub orchestrator: Orchestrator,
+    /// The MCP servers and their tools (SPEC E4): `/status` and `/tools mcp` read them; `None`
+    /// when none is configured.
+    pub outside: Option<Arc<dyn crate::tools::outside::OutsideCatalog>>,
     pub settings: Arc<dyn SettingsStore>,
     /// Which persona speaks where: a server's own, else the deployment's default (SPEC A1).
     pub personas: Arc<crate::domain::personas::Personas>,

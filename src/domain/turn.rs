@@ -420,6 +420,9 @@ pub struct Turn {
     /// Only moderators decide this turn's approvals (the server's policy, SPEC E3); otherwise
     /// the requester or a moderator.
     pub approvals_by_moderators: bool,
+    /// The MCP servers whose tools this server turned on (SPEC E4): none by default, none in
+    /// a DM.
+    pub outside_servers: Vec<String>,
     pub stop: StopSignal,
     pub channel: Arc<ChannelActivity>,
     pub progress: Progress,
@@ -444,6 +447,7 @@ impl Turn {
             buttons: false,
             again: 0,
             approvals_by_moderators: false,
+            outside_servers: Vec::new(),
             stop: StopSignal::new(CancellationToken::new()),
             channel: Arc::new(ChannelActivity::default()),
             progress: Progress::default(),
@@ -496,6 +500,12 @@ impl Turn {
     /// Only moderators decide its approvals (SPEC E3).
     pub fn approvals_by_moderators(mut self, on: bool) -> Self {
         self.approvals_by_moderators = on;
+        self
+    }
+
+    /// The MCP servers whose tools it is offered (SPEC E4).
+    pub fn outside_servers(mut self, servers: Vec<String>) -> Self {
+        self.outside_servers = servers;
         self
     }
 

@@ -41,8 +41,8 @@ pub(super) async fn ask(
         env,
         role: session.role(),
     };
-    let what = match tool.approval(&ctx, &prepared.arguments).await {
-        Ok(Some(what)) => what,
+    let ask = match tool.approval(&ctx, &prepared.arguments).await {
+        Ok(Some(ask)) => ask,
         Ok(None) => return Gate::Run,
         // The tool's own run meets the same failure and reports it.
         Err(_) => return Gate::Run,
@@ -54,11 +54,11 @@ pub(super) async fn ask(
         id: ApprovalId::of(turn.id, &prepared.identity),
         turn: turn.id,
         tool: prepared.name.to_owned(),
-        what,
+        what: ask.what,
         server: turn.scope.server,
         channel: turn.scope.channel,
         requester: turn.scope.user,
-        approvers: if turn.approvals_by_moderators {
+        approvers: if turn.approvals_by_moderators || ask.moderators_only {
             Approvers::Moderators
         } else {
             Approvers::Requester

@@ -97,7 +97,7 @@ pub async fn execute_tool_call(
         }
     };
     stage.history_arguments = canonical_json(&prepared.arguments);
-    let Some(tool) = session.registry().get(prepared.name) else {
+    let Some(tool) = session.lookup(prepared.name) else {
         // `prepare` only succeeds for registered tools.
         return ToolCallOutcome::Abort {
             status: TurnStatus::Error,
@@ -489,8 +489,7 @@ impl Stage<'_> {
         // SPEC D5: a tool with external effects is not run again by a resumed turn.
         let effect = self
             .session
-            .registry()
-            .get(prepared.name)
+            .lookup(prepared.name)
             .is_none_or(|tool| tool.external_effect);
         let durability = if effect {
             Durability::Now

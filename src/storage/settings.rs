@@ -133,10 +133,12 @@ async fn read_row(
         i64,
         i64,
         String,
+        String,
     );
     let row: Option<Row> = sqlx::query_as(
         "SELECT drafting, thought_log_channel, deliberate, access, review, random, persona, \
-             summaries, reply_style, status_reactions, reply_buttons, approvers FROM server_settings WHERE server_id = $1",
+             summaries, reply_style, status_reactions, reply_buttons, approvers, mcp_servers \
+             FROM server_settings WHERE server_id = $1",
     )
     .bind(sql_id(server.0))
     .fetch_optional(&mut *conn)
@@ -155,6 +157,7 @@ async fn read_row(
         status_reactions,
         reply_buttons,
         approvers,
+        mcp_servers,
     )) = row
     else {
         return Ok(ServerSettings::default());
@@ -172,6 +175,11 @@ async fn read_row(
         status_reactions: status_reactions != 0,
         hide_buttons: reply_buttons == 0,
         approvers: crate::domain::approvals::Approvers::from_name(&approvers),
+        mcp_servers: mcp_servers
+            .split('\n')
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
     })
 }
 
@@ -263,8 +271,8 @@ async fn write_row(
         Existing::Replace => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
                  deliberate, access, review, random, persona, updated_at, summaries, reply_style, \
-                 status_reactions, reply_buttons, approvers) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+                 status_reactions, reply_buttons, approvers, mcp_servers) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
                  ON CONFLICT (server_id) DO UPDATE \
                  SET drafting = excluded.drafting, thought_log_channel = \
                  excluded.thought_log_channel, deliberate = excluded.deliberate, access = \
@@ -272,13 +280,13 @@ async fn write_row(
                  excluded.persona, updated_at = excluded.updated_at, summaries = \
                  excluded.summaries, reply_style = excluded.reply_style, status_reactions = \
                  excluded.status_reactions, reply_buttons = excluded.reply_buttons, \
-                 approvers = excluded.approvers"
+                 approvers = excluded.approvers, mcp_servers = excluded.mcp_servers"
         }
         Existing::Keep => {
             "INSERT INTO server_settings (server_id, drafting, thought_log_channel, \
                  deliberate, access, review, random, persona, updated_at, summaries, reply_style, \
-                 status_reactions, reply_buttons, approvers) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) \
+                 status_reactions, reply_buttons, approvers, mcp_servers) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
                  ON CONFLICT (server_id) DO NOTHING"
         }
     };
@@ -297,6 +305,7 @@ async fn write_row(
         .bind(i64::from(settings.status_reactions))
         .bind(i64::from(!settings.hide_buttons))
         .bind(settings.approvers.as_str())
+        .bind(settings.mcp_servers.join("\n"))
         .execute(&mut *conn)
         .await
         .map_err(port_error)?;

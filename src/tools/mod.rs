@@ -21,6 +21,7 @@ use crate::domain::role::{Role, RoleSet};
 use crate::domain::scope::Scope;
 use crate::domain::turn::Turn;
 
+pub mod outside;
 pub mod registry;
 pub mod reviewer;
 pub mod session;
@@ -36,7 +37,7 @@ pub mod select_sticker_for_response;
 pub mod submit_review;
 pub mod update_short_term_memory;
 
-pub use registry::{RegisteredTool, Registry};
+pub use registry::{Ask, RegisteredTool, Registry};
 pub use reviewer::Reviewer;
 pub use session::{PreparedCall, SessionError, ToolSession};
 
@@ -47,6 +48,8 @@ pub struct ToolEnv {
     /// Reviews tool requests and replies when a server has Response Drafting on (SPEC C8);
     /// `None` when no reviewer is configured: drafting then holds nothing back.
     pub reviewer: Option<Arc<dyn Reviewer>>,
+    /// The outside tools MCP servers offer (SPEC E4); `None` when no server is configured.
+    pub outside: Option<Arc<dyn outside::OutsideCatalog>>,
 }
 
 impl ToolEnv {
@@ -56,6 +59,7 @@ impl ToolEnv {
             ports,
             config,
             reviewer: None,
+            outside: None,
         }
     }
 }

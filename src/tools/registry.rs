@@ -15,16 +15,25 @@ use super::{ArgError, Tool, ToolContext, ToolError, ToolOutput};
 use crate::config::Config;
 use crate::domain::role::{Role, RoleSet};
 
-/// A tool with its type erased, so tools of different argument types share one map.
+/// A call that waits for approval first (SPEC E3): what it will do, and whether only moderators
+/// may allow it (an outside tool that says it is destructive, SPEC E4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    pub what: String,
+    pub moderators_only: bool,
+}
+
+/// A tool with its type erased, so tools of different argument types (and outside tools, whose
+/// arguments are checked against a schema instead) share one map.
 #[async_trait]
-trait ErasedTool: Send + Sync {
+pub(super) trait ErasedTool: Send + Sync {
     /// Parses and validates arguments, returning them in canonical form (defaults filled in).
     fn prepare(&self, arguments: Value) -> Result<Value, ArgError>;
     async fn approval(
         &self,
         ctx: &ToolContext<'_>,
         arguments: &Value,
-    ) -> Result<Option<String>, ToolError>;
+    ) -> Result<Option<Ask>, ToolError>;
     async fn run(
         &self,
         ctx: &ToolContext<'_>,
@@ -47,9 +56,13 @@ impl<T: Tool> ErasedTool for Erased<T> {
         &self,
         ctx: &ToolContext<'_>,
         arguments: &Value,
-    ) -> Result<Option<String>, ToolError> {
+    ) -> Result<Option<Ask>, ToolError> {
         let args: T::Args = again(arguments.clone())?;
-        self.0.approval(ctx, &args).await
+        let what = self.0.approval(ctx, &args).await?;
+        Ok(what.map(|what| Ask {
+            what,
+            moderators_only: false,
+        }))
     }
 
     async fn run(
@@ -74,7 +87,7 @@ fn again<A: serde::de::DeserializeOwned>(arguments: Value) -> Result<A, ToolErro
 }
 
 /// Deserializes `value`, reporting the JSON path of the first error (`$.part.index`).
-fn parse_with_path<A: serde::de::DeserializeOwned>(value: Value) -> Result<A, ArgError> {
+pub(super) fn parse_with_path<A: serde::de::DeserializeOwned>(value: Value) -> Result<A, ArgError> {
     serde_path_to_error::deserialize(value).map_err(|err| {
         let mut path = String::from("$");
         let segments = err.path().to_string();
@@ -108,7 +121,9 @@ pub struct RegisteredTool {
     pub timeout: Duration,
     /// The OpenAI function specification shown to the model.
     pub spec: Value,
-    tool: Box<dyn ErasedTool>,
+    /// The MCP server an outside tool comes from (SPEC E4); `None` for the bot's own.
+    pub server: Option<String>,
+    pub(super) tool: Box<dyn ErasedTool>,
 }
 
 impl RegisteredTool {
@@ -121,7 +136,7 @@ impl RegisteredTool {
         &self,
         ctx: &ToolContext<'_>,
         arguments: &Value,
-    ) -> Result<Option<String>, ToolError> {
+    ) -> Result<Option<Ask>, ToolError> {
         self.tool.approval(ctx, arguments).await
     }
 
@@ -267,6 +282,7 @@ impl Registry {
                 external_effect: T::EXTERNAL_EFFECT,
                 timeout,
                 spec: specification::<T>(),
+                server: None,
                 tool: Box::new(Erased(tool, PhantomData)),
             },
         );

@@ -93,6 +93,9 @@ pub struct ToolSession {
     emoji_names: Vec<String>,
     /// Tools this turn does not offer because they could do nothing here ([`Self::without`]).
     idle: Vec<&'static str>,
+    /// The outside tools of the MCP servers this turn's server turned on, as they were when
+    /// the session began: a list that changes mid-turn changes the next turn (SPEC E4).
+    outside: Vec<Arc<RegisteredTool>>,
 }
 
 /// Most sticker names listed in the sticker tool's description.
@@ -118,6 +121,19 @@ fn shown_names(names: impl IntoIterator<Item = String>) -> Vec<String> {
 
 impl ToolSession {
     pub fn new(role: Role, registry: Arc<Registry>, turn: Arc<Turn>, env: Arc<ToolEnv>) -> Self {
+        let outside = match &env.outside {
+            Some(catalog) if !turn.outside_servers.is_empty() => catalog
+                .tools()
+                .iter()
+                .filter(|t| {
+                    t.server
+                        .as_ref()
+                        .is_some_and(|s| turn.outside_servers.contains(s))
+                })
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        };
         Self {
             role,
             registry,
@@ -126,7 +142,29 @@ impl ToolSession {
             sticker_names: Vec::new(),
             emoji_names: Vec::new(),
             idle: Vec::new(),
+            outside,
         }
+    }
+
+    /// A tool by name: the bot's own, else an outside tool this turn has.
+    pub fn lookup(&self, name: &str) -> Option<&RegisteredTool> {
+        self.registry.get(name).or_else(|| {
+            self.outside
+                .iter()
+                .find(|t| t.name == name)
+                .map(AsRef::as_ref)
+        })
+    }
+
+    /// The tools of this session's role, the bot's own first.
+    fn of_role(&self) -> impl Iterator<Item = &RegisteredTool> {
+        let role = self.role;
+        self.registry.for_role(role).chain(
+            self.outside
+                .iter()
+                .map(AsRef::as_ref)
+                .filter(move |t| t.roles.contains(role)),
+        )
     }
 
     /// Leaves `names` out of the tools this turn offers: they could do nothing here (no
@@ -191,7 +229,11 @@ impl ToolSession {
     /// Whether the model is shown `tool` now: its role, the turn's admission (deliberate tool
     /// mode gates the persona's tools, SPEC T4) and one-shot rules (SPEC T12).
     fn offers(&self, tool: &RegisteredTool) -> bool {
-        let admitted = self.role != Role::Persona || self.turn.admission.admits(tool.name);
+        // An outside lookup is never gated; an outside tool with an effect has no phrases, so
+        // deliberate mode does not offer it (SPEC T4, E4).
+        let outside_lookup = tool.server.is_some() && !tool.gated;
+        let admitted =
+            self.role != Role::Persona || outside_lookup || self.turn.admission.admits(tool.name);
         admitted
             && !self.used_up(tool.name)
             && !self.withheld(tool.name)
@@ -200,8 +242,7 @@ impl ToolSession {
 
     /// The specifications (OpenAI function format) the model sees this pass.
     pub fn specifications(&self) -> Vec<Value> {
-        self.registry
-            .for_role(self.role)
+        self.of_role()
             .filter(|t| self.offers(t))
             .map(|t| self.specification(t))
             .collect()
@@ -236,8 +277,7 @@ impl ToolSession {
 
     /// The names the model sees this pass.
     pub fn offered_names(&self) -> Vec<&'static str> {
-        self.registry
-            .for_role(self.role)
+        self.of_role()
             .filter(|t| self.offers(t))
             .map(|t| t.name)
             .collect()
@@ -246,7 +286,7 @@ impl ToolSession {
     /// Authorizes, then parses and validates. The role is checked before the arguments are
     /// read; nothing runs here.
     pub fn prepare(&self, name: &str, arguments: Value) -> Result<PreparedCall, SessionError> {
-        let Some(tool) = self.registry.get(name) else {
+        let Some(tool) = self.lookup(name) else {
             return Err(SessionError::UnknownTool {
                 name: name.to_owned(),
                 allowed: self.offered_names(),
@@ -282,7 +322,7 @@ impl ToolSession {
         call: &PreparedCall,
         cancel: &CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
-        let Some(tool) = self.registry.get(call.name) else {
+        let Some(tool) = self.lookup(call.name) else {
             // A PreparedCall only comes from this registry's `prepare`.
             return Err(ToolError::Failed {
                 code: Some("internal_error".into()),

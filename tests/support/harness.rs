@@ -262,6 +262,7 @@ impl Harness {
             ports: self.env.ports.clone(),
             config: self.config.clone(),
             reviewer: Some(reviewer),
+            outside: self.env.outside.clone(),
         });
         self
     }

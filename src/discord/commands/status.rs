@@ -71,6 +71,20 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
         ];
         text.push('\n');
         text.push_str(&locale::text_with(locale, "status-feedback", &counts));
+        // And how each MCP server is doing, and whether its tools are on here (SPEC E4).
+        if let Some(outside) = &data.outside {
+            for h in outside.health() {
+                let args = [
+                    ("server", h.name.clone()),
+                    ("here", yes_no(settings.mcp_servers.contains(&h.name))),
+                    ("connected", yes_no(h.connected)),
+                    ("tools", h.tools.to_string()),
+                    ("error", h.last_error.unwrap_or_else(|| "-".to_owned())),
+                ];
+                text.push('\n');
+                text.push_str(&locale::text_with(locale, "tools-mcp-line", &args));
+            }
+        }
     }
     reply(ctx, text).await
 }

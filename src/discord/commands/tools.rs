@@ -1,6 +1,7 @@
 //! `/tools deliberate|phrases|show`: deliberate tool mode, where a gated tool is offered only
 //! when a message asks for it, and the server's own phrases that ask. `/tools approvals`: who
-//! decides a tool call that needs approval (SPEC E3).
+//! decides a tool call that needs approval (SPEC E3). `/tools mcp`: which MCP servers' tools are
+//! offered here (SPEC E4).
 
 use super::shared::{State, locale_of, log_change, managed_server, reply};
 use crate::discord::data::{Context, Error};
@@ -50,7 +51,13 @@ pub enum PhraseAction {
 /// Deliberate tool mode: tools offered only when a message asks for them.
 #[poise::command(
     slash_command,
-    subcommands("tools_deliberate", "tools_phrases", "tools_show", "tools_approvals"),
+    subcommands(
+        "tools_deliberate",
+        "tools_phrases",
+        "tools_show",
+        "tools_approvals",
+        "tools_mcp"
+    ),
     default_member_permissions = "MANAGE_GUILD"
 )]
 pub async fn tools(_ctx: Context<'_>) -> Result<(), Error> {
@@ -89,6 +96,97 @@ pub async fn tools_approvals(ctx: Context<'_>, by: ApproversChoice) -> Result<()
     );
     let key = format!("tools-approvals-{}", approvers.as_str());
     reply(ctx, locale::text(locale_of(ctx), &key)).await
+}
+
+/// What `/tools mcp` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, poise::ChoiceParameter)]
+pub enum McpAction {
+    #[name = "list"]
+    List,
+    #[name = "enable"]
+    Enable,
+    #[name = "disable"]
+    Disable,
+}
+
+/// List the MCP servers, or turn one's tools on or off here (off until turned on).
+#[poise::command(slash_command, rename = "mcp")]
+pub async fn tools_mcp(
+    ctx: Context<'_>,
+    action: McpAction,
+    server: Option<String>,
+) -> Result<(), Error> {
+    let Some(guild) = managed_server(ctx).await? else {
+        return Ok(());
+    };
+    let locale = locale_of(ctx);
+    let health = ctx
+        .data()
+        .outside
+        .as_ref()
+        .map(|o| o.health())
+        .unwrap_or_default();
+    if health.is_empty() {
+        return reply(ctx, locale::text(locale, "tools-mcp-none")).await;
+    }
+    let settings = ctx.data().settings.settings(guild).await?;
+    let on = action == McpAction::Enable;
+    let name = match (action, server) {
+        (McpAction::List, _) => {
+            return reply(ctx, mcp_list(locale, &health, &settings.mcp_servers)).await;
+        }
+        (_, Some(name)) if health.iter().any(|h| h.name == name.trim()) => name.trim().to_owned(),
+        (_, given) => {
+            let names = health.iter().map(|h| h.name.as_str()).collect::<Vec<_>>();
+            let args = [
+                (
+                    "server",
+                    crate::domain::thought_log::cut(given.as_deref().unwrap_or("-"), 30),
+                ),
+                ("servers", names.join(", ")),
+            ];
+            return reply(ctx, locale::text_with(locale, "tools-mcp-unknown", &args)).await;
+        }
+    };
+    let change = SettingsChange::Mcp {
+        server: name.clone(),
+        on,
+    };
+    ctx.data().settings.update(guild, change).await?;
+    let word = if on { "enable" } else { "disable" };
+    log_change(ctx, guild, format!("/tools mcp {word} {name}"));
+    let key = if on {
+        "tools-mcp-enabled"
+    } else {
+        "tools-mcp-disabled"
+    };
+    reply(ctx, locale::text_with(locale, key, &[("server", name)])).await
+}
+
+/// One line a server: on or off here, connected or not (and why), its tools.
+fn mcp_list(
+    locale: crate::locale::Locale,
+    health: &[crate::tools::outside::ServerHealth],
+    enabled: &[String],
+) -> String {
+    let yes_no = |on: bool| locale::text(locale, if on { "status-yes" } else { "status-no" });
+    let lines: Vec<String> = health
+        .iter()
+        .map(|h| {
+            let args = [
+                ("server", h.name.clone()),
+                ("here", yes_no(enabled.contains(&h.name))),
+                ("connected", yes_no(h.connected)),
+                ("tools", h.tools.to_string()),
+                (
+                    "error",
+                    h.last_error.clone().unwrap_or_else(|| "-".to_owned()),
+                ),
+            ];
+            locale::text_with(locale, "tools-mcp-line", &args)
+        })
+        .collect();
+    lines.join("\n").chars().take(1900).collect()
 }
 
 /// Turn deliberate tool mode on or off for this server.

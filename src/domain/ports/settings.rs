@@ -67,6 +67,9 @@ pub struct ServerSettings {
     pub hide_buttons: bool,
     /// Who decides a tool call that needs approval here (SPEC E3).
     pub approvers: crate::domain::approvals::Approvers,
+    /// The MCP servers whose tools are offered here (SPEC E4): none unless a moderator turns
+    /// one on. Names of servers the deployment no longer has are kept, and offer nothing.
+    pub mcp_servers: Vec<String>,
 }
 
 /// Which finished turns post a "Turn summary" card to the thought log: a busy
@@ -146,6 +149,11 @@ pub enum SettingsChange {
     Buttons(bool),
     /// Who decides approvals (SPEC E3).
     Approvers(crate::domain::approvals::Approvers),
+    /// An MCP server's tools on or off here (SPEC E4).
+    Mcp {
+        server: String,
+        on: bool,
+    },
     /// What Response Drafting reviews (tool calls, replies) and with which model (`Some(None)`:
     /// the configured ones again); `None` leaves a part as it is (SPEC C8).
     Review {
@@ -269,6 +277,13 @@ impl SettingsChange {
             Self::StatusReactions(on) => settings.status_reactions = on,
             Self::Buttons(on) => settings.hide_buttons = !on,
             Self::Approvers(approvers) => settings.approvers = approvers,
+            Self::Mcp { server, on } => {
+                settings.mcp_servers.retain(|s| *s != server);
+                if on {
+                    settings.mcp_servers.push(server);
+                    settings.mcp_servers.sort();
+                }
+            }
             Self::Review {
                 drafting,
                 checks,

@@ -157,6 +157,7 @@ impl Worker {
                 .buttons(!settings.hide_buttons && !m.quiet)
                 .again(again)
                 .approvals_by_moderators(by_moderators)
+                .outside_servers(settings.mcp_servers.clone())
                 .admission(admission)
                 // Not a child of the channel's token: a stopping process lets the turn finish
                 // first, and stops it itself (see `wind_down`).
