@@ -188,18 +188,7 @@ pub async fn start(
     let rest = discord::discord_rest(&config, &token)?;
     let bot = BotId::default();
     let cache = guild::CacheCell::default();
-    let recent = Arc::new(RecentMessages::new(
-        usize::from(config.turn.history_messages) + RECENT_MARGIN,
-    ));
-    let webhooks = Arc::new(discord::rest::webhooks::Webhooks::new(
-        rest.clone(),
-        bot.clone(),
-    ));
-    let sink = Arc::new(
-        DiscordSink::new(rest.clone(), bot.clone(), recent.clone())
-            .with_cache(cache.clone())
-            .with_webhooks(webhooks.clone()),
-    );
+    let (recent, webhooks, sink) = chat_sink(&config, &rest, &bot, &cache);
     let thought_log = thought_log(&config, &rest, &storage, &cache);
     let outside = outside_tools(&config, &shutdown).await;
     let chat = Chat {
@@ -428,6 +417,32 @@ struct Chat<'a> {
     thought_log: &'a Arc<dyn ThoughtLog>,
     personas: &'a Arc<Personas>,
     outside: Option<Arc<dyn OutsideCatalog>>,
+}
+
+/// What the bot has seen lately, the persona's webhooks, and the sink that posts through them.
+fn chat_sink(
+    config: &Config,
+    rest: &Arc<crate::discord::rest::client::DiscordRest>,
+    bot: &BotId,
+    cache: &guild::CacheCell,
+) -> (
+    Arc<RecentMessages>,
+    Arc<discord::rest::webhooks::Webhooks>,
+    Arc<DiscordSink>,
+) {
+    let recent = Arc::new(RecentMessages::new(
+        usize::from(config.turn.history_messages) + RECENT_MARGIN,
+    ));
+    let webhooks = Arc::new(discord::rest::webhooks::Webhooks::new(
+        rest.clone(),
+        bot.clone(),
+    ));
+    let sink = Arc::new(
+        DiscordSink::new(rest.clone(), bot.clone(), recent.clone())
+            .with_cache(cache.clone())
+            .with_webhooks(webhooks.clone()),
+    );
+    (recent, webhooks, sink)
 }
 
 /// The MCP servers (SPEC E4), each kept connected by a task of its own until the stop. Turns

@@ -122,7 +122,7 @@ fn shown_names(names: impl IntoIterator<Item = String>) -> Vec<String> {
 impl ToolSession {
     pub fn new(role: Role, registry: Arc<Registry>, turn: Arc<Turn>, env: Arc<ToolEnv>) -> Self {
         let outside = match &env.outside {
-            Some(catalog) if !turn.outside_servers.is_empty() => catalog
+            Some(catalog) => catalog
                 .tools()
                 .iter()
                 .filter(|t| {
@@ -132,7 +132,7 @@ impl ToolSession {
                 })
                 .cloned()
                 .collect(),
-            _ => Vec::new(),
+            None => Vec::new(),
         };
         Self {
             role,

@@ -72,6 +72,15 @@ pub struct ServerSettings {
     pub mcp_servers: Vec<String>,
 }
 
+/// An MCP server's tools on or off in a server's list (kept sorted, each name once).
+fn turn_mcp(servers: &mut Vec<String>, server: String, on: bool) {
+    servers.retain(|s| *s != server);
+    if on {
+        servers.push(server);
+        servers.sort();
+    }
+}
+
 /// Which finished turns post a "Turn summary" card to the thought log: a busy
 /// server's every turn was a post in a channel whose own limit is five posts in five seconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -277,13 +286,7 @@ impl SettingsChange {
             Self::StatusReactions(on) => settings.status_reactions = on,
             Self::Buttons(on) => settings.hide_buttons = !on,
             Self::Approvers(approvers) => settings.approvers = approvers,
-            Self::Mcp { server, on } => {
-                settings.mcp_servers.retain(|s| *s != server);
-                if on {
-                    settings.mcp_servers.push(server);
-                    settings.mcp_servers.sort();
-                }
-            }
+            Self::Mcp { server, on } => turn_mcp(&mut settings.mcp_servers, server, on),
             Self::Review {
                 drafting,
                 checks,
