@@ -518,6 +518,22 @@ async fn a_turn_killed_after_create_reminder_creates_it_once(db: TestDb) {
 }
 
 /// The approval cards posted in #general.
+/// Alice presses Approve on the one approval card.
+async fn approve_the_card(stage: &Stage) {
+    use support::fake_discord::{ButtonPress, button_ids};
+    let card = cards(stage).remove(0);
+    let approve = button_ids(&card)
+        .into_iter()
+        .find(|id| id.starts_with("pa1:y:"))
+        .expect("Approve");
+    let id = card["id"]
+        .as_str()
+        .and_then(|i| i.parse().ok())
+        .expect("id");
+    let press = ButtonPress::new(&stage.discord, id, &approve, ALICE);
+    stage.discord.press(press).await.expect("a press");
+}
+
 fn cards(stage: &Stage) -> Vec<Value> {
     stage
         .discord
@@ -535,7 +551,6 @@ fn cards(stage: &Stage) -> Vec<Value> {
 // request and card (no second card); Approve pressed then runs the call; killed again after
 // it ran, the next start reuses its outcome: the call ran once.
 async fn an_approval_survives_a_restart_and_the_approved_call_runs_once(db: TestDb) {
-    use support::fake_discord::{ButtonPress, button_ids};
     let stage = Stage::new(db).await;
     let remind = r#"{"text":"stand-up","in_minutes":30,"for_channel":true}"#;
     let call = || Reply::call("call_1", "create_reminder", remind);
@@ -558,17 +573,7 @@ async fn an_approval_survives_a_restart_and_the_approved_call_runs_once(db: Test
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(cards(&stage).len(), 1, "the same card, not a second");
     assert_eq!(stage.count("reminders").await, 0, "nothing runs unapproved");
-    let card = cards(&stage).remove(0);
-    let approve = button_ids(&card)
-        .into_iter()
-        .find(|id| id.starts_with("pa1:y:"))
-        .expect("Approve");
-    let id = card["id"]
-        .as_str()
-        .and_then(|i| i.parse().ok())
-        .expect("id");
-    let press = ButtonPress::new(&stage.discord, id, &approve, ALICE);
-    stage.discord.press(press).await.expect("a press");
+    approve_the_card(&stage).await;
     stage
         .until(&bot, "the approved call ran", |s| {
             s.openai.requests().len() == 3

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use super::support::db::TestDb;
-use super::support::fake_discord::{ButtonPress, MANAGE_GUILD, Slash, button_ids};
+use super::support::fake_discord::{MANAGE_GUILD, Slash};
 use super::support::fake_openai::{Reply, Sse};
 use super::support::mcp_server::{log_lines, serve_http};
-use super::{ALICE, GENERAL, GUILD, Stage, cards};
+use super::{GENERAL, GUILD, Stage, approve_the_card, cards};
 
 const MODERATOR: u64 = 302;
 
@@ -75,17 +75,7 @@ pub async fn an_outside_effect_runs_once_across_kill_9_after_approval(db: TestDb
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(cards(&stage).len(), 1, "the same card, not a second");
     assert_eq!(effects(&log), 0, "nothing runs unapproved");
-    let card = cards(&stage).remove(0);
-    let approve = button_ids(&card)
-        .into_iter()
-        .find(|id| id.starts_with("pa1:y:"))
-        .expect("Approve");
-    let card_id = card["id"]
-        .as_str()
-        .and_then(|i| i.parse().ok())
-        .expect("id");
-    let press = ButtonPress::new(&stage.discord, card_id, &approve, ALICE);
-    stage.discord.press(press).await.expect("a press");
+    approve_the_card(&stage).await;
     stage
         .until(&bot, "the approved call ran", |s| {
             s.openai.requests().len() == 3
