@@ -232,6 +232,9 @@ pub async fn start(
         outage_notices: Default::default(),
         shutdown: shutdown.clone(),
         outside,
+        message_content: std::sync::atomic::AtomicBool::new(
+            config.discord.message_content != crate::config::MessageContent::Off,
+        ),
     });
     let connection = Connection { data, bot, cache };
     let discord = discord::connect(&config, &token, connection, &rest, &shutdown).await?;

@@ -932,6 +932,20 @@ async fn check_config_connect_asks_each_service() {
     assert!(said.contains("database: ok, Sqlite"), "{said}");
     assert!(said.contains("lists model test-model"), "{said}");
     assert!(said.contains("accepts the token of Aria (900)"), "{said}");
+    assert!(!said.contains("Message Content"), "{said}");
+
+    // SPEC D14: an app without the Message Content intent is told what the bot will do.
+    stage
+        .discord
+        .withhold_intents(support::fake_discord::MESSAGE_CONTENT);
+    let (code, said) = tokio::task::block_in_place(|| check(&[]));
+    assert_eq!(code, Some(0), "{said}");
+    assert!(
+        said.contains("the Message Content intent is not granted")
+            && said.contains("trigger words"),
+        "{said}"
+    );
+    stage.discord.withhold_intents(0);
 
     stage.openai.refuse_key("provider-key");
     stage.discord.reject_token("test-token", true);

@@ -228,6 +228,7 @@ status-text = **Status**
     - Answering now here: { $running }; waiting here: { $waiting }
     - I may post here: { $can_post }
     - Your reminders: { $reminders }
+status-no-content = Discord does not give me the text of messages that are not for me (no Message Content intent): I answer mentions, replies to me, DMs and commands; trigger words, always-reply channels, follow-ups without a mention and random replies are off.
 help-text = I am { $persona }. Mention me, reply to one of my messages, or write to me in a DM, and I answer; while I answer you, anything more you write here is part of the same conversation. I can remember things, set reminders and plan images.
     - /kill stops what I am doing here.
     - /reminders list|cancel: your reminders.

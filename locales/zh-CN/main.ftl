@@ -227,6 +227,7 @@ status-text = **状态**
     - 此处正在回答：{ $running }；等待中：{ $waiting }
     - 我能在此发言：{ $can_post }
     - 你的提醒：{ $reminders }
+status-no-content = Discord 不向我提供不是发给我的消息的文本（没有 Message Content 权限）：我会回复提及、对我的回复、私信和命令；触发词、总是回复的频道、不带提及的后续消息和随机回复已关闭。
 help-text = 我是 { $persona }。提及我、回复我的消息或私信我，我就会回答；我回答你时你在这里写的内容都属于同一段对话。我可以记住事情、设置提醒和规划图片。
     - /kill：停止我在这里做的事。
     - /reminders list|cancel：你的提醒。

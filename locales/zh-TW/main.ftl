@@ -227,6 +227,7 @@ status-text = **狀態**
     - 此處正在回答：{ $running }；等待中：{ $waiting }
     - 我能在此發言：{ $can_post }
     - 你的提醒：{ $reminders }
+status-no-content = Discord 不向我提供不是給我的訊息的文字（沒有 Message Content 權限）：我會回覆提及、對我的回覆、私訊和指令；觸發詞、總是回覆的頻道、不帶提及的後續訊息和隨機回覆已關閉。
 help-text = 我是 { $persona }。提及我、回覆我的訊息或私訊我，我就會回答；我回答你時你在這裡寫的內容都屬於同一段對話。我可以記住事情、設定提醒和規劃圖片。
     - /kill：停止我在這裡做的事。
     - /reminders list|cancel：你的提醒。

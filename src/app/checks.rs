@@ -169,6 +169,31 @@ async fn provider(config: &Config, secrets: &Secrets) -> Answer {
 }
 
 /// `GET /users/@me` with the token: who the bot is.
+/// The application's flags that grant the Message Content intent: `GATEWAY_MESSAGE_CONTENT`
+/// (a verified bot) and `GATEWAY_MESSAGE_CONTENT_LIMITED` (one in fewer than 100 servers).
+const MESSAGE_CONTENT_FLAGS: u64 = (1 << 18) | (1 << 19);
+
+/// What the application's flags say of the Message Content intent (SPEC D14): nothing when it
+/// is granted or the flags cannot be read, else what the bot will do without it.
+async fn message_content(rest: &DiscordRest) -> &'static str {
+    let route = Route {
+        template: "GET /oauth2/applications/@me",
+        major: 0,
+        local_per_5s: None,
+    };
+    match rest.get_answer(route, "/oauth2/applications/@me").await {
+        Ok(app)
+            if app.get("flags").and_then(Value::as_u64).unwrap_or(0) & MESSAGE_CONTENT_FLAGS
+                == 0 =>
+        {
+            "; the Message Content intent is not granted: the bot will connect without it \
+             (mentions, replies, DMs and commands only; trigger words, always-reply channels, \
+             follow-ups without a mention and random turns off)"
+        }
+        _ => "",
+    }
+}
+
 async fn discord(config: &Config, secrets: &Secrets) -> Answer {
     let Some(token) = &secrets.discord_token else {
         return Answer::Refused(format!("{} is not set", crate::config::DISCORD_TOKEN_ENV));
@@ -186,8 +211,9 @@ async fn discord(config: &Config, secrets: &Secrets) -> Answer {
         Ok(me) => {
             let name = me.get("username").and_then(Value::as_str).unwrap_or("?");
             let id = me.get("id").and_then(Value::as_str).unwrap_or("?");
+            let content = message_content(&rest).await;
             Answer::Ok(format!(
-                "{} accepts the token of {name} ({id})",
+                "{} accepts the token of {name} ({id}){content}",
                 rest.base()
             ))
         }

@@ -28,6 +28,20 @@ pub struct DiscordConfig {
     pub gateway_stuck_secs: u64,
     /// Which gateway shards this process runs: "auto" or a range (see [`ShardPlan`]).
     pub shards: String,
+    /// Whether the bot asks for the privileged Message Content intent (SPEC D14).
+    pub message_content: MessageContent,
+}
+
+/// Whether the bot asks Discord for the Message Content intent (SPEC D14).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageContent {
+    /// Ask; when Discord refuses it (close 4014), connect again without it.
+    Auto,
+    /// Ask, and stop (exit 2) when Discord refuses it.
+    Required,
+    /// Never ask: mentions, replies, DMs and commands only.
+    Off,
 }
 
 /// Which gateway shards a process runs (SPEC D6).

@@ -34,7 +34,7 @@ mod tests;
 
 pub use content::{DeliberateConfig, ImageConfig, MemoryConfig, ThoughtLogConfig, ToolsConfig};
 pub use database::{DatabaseConfig, database_url_problem};
-pub use discord::{AttachmentsConfig, CatchUpConfig, DiscordConfig, ShardPlan};
+pub use discord::{AttachmentsConfig, CatchUpConfig, DiscordConfig, MessageContent, ShardPlan};
 pub use error::ConfigError;
 use error::{cut, from_figment, problem_of};
 pub use general::{GeneralConfig, PersonaConfig};

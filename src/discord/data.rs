@@ -18,6 +18,9 @@ pub type Context<'a> = poise::Context<'a, Arc<BotData>, Error>;
 /// What commands and event handlers share.
 pub struct BotData {
     pub orchestrator: Orchestrator,
+    /// Whether the gateway delivers other people's message text (the Message Content intent,
+    /// SPEC D14): without it only mentions, replies to the bot and DMs start turns.
+    pub message_content: std::sync::atomic::AtomicBool,
     /// The MCP servers and their tools (SPEC E4): `/status` and `/tools mcp` read them; `None`
     /// when none is configured.
     pub outside: Option<Arc<dyn crate::tools::outside::OutsideCatalog>>,

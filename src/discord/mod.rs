@@ -14,7 +14,7 @@ use serenity::all::{ClientBuilder, ConnectionStage, GatewayIntents, HttpBuilder,
 use tokio::task::JoinHandle;
 
 use crate::config::Config;
-use crate::config::ShardPlan;
+use crate::config::{MessageContent, ShardPlan};
 use crate::shutdown::Shutdown;
 
 use data::{BotData, Error};
@@ -28,9 +28,19 @@ pub mod mentions;
 pub mod recent;
 pub mod rest;
 
+/// The shard manager of the gateway client running now: replaced once when Discord refuses the
+/// Message Content intent and the bot connects again without it (SPEC D14).
+type ManagerCell = Arc<std::sync::Mutex<Arc<ShardManager>>>;
+
+fn current(cell: &ManagerCell) -> Arc<ShardManager> {
+    cell.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+}
+
 /// The gateway client, running.
 pub struct DiscordClient {
-    shard_manager: Arc<ShardManager>,
+    shard_manager: ManagerCell,
     /// A gateway with no shard connected this long is given up on (see [`GatewayStuck`]).
     stuck_after: Duration,
     watchdog: Watchdog,
@@ -103,7 +113,7 @@ impl DiscordClient {
 
     /// Closes the gateway connection and waits up to 5 s for the client to end.
     pub async fn stop(self) {
-        self.shard_manager.shutdown_all().await;
+        current(&self.shard_manager).shutdown_all().await;
         let Some(client) = self.client else {
             return;
         };
@@ -126,7 +136,7 @@ struct Watchdog {
 }
 
 impl Watchdog {
-    fn start(manager: Arc<ShardManager>, after: Duration) -> Self {
+    fn start(managers: ManagerCell, after: Duration) -> Self {
         use std::sync::atomic::Ordering;
         let stuck = Arc::new(tokio::sync::Notify::new());
         let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -136,6 +146,7 @@ impl Watchdog {
             while !finished.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_secs(1));
                 // Never waits on the lock: the next second asks again.
+                let manager = current(&managers);
                 let Ok(runners) = manager.runners.try_lock() else {
                     continue;
                 };
@@ -176,13 +187,14 @@ impl Drop for Watchdog {
 /// Whether the gateway is connected, for health checks: not until the client is running
 /// ([`DiscordClient::report_to`]), then while every shard is connected. Cheap to clone.
 #[derive(Clone, Default)]
-pub struct GatewayStatus(Arc<std::sync::OnceLock<Arc<ShardManager>>>);
+pub struct GatewayStatus(Arc<std::sync::OnceLock<ManagerCell>>);
 
 impl GatewayStatus {
     pub async fn connected(&self) -> bool {
-        let Some(manager) = self.0.get() else {
+        let Some(managers) = self.0.get() else {
             return false;
         };
+        let manager = current(managers);
         let runners = manager.runners.lock().await;
         !runners.is_empty()
             && runners
@@ -192,6 +204,7 @@ impl GatewayStatus {
 }
 
 /// What the gateway client is built from: the shared data, and the cells `setup` fills in.
+#[derive(Clone)]
 pub struct Connection {
     pub data: Arc<BotData>,
     pub bot: ids::BotId,
@@ -199,7 +212,9 @@ pub struct Connection {
 }
 
 /// Connects the gateway client (poise framework, slash commands, event handler) and starts it
-/// as a task of `shutdown`.
+/// as a task of `shutdown`. With `discord.message_content = "auto"`, when Discord refuses the
+/// Message Content intent (close 4014) the task says so once and connects again without it
+/// (SPEC D14).
 pub async fn connect(
     config: &Config,
     token: &SecretString,
@@ -210,29 +225,11 @@ pub async fn connect(
     let token = secrecy::ExposeSecret::expose_secret(token)
         .trim()
         .to_owned();
-    let mut http = HttpBuilder::new(&token);
-    if !config.discord.api_base_url.is_empty() {
-        // serenity rewrites REST URLs to the proxy only with its rate limiter off; delivery
-        // handles rate limits itself (see `rest::ratelimit`).
-        http = http
-            .proxy(config.discord.api_base_url.trim_end_matches('/'))
-            .ratelimiter_disabled(true);
-    }
     // First, on the scheduled client with its timeouts: is Discord there, does it take the
     // token, how many shards. serenity's own client (building it asks for the gateway URL) has
     // no timeout, and an API that never answers would hold the start without a word.
     let longest = Duration::from_secs(config.discord.reconnect_max_secs);
     let recommended = recommended_shards(rest, longest).await?;
-    let framework = framework(connection, rest.clone(), shutdown.clone());
-    let intents = GatewayIntents::GUILDS
-        | GatewayIntents::GUILD_MESSAGES
-        | GatewayIntents::DIRECT_MESSAGES
-        | GatewayIntents::MESSAGE_CONTENT;
-    let mut client = ClientBuilder::new_with_http(http.build(), intents)
-        .framework(framework)
-        .await
-        .context("Discord client")?;
-    let shard_manager = client.shard_manager.clone();
     let plan = config.discord.shard_plan();
     // "auto" asks Discord for its recommended count through the scheduled client (serenity's
     // own autosharding would send one more request outside the global budget).
@@ -240,8 +237,103 @@ pub async fn connect(
         ShardPlan::Auto => recommended,
         ShardPlan::Range { total, .. } => total,
     };
-    tracing::info!(shards = %plan.owner(), total, "connecting to the Discord gateway");
+    let gateway = Gateway {
+        api_base_url: config.discord.api_base_url.clone(),
+        token,
+        rest: rest.clone(),
+        shutdown: shutdown.clone(),
+        plan,
+        total,
+    };
+    let mode = config.discord.message_content;
+    let first = gateway
+        .client(connection.clone(), mode != MessageContent::Off)
+        .await
+        .context("Discord client")?;
+    let managers: ManagerCell = Arc::new(std::sync::Mutex::new(first.shard_manager.clone()));
+    let replaced = managers.clone();
     let client = shutdown.spawn(async move {
+        let ended = gateway.run(first).await;
+        let refused = matches!(
+            ended,
+            Err(serenity::Error::Gateway(
+                serenity::gateway::GatewayError::DisallowedGatewayIntents
+                    | serenity::gateway::GatewayError::InvalidGatewayIntents
+            ))
+        );
+        if mode != MessageContent::Auto || !refused || gateway.shutdown.token().is_cancelled() {
+            return ended;
+        }
+        tracing::warn!(
+            "Discord refused the Message Content intent (close 4014): connecting again without \
+             it. Mentions, replies to the bot, DMs and commands work; trigger words, \
+             always-reply channels, follow-ups without a mention and random turns are off. \
+             Switch the intent on under Bot in the Discord developer portal to have them."
+        );
+        connection
+            .data
+            .message_content
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+        let second = gateway.client(connection, false).await?;
+        *replaced
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = second.shard_manager.clone();
+        gateway.run(second).await
+    });
+    let stuck_after = Duration::from_secs(config.discord.gateway_stuck_secs);
+    Ok(DiscordClient {
+        shard_manager: managers.clone(),
+        stuck_after,
+        watchdog: Watchdog::start(managers, stuck_after),
+        client: Some(client),
+    })
+}
+
+/// What every gateway client of this process is built with.
+struct Gateway {
+    api_base_url: String,
+    token: String,
+    rest: Arc<rest::client::DiscordRest>,
+    shutdown: Shutdown,
+    plan: ShardPlan,
+    total: u32,
+}
+
+impl Gateway {
+    /// A gateway client asking for the Message Content intent or not.
+    async fn client(
+        &self,
+        connection: Connection,
+        content: bool,
+    ) -> Result<serenity::Client, serenity::Error> {
+        let mut http = HttpBuilder::new(&self.token);
+        if !self.api_base_url.is_empty() {
+            // serenity rewrites REST URLs to the proxy only with its rate limiter off; delivery
+            // handles rate limits itself (see `rest::ratelimit`).
+            http = http
+                .proxy(self.api_base_url.trim_end_matches('/'))
+                .ratelimiter_disabled(true);
+        }
+        let framework = framework(connection, self.rest.clone(), self.shutdown.clone());
+        let mut intents = GatewayIntents::GUILDS
+            | GatewayIntents::GUILD_MESSAGES
+            | GatewayIntents::DIRECT_MESSAGES;
+        if content {
+            intents |= GatewayIntents::MESSAGE_CONTENT;
+        }
+        ClientBuilder::new_with_http(http.build(), intents)
+            .framework(framework)
+            .await
+    }
+
+    /// Runs the client's shards until it ends.
+    async fn run(&self, mut client: serenity::Client) -> Result<(), serenity::Error> {
+        let (plan, total) = (self.plan, self.total);
+        let content = client
+            .shard_manager
+            .intents()
+            .contains(GatewayIntents::MESSAGE_CONTENT);
+        tracing::info!(shards = %plan.owner(), total, content, "connecting to the Discord gateway");
         match plan {
             ShardPlan::Auto => client.start_shards(total).await,
             // serenity's range end is the last shard itself.
@@ -249,14 +341,7 @@ pub async fn connect(
                 client.start_shard_range(first..last, total).await
             }
         }
-    });
-    let stuck_after = Duration::from_secs(config.discord.gateway_stuck_secs);
-    Ok(DiscordClient {
-        shard_manager: shard_manager.clone(),
-        stuck_after,
-        watchdog: Watchdog::start(shard_manager.clone(), stuck_after),
-        client: Some(client),
-    })
+    }
 }
 
 /// The poise framework: the commands, the event handler, and a `setup` that cannot fail on the

@@ -29,6 +29,9 @@ pub struct MessageFacts<'a> {
     pub author_roles: &'a [u64],
     /// The bot may post in the channel.
     pub bot_can_send: bool,
+    /// The gateway does not deliver other people's message text (no Message Content intent,
+    /// SPEC D14): only a message addressed to the bot starts a turn.
+    pub content_hidden: bool,
 }
 
 /// Whether a person spoke to the bot itself: a DM, a mention of it, or a reply to it (outside
@@ -51,6 +54,10 @@ pub fn triggers(
     }
     if addressed(facts, settings) {
         return true;
+    }
+    // Without the text, an always-reply channel or a trigger word would answer an empty line.
+    if facts.content_hidden {
+        return false;
     }
     let always = &settings.access.always_reply_channels;
     if always.contains(&facts.channel) || facts.parent_channel.is_some_and(|p| always.contains(&p))

@@ -77,6 +77,9 @@ pub struct Beyond {
     pub facts_shown: bool,
 }
 
+/// What the model reads for another person's message with no text the bot could read.
+pub const UNREADABLE: &str = "(a message whose text the bot cannot read)";
+
 /// A history message as the model sees it, with its files as `read` (or only named, for
 /// older messages a tool brought in).
 fn as_message(m: &HistoryMessage, read: Option<ReadFiles>) -> ChatMessage {
@@ -90,9 +93,17 @@ fn as_message(m: &HistoryMessage, read: Option<ReadFiles>) -> ChatMessage {
             tool_calls: Vec::new(),
         }
     } else {
+        // A message whose text the bot was not given (no Message Content intent, SPEC D14) is
+        // said to be unreadable, never shown as someone saying nothing.
+        let text = if m.content.trim().is_empty() && read.text.is_empty() && read.images.is_empty()
+        {
+            UNREADABLE
+        } else {
+            &m.content
+        };
         ChatMessage::User {
             name: None,
-            content: format!("[{}] {}{}", m.author, m.content, read.text),
+            content: format!("[{}] {}{}", m.author, text, read.text),
             images: read.images,
         }
     }

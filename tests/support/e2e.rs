@@ -65,8 +65,18 @@ impl E2e {
         replies: Vec<Reply>,
         configure: impl FnOnce(&mut Config),
     ) -> Self {
+        Self::start_on(FakeDiscord::start(world).await, probe, replies, configure).await
+    }
+
+    /// Starts the bot against `discord` (a fake the test set up first) with the test
+    /// configuration, changed by `configure`.
+    pub async fn start_on(
+        discord: FakeDiscord,
+        probe: Behaviour,
+        replies: Vec<Reply>,
+        configure: impl FnOnce(&mut Config),
+    ) -> Self {
         persona_bot::telemetry::init_for_tests();
-        let discord = FakeDiscord::start(world).await;
         let openai = FakeOpenAi::start().await;
         for reply in replies {
             openai.push(reply);

@@ -60,6 +60,13 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
         ("reminders", reminders.to_string()),
     ];
     let mut text = locale::text_with(locale, "status-text", &args);
+    // Without the Message Content intent, what is off, for everyone to see (SPEC D14).
+    if !data
+        .message_content
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        text.push_str(&format!("\n{}", locale::text(locale, "status-no-content")));
+    }
     // Moderators see how members rated the replies here (SPEC E2).
     if let Some(server) = server
         && permissions(ctx).contains(Permissions::MANAGE_GUILD)
@@ -73,17 +80,13 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
         text.push_str(&locale::text_with(locale, "status-feedback", &counts));
         // And how each MCP server is doing, and whether its tools are on here (SPEC E4).
         if let Some(outside) = &data.outside {
-            for h in outside.health() {
-                let args = [
-                    ("server", h.name.clone()),
-                    ("here", yes_no(settings.mcp_servers.contains(&h.name))),
-                    ("connected", yes_no(h.connected)),
-                    ("tools", h.tools.to_string()),
-                    ("error", h.last_error.unwrap_or_else(|| "-".to_owned())),
-                ];
-                text.push('\n');
-                text.push_str(&locale::text_with(locale, "tools-mcp-line", &args));
-            }
+            let health = outside.health();
+            text.push('\n');
+            text.push_str(&super::tools::mcp_list(
+                locale,
+                &health,
+                &settings.mcp_servers,
+            ));
         }
     }
     reply(ctx, text).await

@@ -164,7 +164,7 @@ pub async fn tools_mcp(
 }
 
 /// One line a server: on or off here, connected or not (and why), its tools.
-fn mcp_list(
+pub(super) fn mcp_list(
     locale: crate::locale::Locale,
     health: &[crate::tools::outside::ServerHealth],
     enabled: &[String],

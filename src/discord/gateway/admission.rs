@@ -65,16 +65,23 @@ pub(super) async fn on_message(data: &BotData, message: &Message, origin: Origin
         replies_to_bot,
         author_roles: &roles,
         bot_can_send: server.is_none_or(|s| data.cache.bot_can_send(s, channel, bot)),
+        content_hidden: !data
+            .message_content
+            .load(std::sync::atomic::Ordering::Relaxed),
     };
     let persona = data.personas.of_server(&settings);
-    let follow_up =
-        origin == Origin::Gateway && speaks_in_own_turn(data, message, &facts, &settings).await;
+    // Without the text a follow-up or a random turn would answer an empty line (SPEC D14).
+    let follow_up = origin == Origin::Gateway
+        && !facts.content_hidden
+        && speaks_in_own_turn(data, message, &facts, &settings).await;
     let (triggered, random) = match origin {
         Origin::Gateway => {
             let triggered = follow_up || triggers(&facts, &settings, &persona.trigger_words);
             (
                 triggered,
-                !triggered && rolls_random(data, &facts, &settings, server),
+                !triggered
+                    && !facts.content_hidden
+                    && rolls_random(data, &facts, &settings, server),
             )
         }
         Origin::CatchUp => (addressed(&facts, &settings), false),

@@ -144,8 +144,11 @@ fn refused_identify(shared: &Shared, tx: &mpsc::UnboundedSender<Outgoing>, d: &V
         .rejected_token
         .as_deref()
         .is_some_and(|t| token.trim_start_matches("Bot ") == t);
+    let asked = d["intents"].as_u64().unwrap_or(0);
     let code = if token.is_empty() || rejected {
         Some(4004) // authentication failed
+    } else if asked & inner.ungranted_intents != 0 {
+        Some(4014) // disallowed intents
     } else {
         inner.identify_close
     };

@@ -168,6 +168,12 @@ impl FakeDiscord {
         self.shared.lock().identify_close = code;
     }
 
+    /// The app has not been granted these privileged intents (`MESSAGE_CONTENT`): from now on
+    /// an IDENTIFY that asks for one is closed with 4014, one that does not is taken.
+    pub fn withhold_intents(&self, intents: u64) {
+        self.shared.lock().ungranted_intents = intents;
+    }
+
     /// The `d` of every dispatch of type `t` in the newest session of each shard (shard by
     /// shard), as sent (after the session's intents), oldest first. (Older sessions of a shard
     /// got the same, as far as they lived.)

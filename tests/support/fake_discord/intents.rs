@@ -30,6 +30,15 @@ pub(super) fn as_seen(intents: u64, bot_id: u64, t: &str, mut d: Value) -> Optio
     Some(d)
 }
 
+/// A message an app reads over REST: without MESSAGE_CONTENT granted, the same fields come
+/// empty as on the gateway (Discord applies the intent to both).
+pub(super) fn as_read_by(ungranted: u64, bot_id: u64, message: &mut Value) {
+    if ungranted & MESSAGE_CONTENT != 0 {
+        let in_guild = message.get("guild_id").is_some_and(|g| !g.is_null());
+        hide_content(message, bot_id, in_guild);
+    }
+}
+
 /// Empties what MESSAGE_CONTENT guards, unless the message mentions the bot, is in a DM or was
 /// authored by the bot; a replied-to message is judged on its own.
 fn hide_content(message: &mut Value, bot_id: u64, in_guild: bool) {

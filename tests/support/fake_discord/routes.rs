@@ -68,7 +68,14 @@ pub(super) fn route(
             };
             ok(&dm_channel_object(shared, channel_id, user_id))
         }
-        ("GET", ["oauth2", "applications", "@me"]) => ok(&world.application_info_json()),
+        ("GET", ["oauth2", "applications", "@me"]) => {
+            let mut info = world.application_info_json();
+            // GATEWAY_MESSAGE_CONTENT_LIMITED (1 << 19) only while the intent is granted
+            if shared.lock().ungranted_intents & super::intents::MESSAGE_CONTENT != 0 {
+                info["flags"] = json!(0);
+            }
+            ok(&info)
+        }
         ("GET", ["applications", app, "commands"]) => {
             if parse_id(app)? != world.application_id {
                 return Some(error(404, "Unknown Application", 10002));
@@ -184,6 +191,7 @@ pub(super) fn route(
             // REST messages lack the gateway's extra fields (`guild_id`, `member`, and each
             // mentioned user's `member`).
             for message in &mut selected {
+                super::intents::as_read_by(inner.ungranted_intents, inner.bot_id, message);
                 as_rest(message);
             }
             ok(&json!(selected))
@@ -203,7 +211,10 @@ pub(super) fn route(
                     .cloned()
             });
             match found {
-                Some(message) => ok(&message),
+                Some(mut message) => {
+                    super::intents::as_read_by(inner.ungranted_intents, inner.bot_id, &mut message);
+                    ok(&message)
+                }
                 None => error(404, "Unknown Message", 10008),
             }
         }

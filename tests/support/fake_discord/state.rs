@@ -87,6 +87,9 @@ pub(super) struct Inner {
     pub(super) rejected_token: Option<String>,
     /// Every IDENTIFY is answered by closing with this code.
     pub(super) identify_close: Option<u16>,
+    /// Privileged intents the app has not been granted: an IDENTIFY asking for one is closed
+    /// with 4014 (Disallowed intents), as Discord does.
+    pub(super) ungranted_intents: u64,
     pub(super) rejected_on_rest: bool,
     /// Every command registration (PUT) is refused with 400 Invalid Form Body.
     pub(super) refuse_commands: bool,
