@@ -12,6 +12,8 @@ pub mod support {
 
 use std::time::Duration;
 
+use persona_bot::domain::ports::{ChannelRule, SettingsChange, SettingsStore as _};
+use persona_bot::domain::scope::{ChannelId, ServerId};
 use serde_json::json;
 use support::e2e::*;
 use support::fake_discord::{FakeDiscord, Incoming, MESSAGE_CONTENT, World};
@@ -19,7 +21,7 @@ use support::fake_openai::Reply;
 use support::harness::Behaviour;
 
 // SPEC D14: refused the intent, the bot connects again without it (one session, asked without
-// it), answers a mention and a DM, leaves a trigger word alone, shows the model the trigger
+// it), answers a mention and a DM, leaves a trigger word in an always-reply channel alone, shows the model the trigger
 // word's message as unreadable (never as an empty line), and `/status` says what is off.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_the_intent_the_bot_connects_without_it_and_answers_what_is_for_it() {
@@ -40,6 +42,17 @@ async fn refused_the_intent_the_bot_connects_without_it_and_answers_what_is_for_
     let intents = identifies[0]["intents"].as_u64().unwrap_or(0);
     assert_eq!(intents & MESSAGE_CONTENT, 0, "asked again without it");
 
+    // #general answers every message, but not one the bot cannot read.
+    let always = SettingsChange::Channel {
+        channel: ChannelId(GENERAL),
+        rule: ChannelRule::Always,
+    };
+    e.running()
+        .storage
+        .settings
+        .update(ServerId(GUILD), always)
+        .await
+        .expect("settings");
     e.discord
         .send_message(Incoming::new(
             GENERAL,

@@ -90,6 +90,15 @@ impl Slot {
     }
 }
 
+/// One server's first attempt, counted when dropped (done, failed, or stopped).
+struct FirstAttempt<'a>(&'a tokio::sync::watch::Sender<usize>);
+
+impl Drop for FirstAttempt<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n += 1);
+    }
+}
+
 /// Every configured server: the catalog of their tools and the carrier of their calls.
 pub struct McpHub {
     slots: Vec<Arc<Slot>>,
@@ -147,7 +156,9 @@ impl McpHub {
     async fn keep(self: Arc<Self>, slot: Arc<Slot>, stop: CancellationToken) {
         let most = Duration::from_secs(self.mcp.restart_max_backoff_secs);
         let mut wait = Duration::from_secs(1);
-        let mut first = true;
+        // Counts this server's first attempt however it ends, a stop included, so start-up
+        // never waits on a server that was given no chance.
+        let mut first = Some(FirstAttempt(&self.attempted));
         while !stop.is_cancelled() {
             let changed = Arc::new(Notify::new());
             let connected = tokio::select! {
@@ -158,18 +169,14 @@ impl McpHub {
                 Ok(service) => {
                     wait = Duration::from_secs(1);
                     let listed = self.listed(&slot, &service).await;
-                    if std::mem::take(&mut first) {
-                        self.attempted.send_modify(|n| *n += 1);
-                    }
+                    first.take();
                     if listed {
                         self.serve(&slot, service, &changed, &stop).await;
                     }
                 }
                 Err(error) => {
                     slot.failed(error);
-                    if std::mem::take(&mut first) {
-                        self.attempted.send_modify(|n| *n += 1);
-                    }
+                    first.take();
                 }
             }
             tokio::select! {
