@@ -109,8 +109,14 @@ pub async fn memory_forget(ctx: Context<'_>, target: String) -> Result<(), Error
     .await
 }
 
+// Also for user install (SPEC A5): anywhere the user is.
 /// Forget everything the bot remembers about you, in every server and DM.
-#[poise::command(slash_command, rename = "forget-me")]
+#[poise::command(
+    slash_command,
+    rename = "forget-me",
+    install_context = "Guild|User",
+    interaction_context = "Guild|BotDm|PrivateChannel"
+)]
 pub async fn forget_me(ctx: Context<'_>) -> Result<(), Error> {
     let user = UserId(ctx.author().id.get());
     let count = ctx.data().memory.forget_user(user).await?;

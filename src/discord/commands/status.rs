@@ -92,8 +92,13 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
     reply(ctx, text).await
 }
 
+// Also for user install (SPEC A5): anywhere the user is, the bot a member there or not.
 /// What the bot does, how to talk to it, and the commands you may use.
-#[poise::command(slash_command)]
+#[poise::command(
+    slash_command,
+    install_context = "Guild|User",
+    interaction_context = "Guild|BotDm|PrivateChannel"
+)]
 pub async fn help(ctx: Context<'_>) -> Result<(), Error> {
     let locale = locale_of(ctx);
     let manager = ctx.guild_id().is_some() && permissions(ctx).contains(Permissions::MANAGE_GUILD);

@@ -45,6 +45,10 @@ pub const EVERYONE_PERMISSIONS: u64 = CREATE_INSTANT_INVITE
 pub const BOT_PRIVATE_ALLOW: u64 =
     VIEW_CHANNEL | SEND_MESSAGES | READ_MESSAGE_HISTORY | EMBED_LINKS | ATTACH_FILES;
 
+/// What an app a user installed may do where its bot is not a member, as `app_permissions`:
+/// embed and attach in its own answers, nothing in the channel.
+pub const USER_INSTALL_PERMISSIONS: u64 = EMBED_LINKS | ATTACH_FILES;
+
 /// What a user may do in a DM, as Discord reports it in `app_permissions` there.
 pub const DM_PERMISSIONS: u64 = ADD_REACTIONS
     | VIEW_CHANNEL

@@ -218,6 +218,20 @@ impl FakeDiscord {
     /// (`PUT .../commands`), the options must match the registered names, types, choices and
     /// required options. An unregistered command is sent as is.
     pub async fn try_slash(&self, c: Slash) -> Result<u64, String> {
+        self.try_slash_as(c, false).await
+    }
+
+    /// A slash command a user runs through their own install of the app (SPEC A5): in a server
+    /// the bot may not be in (`guild_id`), or a private channel (`None`). Discord offers it only
+    /// when the command was registered for user install (`integration_types` has 1) and for
+    /// that context (`contexts` has 0 in a server, 2 in a private channel); the interaction says
+    /// the user authorized it (`authorizing_integration_owners` {"1": user}) and the bot gets
+    /// no permissions there but the interaction's own.
+    pub async fn try_user_slash(&self, c: Slash) -> Result<u64, String> {
+        self.try_slash_as(c, true).await
+    }
+
+    async fn try_slash_as(&self, c: Slash, user_install: bool) -> Result<u64, String> {
         self.wait_ready().await;
         let id = self.shared.snowflake();
         let token = format!("itoken-{id}");
@@ -238,7 +252,26 @@ impl FakeDiscord {
             }
             None => self.shared.snowflake(),
         };
-        let payload = self.shared.world.slash_json(&c, id, &token, command_id);
+        let mut payload = self.shared.world.slash_json(&c, id, &token, command_id);
+        if user_install {
+            let context = if c.guild_id.is_some() { 0 } else { 2 };
+            let offered = |key: &str, value: u64| {
+                registered
+                    .as_ref()
+                    .and_then(|cmd| cmd[key].as_array().cloned())
+                    .is_some_and(|v| v.contains(&json!(value)))
+            };
+            if !offered("integration_types", 1) || !offered("contexts", context) {
+                return Err(format!(
+                    "`/{}` is not registered for user install in context {context}",
+                    c.name
+                ));
+            }
+            payload["authorizing_integration_owners"] = json!({"1": c.user_id.to_string()});
+            payload["context"] = json!(context);
+            // Where the bot is not a member it may do nothing but answer the interaction.
+            payload["app_permissions"] = json!(super::USER_INSTALL_PERMISSIONS.to_string());
+        }
         let state = InteractionState::new(id, c.channel_id, c.guild_id, payload.clone());
         inner.interactions.insert(token, state);
         dispatch_locked(&mut inner, "INTERACTION_CREATE", payload);
