@@ -23,7 +23,7 @@ const GROUP_DM: u64 = 557;
 // SPEC A5: `/help` and `/forget-me` are registered for user install in servers, DMs and private
 // channels; a user runs them in a server the bot is not in and in a private channel, and they
 // are answered with nothing posted in the channel; `/status`, a server's own, is not offered
-// there.
+// there, and a manager of that server is not shown the moderators' commands.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn help_and_forget_me_work_where_the_bot_is_not_a_member() {
     let e = E2e::start(Behaviour::succeed(), vec![]).await;
@@ -42,13 +42,15 @@ async fn help_and_forget_me_work_where_the_bot_is_not_a_member() {
         Slash::new(name, json!([]), guild, channel, ALICE, "alice")
     };
 
-    let id = e
-        .discord
-        .try_user_slash(slash("help", Some(ELSEWHERE), ELSEWHERE_CHANNEL))
-        .await
-        .expect("offered");
+    // A member who manages that server is not shown commands the bot has nowhere there.
+    let mut help = slash("help", Some(ELSEWHERE), ELSEWHERE_CHANNEL);
+    help.permissions = MANAGE_GUILD;
+    let id = e.discord.try_user_slash(help).await.expect("offered");
     let help = content_of(&e.answer_to(id).await);
     assert!(help.contains("I am Aria"), "{help}");
+    assert!(!help.contains("Manage Server"), "{help}");
+    let at_home = e.slash(MODERATOR, "help", MANAGE_GUILD, json!([])).await;
+    assert!(content_of(&at_home).contains("Manage Server"), "{at_home}");
 
     let id = e
         .discord

@@ -101,8 +101,13 @@ pub async fn status(ctx: Context<'_>) -> Result<(), Error> {
 )]
 pub async fn help(ctx: Context<'_>) -> Result<(), Error> {
     let locale = locale_of(ctx);
-    let manager = ctx.guild_id().is_some() && permissions(ctx).contains(Permissions::MANAGE_GUILD);
-    let server = ctx.guild_id().map(|g| ServerId(g.get()));
+    // Run through a user's own install, in a server that did not install the bot, the
+    // server's settings and moderators' commands do not exist there (SPEC A5).
+    let server = ctx
+        .guild_id()
+        .filter(|_| server_install(ctx))
+        .map(|g| ServerId(g.get()));
+    let manager = server.is_some() && permissions(ctx).contains(Permissions::MANAGE_GUILD);
     let name = ctx.data().personas.name_in(server).await;
     let mut text = locale::text_with(locale, "help-text", &[("persona", name)]);
     if manager {
@@ -110,4 +115,18 @@ pub async fn help(ctx: Context<'_>) -> Result<(), Error> {
         text.push_str(&locale::text(locale, "help-managers"));
     }
     reply(ctx, text).await
+}
+
+/// Whether the command came through the server's install of the app (not only a user's own).
+fn server_install(ctx: Context<'_>) -> bool {
+    use serenity::all::AuthorizingIntegrationOwner;
+    match ctx {
+        poise::Context::Application(app) => app
+            .interaction
+            .authorizing_integration_owners
+            .0
+            .iter()
+            .any(|owner| matches!(owner, AuthorizingIntegrationOwner::GuildInstall(Some(_)))),
+        poise::Context::Prefix(_) => true,
+    }
 }
