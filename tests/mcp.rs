@@ -23,8 +23,9 @@ use support::harness::Behaviour;
 use support::mcp_server::{SECRET, log_lines, serve_http, serve_stdio_if_child, stdio_command};
 
 /// Not a test: the stdio server, when the bot starts this binary as one (see
-/// `support::mcp_server::stdio_command`). Run as part of the suite it returns at once.
+/// `support::mcp_server::stdio_command`, which runs it with `--ignored`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the stdio MCP server the tests start, not a test"]
 async fn stdio_server_child() {
     serve_stdio_if_child().await;
 }

@@ -517,7 +517,6 @@ async fn a_turn_killed_after_create_reminder_creates_it_once(db: TestDb) {
     assert_eq!(stage.texts(), vec!["Reminder set.".to_owned()]);
 }
 
-/// The approval cards posted in #general.
 /// Alice presses Approve on the one approval card.
 async fn approve_the_card(stage: &Stage) {
     use support::fake_discord::{ButtonPress, button_ids};
@@ -534,6 +533,23 @@ async fn approve_the_card(stage: &Stage) {
     stage.discord.press(press).await.expect("a press");
 }
 
+/// After a kill -9 while `call` waited for approval: the bot started again, its resumed turn
+/// asking the model for `call` again (then hanging), and still one card, not a second.
+async fn resumed_on_the_same_card(stage: &Stage, call: Reply) -> Bot {
+    stage.openai.push(call);
+    stage.openai.push(Reply::Stream(vec![Sse::Hang]));
+    let bot = stage.start_bot(2).await;
+    stage
+        .until(&bot, "the resumed turn asks the model", |s| {
+            s.openai.requests().len() == 2
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(cards(stage).len(), 1, "the same card, not a second");
+    bot
+}
+
+/// The approval cards posted in #general.
 fn cards(stage: &Stage) -> Vec<Value> {
     stage
         .discord
@@ -562,16 +578,7 @@ async fn an_approval_survives_a_restart_and_the_approved_call_runs_once(db: Test
         .await;
     bot.kill();
 
-    stage.openai.push(call());
-    stage.openai.push(Reply::Stream(vec![Sse::Hang]));
-    let bot = stage.start_bot(2).await;
-    stage
-        .until(&bot, "the resumed turn asks the model", |s| {
-            s.openai.requests().len() == 2
-        })
-        .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(cards(&stage).len(), 1, "the same card, not a second");
+    let bot = resumed_on_the_same_card(&stage, call()).await;
     assert_eq!(stage.count("reminders").await, 0, "nothing runs unapproved");
     approve_the_card(&stage).await;
     stage

@@ -450,14 +450,18 @@ impl OutsideCaller for McpHub {
         arguments: Value,
         cancel: &CancellationToken,
     ) -> Result<OutsideResult, OutsideError> {
-        let peer = self.slot(server).and_then(|slot| slot.state().peer.clone());
+        let peer = self.slot(server).map_or_else(
+            || Err("not configured".to_owned()),
+            |slot| {
+                let state = slot.state();
+                state.peer.clone().ok_or_else(|| {
+                    (state.last_error.clone()).unwrap_or_else(|| "not connected".to_owned())
+                })
+            },
+        );
         let result = match peer {
-            None => Err(OutsideError::Unavailable(
-                self.slot(server)
-                    .and_then(|s| s.state().last_error.clone())
-                    .unwrap_or_else(|| "not connected".to_owned()),
-            )),
-            Some(peer) => call(&peer, tool, arguments, cancel).await,
+            Err(why) => Err(OutsideError::Unavailable(why)),
+            Ok(peer) => call(&peer, tool, arguments, cancel).await,
         };
         let outcome = match &result {
             Ok(r) if r.is_error => "tool_error",

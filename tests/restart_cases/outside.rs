@@ -1,13 +1,11 @@
 //! An outside tool's effect runs once across kill -9 (SPEC E4, E3, D5), with the real binary
 //! and a real MCP server (streamable HTTP, served by the test process, so it outlives the bot).
 
-use std::time::Duration;
-
 use super::support::db::TestDb;
 use super::support::fake_discord::{MANAGE_GUILD, Slash};
-use super::support::fake_openai::{Reply, Sse};
+use super::support::fake_openai::Reply;
 use super::support::mcp_server::{log_lines, serve_http};
-use super::{GENERAL, GUILD, Stage, approve_the_card, cards};
+use super::{GENERAL, GUILD, Stage, approve_the_card, cards, resumed_on_the_same_card};
 
 const MODERATOR: u64 = 302;
 
@@ -64,16 +62,7 @@ pub async fn an_outside_effect_runs_once_across_kill_9_after_approval(db: TestDb
         .await;
     bot.kill();
 
-    stage.openai.push(note());
-    stage.openai.push(Reply::Stream(vec![Sse::Hang]));
-    let bot = stage.start_bot(2).await;
-    stage
-        .until(&bot, "the resumed turn asks the model", |s| {
-            s.openai.requests().len() == 2
-        })
-        .await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(cards(&stage).len(), 1, "the same card, not a second");
+    let bot = resumed_on_the_same_card(&stage, note()).await;
     assert_eq!(effects(&log), 0, "nothing runs unapproved");
     approve_the_card(&stage).await;
     stage

@@ -176,7 +176,7 @@ pub async fn serve_stdio_if_child() -> bool {
 }
 
 /// The command and arguments that start this test binary as the stdio server, logging to
-/// `log`: its own test `filter` (a test that calls [`serve_stdio_if_child`]).
+/// `log`: its own test `filter` (an ignored test that calls [`serve_stdio_if_child`]).
 pub fn stdio_command(filter: &str, log: &Path) -> (String, Vec<String>) {
     let exe = std::env::current_exe().expect("the test binary");
     (
@@ -184,6 +184,7 @@ pub fn stdio_command(filter: &str, log: &Path) -> (String, Vec<String>) {
         vec![
             filter.to_owned(),
             "--exact".to_owned(),
+            "--ignored".to_owned(),
             "--nocapture".to_owned(),
             format!("{CHILD_ARG}{}", log.display()),
         ],
