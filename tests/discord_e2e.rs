@@ -1886,6 +1886,7 @@ async fn memory_commands_show_and_forget() {
         text: "Bob said in private".into(),
         at_ms: now_ms(),
         private_to: Some(ChannelId(THOUGHTS)),
+        source: None,
     };
     let memory = &e.running().storage.memory;
     persona_bot::domain::ports::MemoryStore::add_fact(memory.as_ref(), private, 100)

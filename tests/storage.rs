@@ -58,6 +58,7 @@ on_both_databases!(
     a_queued_message_keeps_its_files,
     a_fact_is_forgotten_only_where_it_could_be_seen,
     memory_commands_list_delete_and_forget_a_user,
+    facts_learned_from_a_message_are_forgotten_from_it,
     feedback_is_one_verdict_per_member_and_counted_per_server,
 );
 
@@ -306,6 +307,7 @@ async fn memory_summaries_and_facts_with_per_bucket_limits(db: TestDb) {
         text: text.into(),
         at_ms: 10,
         private_to: None,
+        source: None,
     };
     assert!(matches!(
         s.memory
@@ -801,6 +803,7 @@ async fn everything_survives_a_restart(db: TestDb) {
                     text: "herons".into(),
                     at_ms: 1,
                     private_to: None,
+                    source: None,
                 },
                 10,
             )
@@ -1346,6 +1349,7 @@ async fn nul_characters_in_user_text_are_stored_escaped(db: TestDb) {
         text: "likes\0tea".into(),
         at_ms: 1,
         private_to: None,
+        source: None,
     };
     s.memory.add_fact(fact, 5).await.unwrap();
     let facts = s
@@ -1566,6 +1570,7 @@ async fn a_fact_is_forgotten_only_where_it_could_be_seen(db: TestDb) {
                 text: "a fact".into(),
                 at_ms: 1,
                 private_to,
+                source: None,
             };
             match memory.add_fact(fact, 100).await.unwrap() {
                 FactAdded::Stored { id } => id,
@@ -1619,6 +1624,7 @@ async fn memory_commands_list_delete_and_forget_a_user(db: TestDb) {
                 text: text.into(),
                 at_ms: 1,
                 private_to: None,
+                source: None,
             };
             match memory.add_fact(fact, 100).await.unwrap() {
                 FactAdded::Stored { id } => id,
@@ -1651,6 +1657,7 @@ async fn memory_commands_list_delete_and_forget_a_user(db: TestDb) {
         text: "said in private".into(),
         at_ms: 2,
         private_to: Some(ChannelId(77)),
+        source: None,
     };
     let private = match m.add_fact(private, 100).await.unwrap() {
         FactAdded::Stored { id } => id,
@@ -1705,6 +1712,65 @@ async fn memory_commands_list_delete_and_forget_a_user(db: TestDb) {
     assert_eq!(
         texts(m.list_facts(Some(SERVER), None, true, 10).await.unwrap()),
         ["server-wide"]
+    );
+    s.close().await;
+}
+
+// SPEC A5: "Forget this" deletes the facts learned from one message, in its server only: a
+// member's own, or all of them for the message's author or a moderator, on both databases.
+async fn facts_learned_from_a_message_are_forgotten_from_it(db: TestDb) {
+    let s = db.open().await;
+    let other = UserId(444);
+    let said = MessageId(9001);
+    let add = |server: Option<ServerId>, about: Option<UserId>, source: Option<MessageId>| {
+        let memory = s.memory.clone();
+        async move {
+            let fact = NewFact {
+                server,
+                persona: persona(),
+                about,
+                text: "learned".into(),
+                at_ms: 1,
+                private_to: None,
+                source,
+            };
+            assert!(matches!(
+                memory.add_fact(fact, 100).await.unwrap(),
+                FactAdded::Stored { .. }
+            ));
+        }
+    };
+    add(Some(SERVER), Some(USER), Some(said)).await;
+    add(Some(SERVER), Some(other), Some(said)).await;
+    add(Some(SERVER), Some(USER), Some(MessageId(9002))).await;
+    add(Some(SERVER), Some(USER), None).await;
+    add(None, Some(USER), Some(said)).await;
+    let m = &s.memory;
+    assert_eq!(
+        m.forget_learned_from(Some(SERVER), said, USER, false)
+            .await
+            .unwrap(),
+        1,
+        "the member's own fact from that message"
+    );
+    assert_eq!(
+        m.forget_learned_from(Some(SERVER), said, USER, true)
+            .await
+            .unwrap(),
+        1,
+        "the other member's, for the author or a moderator"
+    );
+    let left = m
+        .list_facts(Some(SERVER), Some(USER), true, 10)
+        .await
+        .unwrap();
+    assert_eq!(left.len(), 2, "other messages' facts stay: {left:?}");
+    assert_eq!(
+        m.list_facts(None, Some(USER), true, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
     );
     s.close().await;
 }

@@ -385,3 +385,16 @@ approval-when-repeat = , repeating { $repeat }
 notice-approval-title = A tool call asked for approval
 notice-field-what = What
 notice-field-outcome = Outcome
+
+# /ask (SPEC A5)
+cmd-ask-name = ask
+cmd-ask-description = Ask me something; I answer here
+cmd-ask-text-name = text
+cmd-ask-text-description = What you want to ask
+cmd-ask-private-name = private
+cmd-ask-private-description = Only you see the answer
+ask-refused = I don't answer here: this server's moderators closed this channel, or your role, to me.
+ask-stopping = I'm restarting right now. Please ask again in a minute.
+ask-stopped = Stopped.
+ask-no-answer = I have no answer to that.
+ask-cut = I had to stop here: Discord lets me write an answer to a command for 15 minutes only.

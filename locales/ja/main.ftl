@@ -384,3 +384,16 @@ approval-when-repeat = 、{ $repeat } で繰り返し
 notice-approval-title = ツール呼び出しが承認を求めました
 notice-field-what = 内容
 notice-field-outcome = 結果
+
+# /ask (SPEC A5)
+cmd-ask-name = 質問
+cmd-ask-description = 何でも聞いてください。ここで答えます
+cmd-ask-text-name = 内容
+cmd-ask-text-description = 聞きたいこと
+cmd-ask-private-name = 非公開
+cmd-ask-private-description = 答えをあなただけに表示します
+ask-refused = ここでは答えられません。このサーバーのモデレーターが、このチャンネルかあなたのロールで私を使えないようにしています。
+ask-stopping = ただいま再起動中です。1分ほどしてからもう一度聞いてください。
+ask-stopped = 停止しました。
+ask-no-answer = それについての答えはありません。
+ask-cut = ここで止めました。Discord ではコマンドへの答えを書けるのは15分までです。

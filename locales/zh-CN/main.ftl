@@ -384,3 +384,16 @@ approval-when-repeat = ，按 { $repeat } 重复
 notice-approval-title = 有工具调用请求批准
 notice-field-what = 内容
 notice-field-outcome = 结果
+
+# /ask (SPEC A5)
+cmd-ask-name = 提问
+cmd-ask-description = 问我任何问题，我在这里回答
+cmd-ask-text-name = 内容
+cmd-ask-text-description = 你想问的内容
+cmd-ask-private-name = 私密
+cmd-ask-private-description = 只有你能看到回答
+ask-refused = 我不能在这里回答：此服务器的管理员对我关闭了这个频道或你的身份组。
+ask-stopping = 我正在重启。请一分钟后再问。
+ask-stopped = 已停止。
+ask-no-answer = 我对此没有答案。
+ask-cut = 我只能停在这里：Discord 只允许我在 15 分钟内写完对命令的回答。

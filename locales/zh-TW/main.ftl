@@ -384,3 +384,16 @@ approval-when-repeat = ，按 { $repeat } 重複
 notice-approval-title = 有工具呼叫請求核准
 notice-field-what = 內容
 notice-field-outcome = 結果
+
+# /ask (SPEC A5)
+cmd-ask-name = 提問
+cmd-ask-description = 問我任何問題，我在這裡回答
+cmd-ask-text-name = 內容
+cmd-ask-text-description = 你想問的內容
+cmd-ask-private-name = 私密
+cmd-ask-private-description = 只有你能看到回答
+ask-refused = 我不能在這裡回答：此伺服器的管理員對我關閉了這個頻道或你的身分組。
+ask-stopping = 我正在重新啟動。請一分鐘後再問。
+ask-stopped = 已停止。
+ask-no-answer = 我對此沒有答案。
+ask-cut = 我只能停在這裡：Discord 只允許我在 15 分鐘內寫完對指令的回答。

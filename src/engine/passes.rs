@@ -31,6 +31,7 @@ use crate::stage::{ToolCallOutcome, ToolCallRequest, execute_tool_call};
 use crate::tools::{Registry, ToolEnv, ToolSession};
 
 /// What a turn needs besides its own state.
+#[derive(Clone)]
 pub struct TurnDeps {
     pub model: Arc<dyn ChatModel>,
     pub registry: Arc<Registry>,
@@ -396,6 +397,7 @@ impl<'a> TurnRun<'a> {
             self.verify_plans().await;
         }
         self.delivery.settle_buttons().await;
+        self.delivery.over(self.report.status).await;
         self.report.messages_sent = self.delivery.sent;
         self.report.usage = self.delivery.usage;
         self.report.reviews = self.turn.review(|r| r.notes.clone());

@@ -162,6 +162,18 @@ impl Segmenter {
         &self.buf
     }
 
+    /// The message being written, as far as it came: what waits to go out with what comes
+    /// next and the text not yet cut, within the limit (an interaction's answer shows it).
+    pub fn draft(&self) -> String {
+        let held = self.pacer.held();
+        let text = match (held.trim().is_empty(), self.buf.trim().is_empty()) {
+            (true, _) => self.buf.clone(),
+            (false, true) => held.to_owned(),
+            (false, false) => format!("{held}\n\n{}", self.buf),
+        };
+        text.chars().take(self.limit).collect()
+    }
+
     /// Adds streamed text; returns the messages to send now.
     pub fn push(&mut self, text: &str) -> Vec<String> {
         let pieces = self.push_pieces(text);

@@ -374,6 +374,28 @@ impl<'a> ReplyDelivery<'a> {
         }
     }
 
+    /// The message being written, shown where the destination shows drafts (an interaction's
+    /// answer, SPEC A5): never a held draft, nor while an earlier run's messages are cut again.
+    async fn show_draft(&self) {
+        let replaying = u32::try_from(self.sent).unwrap_or(u32::MAX) < self.delivered_before;
+        if self.held.is_some() || replaying || self.turn.stop.is_killed() {
+            return;
+        }
+        let draft = self.segmenter.draft();
+        if !draft.trim().is_empty() {
+            self.ports.sink.draft(self.turn.scope.channel, &draft).await;
+        }
+    }
+
+    /// The reply is over: a destination that shows drafts settles what it showed (SPEC A5).
+    pub async fn over(&self, status: TurnStatus) {
+        let stopped = status == TurnStatus::StoppedByUser;
+        self.ports
+            .sink
+            .reply_over(self.turn.scope.channel, stopped)
+            .await;
+    }
+
     /// How long a pause lets what waits go out; `None` when nothing waits, or while the earlier
     /// run's messages are cut again (its own pauses are replayed instead).
     fn pause_wait(&self) -> Option<std::time::Duration> {
@@ -421,6 +443,7 @@ impl<'a> ReplyDelivery<'a> {
                     let complete = self.segmenter.push(&text);
                     parts.push(text);
                     self.send_all(complete).await;
+                    self.show_draft().await;
                 }
                 Some(Ok(ModelEvent::End {
                     tool_calls,

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 
 use super::{Backend, Database, from_sql_id, port_error, sql_id, storable};
 use crate::domain::ports::{Fact, FactAdded, MemoryStore, NewFact, PortError};
-use crate::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
+use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 
 pub struct MemoryRepo {
     db: Database,
@@ -81,8 +81,9 @@ impl MemoryStore for MemoryRepo {
         }
         let id: Option<i64> = sqlx::query_scalar(
             "INSERT INTO memory_facts (server_id, persona, about_user, fact, created_at, \
-             private_to) SELECT $1, $2, $3, $4, $5, $7 WHERE (SELECT COUNT(*) FROM memory_facts \
-             WHERE server_id = $1 AND persona = $2 AND about_user = $3) < $6 RETURNING id",
+             private_to, source_message) SELECT $1, $2, $3, $4, $5, $7, $8 WHERE (SELECT \
+             COUNT(*) FROM memory_facts WHERE server_id = $1 AND persona = $2 AND about_user = \
+             $3) < $6 RETURNING id",
         )
         .bind(server)
         .bind(storable(&fact.persona.0))
@@ -91,6 +92,7 @@ impl MemoryStore for MemoryRepo {
         .bind(fact.at_ms)
         .bind(i64::from(limit))
         .bind(sql_id(fact.private_to.map_or(0, |c| c.0)))
+        .bind(sql_id(fact.source.map_or(0, |m| m.0)))
         .fetch_optional(&mut *tx)
         .await
         .map_err(port_error)?;
@@ -195,6 +197,27 @@ impl MemoryStore for MemoryRepo {
             .execute(self.db.pool())
             .await
             .map_err(port_error)?;
+        Ok(deleted.rows_affected())
+    }
+
+    async fn forget_learned_from(
+        &self,
+        server: Option<ServerId>,
+        message: MessageId,
+        user: UserId,
+        all: bool,
+    ) -> Result<u64, PortError> {
+        let deleted = sqlx::query(
+            "DELETE FROM memory_facts WHERE server_id = $1 AND source_message = $2 \
+             AND ($4 = 1 OR about_user = $3)",
+        )
+        .bind(sql_id(server.map_or(0, |s| s.0)))
+        .bind(sql_id(message.0))
+        .bind(sql_id(user.0))
+        .bind(i64::from(all))
+        .execute(self.db.pool())
+        .await
+        .map_err(port_error)?;
         Ok(deleted.rows_affected())
     }
 }

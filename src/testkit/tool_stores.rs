@@ -174,6 +174,23 @@ impl MemoryStore for InMemoryMemory {
         facts.retain(|(_, f)| f.about != Some(user));
         Ok((before - facts.len()) as u64)
     }
+
+    async fn forget_learned_from(
+        &self,
+        server: Option<ServerId>,
+        message: MessageId,
+        user: UserId,
+        all: bool,
+    ) -> Result<u64, PortError> {
+        self.check()?;
+        let mut facts = lock(&self.facts);
+        let before = facts.len();
+        facts.retain(|(_, f)| {
+            let learned = f.server == server && f.source == Some(message);
+            !(learned && (all || f.about == Some(user)))
+        });
+        Ok((before - facts.len()) as u64)
+    }
 }
 
 /// A stored fact as the port returns it.

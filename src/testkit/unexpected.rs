@@ -126,6 +126,15 @@ impl MemoryStore for Unexpected {
     async fn forget_user(&self, _: UserId) -> Result<u64, PortError> {
         unexpected("MemoryStore::forget_user")
     }
+    async fn forget_learned_from(
+        &self,
+        _: Option<ServerId>,
+        _: MessageId,
+        _: UserId,
+        _: bool,
+    ) -> Result<u64, PortError> {
+        unexpected("MemoryStore::forget_learned_from")
+    }
 }
 
 #[async_trait]

@@ -84,6 +84,8 @@ impl Tool for RememberFact {
             at_ms: ctx.now_ms(),
             // What is said where not everyone can read it stays there.
             private_to: (scope.visibility != Visibility::Public).then_some(scope.channel),
+            // Learned from the turn's trigger message: "Forget this" on it finds it.
+            source: ctx.turn.trigger,
         };
         match ctx.ports().memory.add_fact(fact, limit).await? {
             FactAdded::Stored { id } => Ok(ToolOutput::data(json!({

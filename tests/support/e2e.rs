@@ -302,6 +302,7 @@ impl E2e {
             text: text.into(),
             at_ms,
             private_to: None,
+            source: None,
         };
         let memory = &self.running().storage.memory;
         match memory.add_fact(fact, 100).await.unwrap() {

@@ -10,6 +10,7 @@ use super::data::{BotData, Error};
 use crate::locale::{self, Locale};
 
 pub mod access;
+pub mod ask;
 pub mod drafting;
 pub mod kill;
 pub mod memory;
@@ -27,6 +28,7 @@ pub mod tools;
 pub fn all() -> Vec<poise::Command<std::sync::Arc<BotData>, Error>> {
     let mut commands = vec![
         kill::kill(),
+        ask::ask(),
         drafting::drafting(),
         random::random(),
         thoughtlog::thoughtlog(),

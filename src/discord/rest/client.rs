@@ -45,6 +45,23 @@ impl std::fmt::Debug for Hook {
     }
 }
 
+/// An interaction's answer: the application, the interaction, and its token, a credential that
+/// lives 15 minutes (in no log).
+#[derive(Clone)]
+pub struct InteractionToken {
+    pub application: u64,
+    pub interaction: u64,
+    pub token: SecretString,
+}
+
+impl std::fmt::Debug for InteractionToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InteractionToken")
+            .field("interaction", &self.interaction)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Why a send did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SendError {
@@ -496,6 +513,59 @@ impl DiscordRest {
             return Ok(());
         }
         message_answer(response).await.map(|_| ())
+    }
+
+    /// Writes an interaction's answer on `/webhooks/{app}/{token}`: `POST` a follow-up
+    /// (`message` is `None`), `PATCH` or `DELETE` a message of it (`@original`, or a follow-up's
+    /// id). One bucket per interaction. An edit or a delete is idempotent and retried as one
+    /// is; a follow-up takes no nonce, so a 5xx or a lost answer is not retried (it may be
+    /// shown). A deleted message already gone counts as deleted. The token is a credential: no
+    /// log and no error holds it.
+    pub async fn interaction_message(
+        &self,
+        method: reqwest::Method,
+        answer: &InteractionToken,
+        message: Option<&str>,
+        body: Option<&Value>,
+    ) -> Result<Value, SendError> {
+        let base = format!(
+            "{}/webhooks/{}/{}",
+            self.api,
+            answer.application,
+            answer.token.expose_secret()
+        );
+        let url = match message {
+            Some(message) => format!("{base}/messages/{message}"),
+            None => format!("{base}?wait=true"),
+        };
+        let route = Route {
+            template: "/webhooks/{}/{interaction token}",
+            major: answer.interaction,
+            local_per_5s: None,
+        };
+        let make = || {
+            let request = self.http.request(method.clone(), &url);
+            match body {
+                Some(body) => request.json(body),
+                None => request,
+            }
+        };
+        let retry = if message.is_some() {
+            Retry::ServerFailures
+        } else {
+            Retry::Never
+        };
+        let response = self.exchange(route, make, retry).await?;
+        let status = response.status();
+        if retry == Retry::Never && status.is_server_error() {
+            return Err(SendError::Unconfirmed(format!("Discord answered {status}")));
+        }
+        let deleted = method == reqwest::Method::DELETE
+            && (status.is_success() || status == reqwest::StatusCode::NOT_FOUND);
+        if deleted {
+            return Ok(Value::Null);
+        }
+        message_answer(response).await
     }
 
     /// Shows the typing indicator. Best effort: a failure is only logged.

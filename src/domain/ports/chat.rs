@@ -300,6 +300,18 @@ pub trait ChatSink: Send + Sync {
         let _ = (channel, message, card, outcome);
         Ok(())
     }
+    /// Shows `text`, the reply's message still being written, where the destination shows a
+    /// reply as it is written (an interaction's answer, by edits, SPEC A5). Best effort, and
+    /// the destination keeps to its own pace; a channel shows nothing (the default).
+    async fn draft(&self, channel: ChannelId, text: &str) {
+        let _ = (channel, text);
+    }
+    /// The turn's reply is over (`stopped`: by `/kill`, *Stop* or the end of its time): a
+    /// destination that showed a draft settles it, and one that showed nothing says so.
+    /// Nothing to do in a channel (the default).
+    async fn reply_over(&self, channel: ChannelId, stopped: bool) {
+        let _ = (channel, stopped);
+    }
     /// Shows the typing indicator (Discord keeps it about 10 s).
     async fn typing(&self, channel: ChannelId);
     /// Posts a sticker in the channel and reports what Discord said; `key` as for
@@ -396,6 +408,23 @@ pub trait ChannelHistory: Send + Sync {
         limit: u8,
         bot_name: &str,
     ) -> Result<Vec<HistoryMessage>, PortError>;
+}
+
+/// No history: a channel the bot may not read (an `/ask` where the bot is not a member, SPEC
+/// A5).
+pub struct NoHistory;
+
+#[async_trait]
+impl ChannelHistory for NoHistory {
+    async fn older(
+        &self,
+        _channel: ChannelId,
+        _before: Option<MessageId>,
+        _limit: u8,
+        _bot_name: &str,
+    ) -> Result<Vec<HistoryMessage>, PortError> {
+        Ok(Vec::new())
+    }
 }
 
 #[cfg(test)]

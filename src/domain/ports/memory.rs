@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::PortError;
-use crate::domain::scope::{ChannelId, PersonaId, ServerId, UserId};
+use crate::domain::scope::{ChannelId, MessageId, PersonaId, ServerId, UserId};
 
 /// A long-term fact the persona remembers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -28,6 +28,9 @@ pub struct NewFact {
     /// The private channel it was learned in: it is shown there only. `None` when learned
     /// where everyone could read it.
     pub private_to: Option<ChannelId>,
+    /// The message it was learned from ("Remember this", or the trigger of the turn that
+    /// remembered it), so "Forget this" on that message finds it (SPEC A5).
+    pub source: Option<MessageId>,
 }
 
 /// The result of storing a fact under a limit.
@@ -102,4 +105,14 @@ pub trait MemoryStore: Send + Sync {
     ) -> Result<u64, PortError>;
     /// For `/forget-me`: deletes every fact about `user`, in every server and DM. How many.
     async fn forget_user(&self, user: UserId) -> Result<u64, PortError>;
+    /// For "Forget this" (SPEC A5): deletes the facts of `server` (`None`: the user's own)
+    /// learned from `message`: those about `user` only, or all of them when `all` (the
+    /// message's author, or a moderator). How many.
+    async fn forget_learned_from(
+        &self,
+        server: Option<ServerId>,
+        message: MessageId,
+        user: UserId,
+        all: bool,
+    ) -> Result<u64, PortError>;
 }

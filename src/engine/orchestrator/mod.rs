@@ -30,7 +30,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::config::Config;
-use crate::domain::ports::{NewQueuedMessage, PortError, Pushed, QueueStore, SettingsStore};
+use crate::domain::ports::{
+    ChatSink, NewQueuedMessage, PortError, Pushed, QueueStore, SettingsStore,
+};
 use crate::domain::scope::{ChannelId, MessageId, Scope, UserId};
 use crate::domain::turn::{ChannelActivity, StoppedTool, TurnId};
 use crate::engine::passes::{TurnDeps, TurnReport};
@@ -45,6 +47,7 @@ use waiting_line::WaitingLine;
 use worker::Worker;
 
 /// Everything the orchestrator's workers use.
+#[derive(Clone)]
 pub struct OrchestratorDeps {
     pub turn: TurnDeps,
     pub queue: Arc<dyn QueueStore>,
@@ -177,6 +180,39 @@ struct Pending {
     folded: u32,
     /// A new answer *Again* asked for (SPEC E2), replacing an earlier one.
     again: Option<Again>,
+    /// Where it is answered when not in the channel's messages (`/ask`, SPEC A5).
+    route: Option<Route>,
+}
+
+/// Where a turn answers when not in its channel's messages: an interaction's answer (`/ask`,
+/// SPEC A5). Such a turn is not stored in the queue (its answer's token is a credential that
+/// lives 15 minutes; a restart loses the question, and its asker asks again), never joins
+/// another message and is no follow-up of one.
+#[derive(Clone)]
+pub struct Route {
+    /// Where its reply, notices and approval cards go.
+    pub sink: Arc<dyn ChatSink>,
+    /// The channel's history is not read (the bot is not a member there).
+    pub no_history: bool,
+    /// The turn is stopped by then: after it, its answer can no longer be written.
+    pub deadline: Option<Instant>,
+}
+
+impl std::fmt::Debug for Route {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Route")
+            .field("no_history", &self.no_history)
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Route {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.sink, &other.sink)
+            && self.no_history == other.no_history
+            && self.deadline == other.deadline
+    }
 }
 
 /// A new answer to a question already answered (SPEC E2).
@@ -300,8 +336,26 @@ impl Orchestrator {
                 edit: 0,
                 folded: 0,
                 again: None,
+                route: None,
             })),
         );
+    }
+
+    /// `/ask` (SPEC A5): `message` answered through `route` (the interaction's answer), in its
+    /// channel's line like any message but not stored (see [`Route`]). Whether its channel's
+    /// worker took it (not when the process is stopping).
+    pub fn ask(&self, message: NewQueuedMessage, route: Route) -> bool {
+        let channel = message.channel;
+        let pending = Pending {
+            store_id: None,
+            message,
+            waited: false,
+            edit: 0,
+            folded: 0,
+            again: None,
+            route: Some(route),
+        };
+        self.send(channel, Command::Message(Box::new(pending)))
     }
 
     /// Re-queues what the store holds from before a restart.
@@ -338,6 +392,7 @@ impl Orchestrator {
                     edit: 0,
                     folded: 0,
                     again: None,
+                    route: None,
                 })),
             );
         }
@@ -410,6 +465,7 @@ impl Orchestrator {
             edit: 0,
             folded: 0,
             again: Some(again),
+            route: None,
         });
         let channel = pending.message.channel;
         if !self.send(channel, Command::Again { pending, reply }) {

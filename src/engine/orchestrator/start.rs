@@ -13,15 +13,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::status_reactions::{self, TurnEnded};
 use super::worker::{RunningTurn, TurnFuture, Worker, released};
-use super::{OrchestratorDeps, Pending, panic_text};
-use crate::domain::ports::{Pings, ServerSettings, Voice};
+use super::{OrchestratorDeps, Pending, Route, panic_text};
+use crate::domain::ports::{NoHistory, Pings, ServerSettings, Voice};
 use crate::domain::role::Role;
 use crate::domain::scope::{MessageId, Scope, ServerId};
 use crate::domain::turn::{Turn, TurnId, TurnStatus};
 use crate::engine::context::Trigger;
-use crate::engine::passes::{TurnEnd, TurnReport, run_turn};
+use crate::engine::passes::{TurnDeps, TurnEnd, TurnReport, run_turn};
 use crate::locale;
 use crate::stage::deliberate;
+use crate::tools::ToolEnv;
 
 /// How long a channel waits before it tries a server's settings again after a failed read.
 const SETTINGS_RETRY: Duration = Duration::from_secs(5);
@@ -80,6 +81,16 @@ impl Worker {
         if self.closed_to_quiet(&pending, &settings).await {
             return;
         }
+        if let Some(route) = pending
+            .route
+            .as_ref()
+            .filter(|r| r.deadline.is_some_and(|at| Instant::now() >= at))
+        {
+            // It waited past the time its answer could be written: nothing can be said.
+            tracing::info!(channel = %self.channel, "an /ask waited past its interaction's time; not answered");
+            route.sink.reply_over(self.channel, true).await;
+            return;
+        }
         let persona = self.deps.personas.for_turn(&settings, &m.persona).await;
         let admission = deliberate::admit(
             &self.deps.turn.registry,
@@ -89,10 +100,15 @@ impl Worker {
             &m.content,
         );
         let turn = self.turn_for(&pending, &settings, &persona, admission);
-        let status_reactions = (settings.status_reactions && m.server.is_some() && !m.quiet)
-            .then(|| self.follow_status(&turn, m.message));
+        let in_channel = pending.route.is_none();
+        let status_reactions =
+            (settings.status_reactions && m.server.is_some() && !m.quiet && in_channel)
+                .then(|| self.follow_status(&turn, m.message));
         let trigger = trigger_of(&pending);
-        let deps = self.deps.clone();
+        let deps = match &pending.route {
+            Some(route) => routed(&self.deps, route),
+            None => self.deps.clone(),
+        };
         let for_future = turn.clone();
         let future: TurnFuture = Box::pin(async move {
             let run = run_turn(
@@ -137,6 +153,8 @@ impl Worker {
             visibility: m.visibility,
         };
         let again = pending.again.map_or(0, |a| a.count);
+        // An `/ask`'s trigger is an interaction, no message to react to or carry buttons.
+        let message = (!m.quiet && pending.route.is_none()).then_some(m.message);
         let by_moderators = settings.approvers == crate::domain::approvals::Approvers::Moderators;
         Arc::new(
             Turn::new(scope, m.locale)
@@ -153,8 +171,8 @@ impl Worker {
                 .voice(own_voice(m.server, settings))
                 .persona_name(&persona.display_name)
                 // A quiet turn's trigger is not a Discord message: nothing to react to.
-                .trigger((!m.quiet).then_some(m.message))
-                .buttons(!settings.hide_buttons && !m.quiet)
+                .trigger(message)
+                .buttons(!settings.hide_buttons && message.is_some())
                 .again(again)
                 .approvals_by_moderators(by_moderators)
                 .outside_servers(settings.mcp_servers.clone())
@@ -190,9 +208,34 @@ fn trigger_of(pending: &Pending) -> Trigger {
         content: m.content.clone(),
         attachments: m.attachments.clone(),
         mentions: m.mentions.clone(),
-        // A quiet turn's trigger is not a Discord message: there is nothing to reply to.
-        reply: pending.waited && !m.quiet,
+        // A quiet turn's trigger is not a Discord message, nor is an `/ask`'s: there is
+        // nothing to reply to.
+        reply: pending.waited && !m.quiet && pending.route.is_none(),
     }
+}
+
+/// The dependencies of a turn answered through `route` (SPEC A5): its sink, and no channel
+/// history where the bot is not a member.
+fn routed(deps: &Arc<OrchestratorDeps>, route: &Route) -> Arc<OrchestratorDeps> {
+    let env = &deps.turn.env;
+    let mut ports = env.ports.clone();
+    ports.sink = route.sink.clone();
+    if route.no_history {
+        ports.history = Arc::new(NoHistory);
+    }
+    let env = ToolEnv {
+        ports,
+        config: env.config.clone(),
+        reviewer: env.reviewer.clone(),
+        outside: env.outside.clone(),
+    };
+    Arc::new(OrchestratorDeps {
+        turn: TurnDeps {
+            env: Arc::new(env),
+            ..deps.turn.clone()
+        },
+        ..(**deps).clone()
+    })
 }
 
 /// Whom a server's turn posts as: its own persona, when it has one (a server that never chose

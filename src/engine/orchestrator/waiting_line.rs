@@ -105,7 +105,9 @@ impl WaitingLine {
         let follow_up = match running {
             Some(running) => {
                 pending.waited = true;
+                // An `/ask` is a question of its own, never a follow-up (SPEC A5).
                 let follow_up = pending.message.author == running.requester
+                    && pending.route.is_none()
                     && *running.follow_ups < self.max_follow_ups;
                 if follow_up {
                     *running.follow_ups += 1;
@@ -155,7 +157,7 @@ impl WaitingLine {
     /// along within a message's worth. `None`: there is nothing to join; else what storing the
     /// joined text takes (the joined message is then forgotten).
     fn join(&mut self, pending: &Pending) -> Option<Vec<Decision>> {
-        if pending.message.quiet {
+        if pending.message.quiet || pending.route.is_some() {
             return None;
         }
         let max = self.max_follow_ups;
@@ -163,6 +165,7 @@ impl WaitingLine {
         let waiting = self.entries.iter_mut().find(|q| {
             q.message.author == author
                 && !q.message.quiet
+                && q.route.is_none()
                 && !q.message.follow_up
                 && q.folded < max
                 && q.store_id != pending.store_id
@@ -277,6 +280,7 @@ mod tests {
             edit: 0,
             folded: 0,
             again: None,
+            route: None,
         }
     }
 

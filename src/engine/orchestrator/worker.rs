@@ -116,8 +116,10 @@ impl Worker {
                     if let Some(running) = &mut self.running {
                         running.next_typing = Instant::now() + typing_every;
                         // The first pulse is for a turn that has shown nothing yet.
-                        let shown =
-                            !running.typing_started && running.turn.delivered();
+                        // An `/ask` shows its own "thinking" (SPEC A5): no typing in a
+                        // channel the bot may not even be in.
+                        let shown = running.pending.route.is_some()
+                            || (!running.typing_started && running.turn.delivered());
                         running.typing_started = true;
                         if !shown {
                             // Best effort, and never long: a pulse held by a rate limit is
@@ -127,7 +129,10 @@ impl Worker {
                         }
                     }
                 }
-                _ = stale_check.tick(), if self.running.is_some() => self.release_if_stale(),
+                _ = stale_check.tick(), if self.running.is_some() => {
+                    self.stop_past_deadline();
+                    self.release_if_stale();
+                }
             }
         }
     }
@@ -247,6 +252,7 @@ impl Worker {
             edit,
             folded: 0,
             again: running.pending.again,
+            route: running.pending.route.clone(),
         })
         .await;
     }
@@ -335,15 +341,16 @@ impl Worker {
         tracing::warn!(channel = %self.channel, message = %dropped.message.message, "queue full: dropping the oldest waiting message");
         self.close_unanswered(&dropped).await;
         let notice = locale::text(dropped.message.locale, "turn-queue-dropped");
-        let sink = &self.deps.turn.env.ports.sink;
-        let posted = sink
-            .send_text(
-                self.channel,
-                notice,
+        // An `/ask` hears of it in its own answer (SPEC A5).
+        let (sink, reply_to) = match &dropped.route {
+            Some(route) => (&route.sink, None),
+            None => (
+                &self.deps.turn.env.ports.sink,
                 Some(dropped.message.message),
-                &Pings::none(),
-                None,
-            )
+            ),
+        };
+        let posted = sink
+            .send_text(self.channel, notice, reply_to, &Pings::none(), None)
             .await;
         if let Err(error) = posted {
             tracing::warn!(channel = %self.channel, %error, "could not post the queue-full notice");
@@ -472,6 +479,10 @@ impl Worker {
     /// when it answers an edit (SPEC C7), so no catch-up revives it (SPEC D9).
     async fn mark_finished(&mut self, pending: &Pending) {
         self.close_unanswered(pending).await;
+        // An `/ask` that never ran, or ran past its grace, still ends its answer (SPEC A5).
+        if let Some(route) = &pending.route {
+            route.sink.reply_over(self.channel, true).await;
+        }
         let again = pending.again.map_or(0, |a| a.count);
         if pending.edit > 0 || again > 0 {
             let message = pending.message.message;
@@ -491,6 +502,19 @@ impl Worker {
         }
         for pending in killed {
             self.forget(pending).await;
+        }
+    }
+
+    /// SPEC A5: an `/ask` whose answer can no longer be written after its deadline is stopped
+    /// then; its sink says the answer was cut while it still can.
+    fn stop_past_deadline(&self) {
+        let Some(running) = &self.running else {
+            return;
+        };
+        let deadline = running.pending.route.as_ref().and_then(|r| r.deadline);
+        if deadline.is_some_and(|at| Instant::now() >= at) && !running.turn.stop.is_killed() {
+            tracing::info!(channel = %self.channel, turn = %running.turn.id, "an /ask reached the end of its interaction's time; stopped");
+            running.turn.stop.kill();
         }
     }
 

@@ -101,6 +101,11 @@ impl Pacer {
         FULL.min(limit * FULL / DISCORD_LIMIT)
     }
 
+    /// The text waiting to go out with what comes next.
+    pub(crate) fn held(&self) -> &str {
+        &self.held
+    }
+
     /// Text is waiting to go out with what comes next.
     pub(crate) fn holding(&self) -> bool {
         !self.held.is_empty()

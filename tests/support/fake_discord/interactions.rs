@@ -51,10 +51,95 @@ fn dispatch_unless_ephemeral(
     }
 }
 
-/// Discord's answer to a webhook call with an interaction token that no longer lives.
+/// Discord's answer to a webhook call with an interaction token that no longer lives: it lives
+/// 15 minutes from the interaction's creation, the time its id holds.
 fn expired(state: &InteractionState) -> Option<Response> {
-    (state.dispatched_at.elapsed() > INTERACTION_TOKEN_LIFETIME)
-        .then(|| error(401, "Invalid Webhook Token", 50027))
+    let made_ms = (state.id >> 22) + super::state::DISCORD_EPOCH_MS;
+    let made = std::time::UNIX_EPOCH + std::time::Duration::from_millis(made_ms);
+    let age = std::time::SystemTime::now()
+        .duration_since(made)
+        .unwrap_or_default();
+    (age > INTERACTION_TOKEN_LIFETIME).then(|| error(401, "Invalid Webhook Token", 50027))
+}
+
+/// Discord's refusal of an edit whose text is over a message's 2000 characters.
+fn too_long(body: &Value) -> Option<Response> {
+    let content = body["content"].as_str().unwrap_or("");
+    (content.chars().count() > 2000).then(|| {
+        invalid_form_body_at(
+            &["content"],
+            "BASE_TYPE_MAX_LENGTH",
+            "Must be 2000 or fewer in length.",
+        )
+    })
+}
+
+/// Applies an edit's `body` to `message` (text, embeds, components, flags), as Discord shows it.
+fn edited_message(shared: &Arc<Shared>, message: &Value, body: &Value, files: &[Upload]) -> Value {
+    let mut edited = message.clone();
+    for key in ["content", "embeds", "components", "flags"] {
+        if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
+            edited[key] = if key == "embeds" {
+                json!(
+                    v.as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(normalize_embed)
+                        .collect::<Vec<_>>()
+                )
+            } else {
+                v.clone()
+            };
+        }
+    }
+    // an edit of a deferred response ends its "thinking..." state; ephemeral stays as it was
+    let kept = message["flags"].as_u64().unwrap_or(0) & EPHEMERAL;
+    edited["flags"] = json!((edited["flags"].as_u64().unwrap_or(0) & !LOADING) | kept);
+    if !files.is_empty() {
+        let extra: Vec<Value> = files
+            .iter()
+            .map(|f| {
+                let url = format!("https://cdn.discordapp.com/attachments/x/{}", f.filename);
+                json!({
+                    "id": shared.snowflake().to_string(),
+                    "filename": f.filename, "size": f.data.len(),
+                    "url": url, "proxy_url": url, "content_type": f.content_type,
+                })
+            })
+            .collect();
+        edited["attachments"] = json!(extra);
+    }
+    edited["edited_timestamp"] = json!(now());
+    edited
+}
+
+/// Puts an edited interaction message where the channel shows it, and tells the gateway.
+fn show_edit(shared: &Shared, inner: &mut Inner, edited: &Value, to: Target) {
+    if let Some(m) = inner
+        .history
+        .get_mut(&to.channel_id)
+        .and_then(|h| h.iter_mut().find(|m| m["id"] == edited["id"]))
+    {
+        *m = edited.clone();
+    }
+    dispatch_unless_ephemeral(shared, inner, "MESSAGE_UPDATE", edited, to);
+}
+
+/// Takes an interaction message out of the channel, and tells the gateway.
+fn show_delete(inner: &mut Inner, message: &Value, to: Target) {
+    if let Some(h) = inner.history.get_mut(&to.channel_id) {
+        h.retain(|m| m["id"] != message["id"]);
+    }
+    if !ephemeral(message) {
+        let mut deleted = json!({
+            "id": message["id"],
+            "channel_id": to.channel_id.to_string(),
+        });
+        if let Some(g) = to.guild_id {
+            deleted["guild_id"] = json!(g.to_string());
+        }
+        dispatch_locked(inner, "MESSAGE_DELETE", deleted);
+    }
 }
 
 /// A message from an interaction webhook (original response or follow-up). `lenient`: a body
@@ -219,70 +304,59 @@ pub(super) fn original_message(
         "GET" => ok(&original),
         "DELETE" => {
             state.original = None;
-            if let Some(h) = inner.history.get_mut(&to.channel_id) {
-                h.retain(|m| m["id"] != original["id"]);
-            }
-            if !ephemeral(&original) {
-                let mut deleted = json!({
-                    "id": original["id"],
-                    "channel_id": to.channel_id.to_string(),
-                });
-                if let Some(g) = to.guild_id {
-                    deleted["guild_id"] = json!(g.to_string());
-                }
-                dispatch_locked(&mut inner, "MESSAGE_DELETE", deleted);
-            }
+            show_delete(&mut inner, &original, to);
             no_content()
         }
         "PATCH" => {
-            let mut edited = original.clone();
-            for key in ["content", "embeds", "components", "flags"] {
-                if let Some(v) = body.get(key).filter(|v| !v.is_null()) {
-                    edited[key] = if key == "embeds" {
-                        json!(
-                            v.as_array()
-                                .into_iter()
-                                .flatten()
-                                .map(normalize_embed)
-                                .collect::<Vec<_>>()
-                        )
-                    } else {
-                        v.clone()
-                    };
-                }
+            if let Some(refusal) = too_long(&body) {
+                return Some(refusal);
             }
-            // an edit of a deferred response ends its "thinking..." state
-            edited["flags"] = json!(edited["flags"].as_u64().unwrap_or(0) & !LOADING);
-            if !files.is_empty() {
-                let extra: Vec<Value> = files
-                    .iter()
-                    .map(|f| {
-                        let url =
-                            format!("https://cdn.discordapp.com/attachments/x/{}", f.filename);
-                        json!({
-                            "id": shared.snowflake().to_string(),
-                            "filename": f.filename, "size": f.data.len(),
-                            "url": url, "proxy_url": url, "content_type": f.content_type,
-                        })
-                    })
-                    .collect();
-                edited["attachments"] = json!(extra);
-            }
-            edited["edited_timestamp"] = json!(now());
+            let edited = edited_message(shared, &original, &body, files);
             state.original = Some(edited.clone());
-            if let Some(m) = inner
-                .history
-                .get_mut(&to.channel_id)
-                .and_then(|h| h.iter_mut().find(|m| m["id"] == edited["id"]))
-            {
-                *m = edited.clone();
-            }
-            dispatch_unless_ephemeral(shared, &mut inner, "MESSAGE_UPDATE", &edited, to);
+            show_edit(shared, &mut inner, &edited, to);
             ok(&edited)
         }
         _ => return None,
     };
     Some(response)
+}
+
+/// An edit (`PATCH`) or a delete of one of an interaction's follow-ups, by its token, while the
+/// token lives.
+pub(super) fn followup_message(
+    shared: &Arc<Shared>,
+    method: &str,
+    token: &str,
+    message_id: u64,
+    body: &Value,
+) -> Response {
+    let mut inner = shared.lock();
+    let Some(state) = inner.interactions.get_mut(token) else {
+        return error(401, "Invalid Webhook Token", 50027);
+    };
+    if let Some(refusal) = expired(state) {
+        return refusal;
+    }
+    let id = message_id.to_string();
+    let Some(at) = state.followups.iter().position(|m| m["id"] == json!(id)) else {
+        return error(404, "Unknown Message", 10008);
+    };
+    let to = Target::of(state);
+    if method == "DELETE" {
+        let message = state.followups.remove(at);
+        show_delete(&mut inner, &message, to);
+        return no_content();
+    }
+    if let Some(refusal) = too_long(body) {
+        return refusal;
+    }
+    if let Err(refusal) = super::validation::check_components(body) {
+        return refusal;
+    }
+    let edited = edited_message(shared, &state.followups[at], body, &[]);
+    state.followups[at] = edited.clone();
+    show_edit(shared, &mut inner, &edited, to);
+    ok(&edited)
 }
 
 pub(super) fn followup(

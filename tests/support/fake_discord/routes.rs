@@ -130,6 +130,12 @@ pub(super) fn route(
         }
         (m @ ("PATCH" | "DELETE"), ["webhooks", id, token, "messages", message_id]) => {
             let (id, message_id) = (parse_id(id)?, parse_id(message_id)?);
+            // the application's id: an interaction's follow-up; any other: a channel webhook's
+            if id == world.application_id {
+                return Some(super::interactions::followup_message(
+                    shared, m, token, message_id, &body,
+                ));
+            }
             super::webhooks::webhook_message(shared, m, id, token, message_id, &body)
         }
         // the application's id: an interaction follow-up; any other: a channel webhook's execute

@@ -43,6 +43,7 @@ impl FakeDiscord {
         let inner = Inner {
             bot_id: world.bot_id,
             interaction_deadline: INTERACTION_DEADLINE,
+            interaction_age: Duration::ZERO,
             shard_total: 1,
             recommended_shards: 1,
             sessions: vec![Session::default()],
@@ -233,9 +234,13 @@ impl FakeDiscord {
 
     async fn try_slash_as(&self, c: Slash, user_install: bool) -> Result<u64, String> {
         self.wait_ready().await;
-        let id = self.shared.snowflake();
+        let mut id = self.shared.snowflake();
         let token = format!("itoken-{id}");
         let mut inner = self.shared.lock();
+        if !inner.interaction_age.is_zero() {
+            let made = std::time::SystemTime::now() - inner.interaction_age;
+            id = super::state::snowflake_at(made, id);
+        }
         let registered = inner
             .commands
             .iter()
@@ -502,6 +507,13 @@ impl FakeDiscord {
     /// How many 429s the fake sent, by cause.
     pub fn rate_limit_counts(&self) -> RateLimitCounts {
         self.shared.lock().limits.counts
+    }
+
+    /// Interactions from now on were made `age` before they reach the bot (a user's click
+    /// that took long to arrive, or a test of the token's end): their ids carry that time, and
+    /// their token stops working 15 minutes after it.
+    pub fn set_interaction_age(&self, age: Duration) {
+        self.shared.lock().interaction_age = age;
     }
 
     /// How long after its dispatch an interaction may still get its callback (3 s by default).

@@ -123,6 +123,9 @@ pub(super) struct Inner {
     pub(super) nonces: HashMap<(u64, String), (u64, Instant)>,
     /// How long an interaction may wait for its callback ([`INTERACTION_DEADLINE`] at start).
     pub(super) interaction_deadline: Duration,
+    /// How long before their dispatch new interactions were made (their ids say so, and their
+    /// token's 15 minutes run from then): zero at start.
+    pub(super) interaction_age: Duration,
     pub(super) typing: HashMap<u64, usize>,
     /// user id -> DM channel id
     pub(super) dm_channels: HashMap<u64, u64>,
