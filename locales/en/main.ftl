@@ -398,3 +398,21 @@ ask-stopping = I'm restarting right now. Please ask again in a minute.
 ask-stopped = Stopped.
 ask-no-answer = I have no answer to that.
 ask-cut = I had to stop here: Discord lets me write an answer to a command for 15 minutes only.
+
+# Message menus (SPEC A5)
+menu-ask-name = Ask about this
+menu-remember-name = Remember this
+menu-forget-name = Forget this
+menu-ask-title = Ask about this message
+menu-ask-question = Your question
+menu-remember-nothing = There is nothing in that message I could remember about a person.
+menu-remembered = I'll remember that.
+menu-remember-full = I can't remember more about this person; ask a moderator to clear some with /memory.
+menu-remember-consent = { $author }, { $asker } would like me to remember this from your message: "{ $fact }". May I?
+menu-consent-allow = Allow
+menu-consent-decline = Decline
+menu-consent-not-yours = Only the person the message is from can answer this.
+menu-consent-expired = This request has expired; nothing was remembered.
+menu-consent-allowed = Allowed: I'll remember that.
+menu-consent-declined = Declined: nothing was remembered.
+menu-forgot = Forgotten from that message: { $count } fact(s).

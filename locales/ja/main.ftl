@@ -397,3 +397,21 @@ ask-stopping = ただいま再起動中です。1分ほどしてからもう一�
 ask-stopped = 停止しました。
 ask-no-answer = それについての答えはありません。
 ask-cut = ここで止めました。Discord ではコマンドへの答えを書けるのは15分までです。
+
+# Message menus (SPEC A5)
+menu-ask-name = これについて質問
+menu-remember-name = これを覚えて
+menu-forget-name = これを忘れて
+menu-ask-title = このメッセージについて質問
+menu-ask-question = 質問
+menu-remember-nothing = このメッセージには、人について覚えられることがありません。
+menu-remembered = 覚えておきます。
+menu-remember-full = この人についてこれ以上覚えられません。モデレーターに /memory で整理してもらってください。
+menu-remember-consent = { $author } さん、{ $asker } さんがあなたのメッセージのこの内容を私に覚えてほしいそうです：「{ $fact }」。よろしいですか？
+menu-consent-allow = 許可
+menu-consent-decline = 断る
+menu-consent-not-yours = これに答えられるのは、メッセージを書いた本人だけです。
+menu-consent-expired = この依頼は期限切れです。何も覚えていません。
+menu-consent-allowed = 許可されました：覚えておきます。
+menu-consent-declined = 断られました：何も覚えていません。
+menu-forgot = そのメッセージから覚えたことを { $count } 件忘れました。

@@ -397,3 +397,21 @@ ask-stopping = 我正在重启。请一分钟后再问。
 ask-stopped = 已停止。
 ask-no-answer = 我对此没有答案。
 ask-cut = 我只能停在这里：Discord 只允许我在 15 分钟内写完对命令的回答。
+
+# Message menus (SPEC A5)
+menu-ask-name = 询问这条消息
+menu-remember-name = 记住这个
+menu-forget-name = 忘记这个
+menu-ask-title = 询问这条消息
+menu-ask-question = 你的问题
+menu-remember-nothing = 这条消息里没有我能记住的关于某人的内容。
+menu-remembered = 我会记住的。
+menu-remember-full = 我无法再记住关于此人的更多内容；请管理员用 /memory 清理一些。
+menu-remember-consent = { $author }，{ $asker } 希望我记住你消息中的这句话：“{ $fact }”。可以吗？
+menu-consent-allow = 允许
+menu-consent-decline = 拒绝
+menu-consent-not-yours = 只有发这条消息的人才能回答。
+menu-consent-expired = 此请求已过期；什么也没有记住。
+menu-consent-allowed = 已允许：我会记住的。
+menu-consent-declined = 已拒绝：什么也没有记住。
+menu-forgot = 已忘记从那条消息记住的 { $count } 条内容。

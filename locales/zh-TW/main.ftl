@@ -397,3 +397,21 @@ ask-stopping = 我正在重新啟動。請一分鐘後再問。
 ask-stopped = 已停止。
 ask-no-answer = 我對此沒有答案。
 ask-cut = 我只能停在這裡：Discord 只允許我在 15 分鐘內寫完對指令的回答。
+
+# Message menus (SPEC A5)
+menu-ask-name = 詢問這則訊息
+menu-remember-name = 記住這個
+menu-forget-name = 忘記這個
+menu-ask-title = 詢問這則訊息
+menu-ask-question = 你的問題
+menu-remember-nothing = 這則訊息裡沒有我能記住的關於某人的內容。
+menu-remembered = 我會記住的。
+menu-remember-full = 我無法再記住關於此人的更多內容；請管理員用 /memory 清理一些。
+menu-remember-consent = { $author }，{ $asker } 希望我記住你訊息中的這句話：「{ $fact }」。可以嗎？
+menu-consent-allow = 允許
+menu-consent-decline = 拒絕
+menu-consent-not-yours = 只有發這則訊息的人才能回答。
+menu-consent-expired = 此請求已過期；什麼也沒有記住。
+menu-consent-allowed = 已允許：我會記住的。
+menu-consent-declined = 已拒絕：什麼也沒有記住。
+menu-forgot = 已忘記從那則訊息記住的 { $count } 條內容。

@@ -381,6 +381,10 @@ fn framework(
                 )
                 .iter()
                 .filter_map(|command| serde_json::to_value(command).ok())
+                .map(|mut command| {
+                    commands::localize_menu_names(&mut command);
+                    command
+                })
                 .collect();
                 registrar.spawn(rest::registration::keep_registered(
                     registration_rest,

@@ -14,6 +14,7 @@ pub mod ask;
 pub mod drafting;
 pub mod kill;
 pub mod memory;
+pub mod menus;
 pub mod modal;
 pub mod persona;
 pub mod random;
@@ -43,9 +44,15 @@ pub fn all() -> Vec<poise::Command<std::sync::Arc<BotData>, Error>> {
         tools::tools(),
         persona::persona(),
         replies::replies(),
+        menus::ask_about(),
+        menus::remember_this(),
+        menus::forget_this(),
     ];
     for command in &mut commands {
-        localize(command, "cmd");
+        // A message menu is registered under its one name (see [`localize_menu_names`]).
+        if command.context_menu_action.is_none() {
+            localize(command, "cmd");
+        }
     }
     commands
 }
@@ -90,6 +97,24 @@ fn localize(command: &mut poise::Command<std::sync::Arc<BotData>, Error>, parent
     }
 }
 
+/// The registered JSON of the menus with their names localized (poise registers a context
+/// menu under its one name).
+pub fn localize_menu_names(command: &mut serde_json::Value) {
+    let Some(name) = command.get("name").and_then(|n| n.as_str()) else {
+        return;
+    };
+    let Some((_, key)) = menus::MENUS.iter().find(|(menu, _)| *menu == name) else {
+        return;
+    };
+    let names: serde_json::Map<String, serde_json::Value> = DISCORD_LOCALES
+        .iter()
+        .map(|(code, locale)| ((*code).to_owned(), locale::text(*locale, key).into()))
+        .collect();
+    if let Some(fields) = command.as_object_mut() {
+        fields.insert("name_localizations".to_owned(), names.into());
+    }
+}
+
 /// Errors from commands are reported here, once: logged for operators, a localized line for the
 /// user (a failed reply is only logged).
 pub async fn on_error(error: poise::FrameworkError<'_, std::sync::Arc<BotData>, Error>) {
@@ -121,7 +146,7 @@ mod tests {
     // SPEC D3: command names and descriptions are localized in every language.
     #[test]
     fn commands_are_localized() {
-        for command in all() {
+        for command in all().iter().filter(|c| c.context_menu_action.is_none()) {
             assert_eq!(command.name_localizations.len(), 3, "{}", command.name);
             assert!(
                 command

@@ -50,6 +50,25 @@ impl Submitted {
             .map_or("", |(_, v)| v.as_str())
     }
 
+    /// The submit's interaction id.
+    pub fn id(&self) -> u64 {
+        self.interaction.id.get()
+    }
+
+    /// The submit's token: its answer is written with it.
+    pub fn token(&self) -> &str {
+        &self.interaction.token
+    }
+
+    /// Answers the submit with Discord's "thinking", to be edited later.
+    pub async fn defer(&self, ctx: Context<'_>) -> Result<(), Error> {
+        let thinking = CreateInteractionResponse::Defer(CreateInteractionResponseMessage::new());
+        self.interaction
+            .create_response(ctx.http(), thinking)
+            .await?;
+        Ok(())
+    }
+
     /// Answers the submit with an ephemeral message.
     pub async fn answer(&self, ctx: Context<'_>, text: String) -> Result<(), Error> {
         let message = CreateInteractionResponseMessage::new()
@@ -90,9 +109,34 @@ fn cut(text: &str, max: usize) -> String {
 /// Shows `fields` as a modal titled `title` in answer to the command, and waits for the
 /// caller's submit. `None` when the command did not come as an interaction, the user closed
 /// the modal (nothing arrives within the token's 15 minutes), or the submitter no longer has
-/// Manage Server (every modal here edits a server's settings, and the submit may come long
+/// Manage Server (every settings modal edits a server's settings, and the submit may come long
 /// after the command's check; the refusal is its answer).
 pub async fn ask(
+    ctx: Context<'_>,
+    title: &str,
+    fields: Vec<Field>,
+) -> Result<Option<Submitted>, Error> {
+    let Some(submitted) = show(ctx, title, fields).await? else {
+        return Ok(None);
+    };
+    // Discord sends the member's permissions as they are at the submit.
+    let member = submitted.interaction.member.as_ref();
+    if !member
+        .and_then(|m| m.permissions)
+        .is_some_and(|p| p.contains(Permissions::MANAGE_GUILD))
+    {
+        let locale = locale_of(ctx);
+        let refusal = locale::text(locale, "command-needs-manage-server");
+        submitted.answer(ctx, refusal).await?;
+        return Ok(None);
+    }
+    Ok(Some(submitted))
+}
+
+/// Shows `fields` as a modal titled `title` in answer to the command, and waits for the
+/// caller's submit; `None` when the command did not come as an interaction or the user closed
+/// the modal (nothing arrives within the token's 15 minutes).
+pub async fn show(
     ctx: Context<'_>,
     title: &str,
     fields: Vec<Field>,
@@ -138,22 +182,10 @@ pub async fn ask(
         return Ok(None);
     };
     let values = values_of(&interaction);
-    let submitted = Submitted {
+    Ok(Some(Submitted {
         interaction,
         values,
-    };
-    // Discord sends the member's permissions as they are at the submit.
-    let member = submitted.interaction.member.as_ref();
-    if !member
-        .and_then(|m| m.permissions)
-        .is_some_and(|p| p.contains(Permissions::MANAGE_GUILD))
-    {
-        let locale = locale_of(ctx);
-        let refusal = locale::text(locale, "command-needs-manage-server");
-        submitted.answer(ctx, refusal).await?;
-        return Ok(None);
-    }
-    Ok(Some(submitted))
+    }))
 }
 
 /// What was typed in each text field of a submit.

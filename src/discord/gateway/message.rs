@@ -6,25 +6,10 @@
 use serenity::all::Message;
 
 use crate::discord::data::BotData;
-use crate::domain::ports::{
-    ATTACHMENTS_PER_MESSAGE, Attachment, MENTION_NAME_MAX, Mention, PINGS_MAX,
-};
+use crate::domain::ports::{MENTION_NAME_MAX, Mention, PINGS_MAX};
 use crate::domain::scope::{ChannelId, ServerId, UserId};
 
-/// A message's files as the core describes them (at most Discord's ten).
-pub(super) fn attachments_of(message: &Message) -> Vec<Attachment> {
-    message
-        .attachments
-        .iter()
-        .take(ATTACHMENTS_PER_MESSAGE)
-        .map(|a| Attachment {
-            filename: a.filename.clone(),
-            url: a.url.clone(),
-            size: u64::from(a.size),
-            content_type: a.content_type.clone(),
-        })
-        .collect()
-}
+pub(super) use crate::discord::data::attachments_of;
 
 /// The name shown for the author of a gateway message (as `rest::history` names a message's author read over REST).
 pub(super) fn name_of(message: &Message) -> String {

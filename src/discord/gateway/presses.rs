@@ -26,6 +26,9 @@ use crate::locale::{self, Locale};
 
 /// One press of a button. A component that is not one of this bot's buttons is left alone.
 pub async fn on_press(data: &Arc<BotData>, http: &Http, press: &ComponentInteraction) {
+    if super::consent::on_consent(data, http, press).await {
+        return;
+    }
     let locale = Locale::from_discord(&press.locale);
     let presser = Presser {
         user: UserId(press.user.id.get()),

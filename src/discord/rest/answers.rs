@@ -15,6 +15,7 @@ use tokio::sync::Mutex;
 use tokio::time::Instant;
 
 use super::client::{DiscordRest, InteractionToken, SendError};
+use super::delivery::port_error;
 use crate::discord::ids::snowflake;
 use crate::domain::ports::{
     ApprovalCard, ChatSink, Emoji, ExpressionSend, Pings, PortError, Sticker, Voice,
@@ -197,19 +198,6 @@ fn token_gone(error: &SendError) -> bool {
                 ..
             }
     )
-}
-
-fn port_error(error: SendError) -> PortError {
-    match error {
-        SendError::Unconfirmed(detail) => PortError::Unconfirmed {
-            what: "discord",
-            detail,
-        },
-        refused @ SendError::Refused { .. } => PortError::Unavailable {
-            what: "discord",
-            detail: refused.to_string(),
-        },
-    }
 }
 
 /// A message of the answer: its text, notifying only `pings` (never `@everyone`, roles).

@@ -499,13 +499,7 @@ impl DiscordRest {
             major: hook.id,
             local_per_5s: None,
         };
-        let make = || {
-            let request = self.http.request(method.clone(), &url);
-            match body {
-                Some(body) => request.json(body),
-                None => request,
-            }
-        };
+        let make = || with_body(self.http.request(method.clone(), &url), body);
         let response = self.exchange(route, make, Retry::ServerFailures).await?;
         let status = response.status();
         let gone = method == reqwest::Method::DELETE && status == reqwest::StatusCode::NOT_FOUND;
@@ -543,13 +537,7 @@ impl DiscordRest {
             major: answer.interaction,
             local_per_5s: None,
         };
-        let make = || {
-            let request = self.http.request(method.clone(), &url);
-            match body {
-                Some(body) => request.json(body),
-                None => request,
-            }
-        };
+        let make = || with_body(self.http.request(method.clone(), &url), body);
         let retry = if message.is_some() {
             Retry::ServerFailures
         } else {
@@ -667,6 +655,14 @@ impl DiscordRest {
         json_bounded(response, ANSWER_MAX)
             .await
             .map_err(|e| GetError::Failed(format!("{path}: {e}")))
+    }
+}
+
+/// `request` with `body` as its JSON, when there is one.
+fn with_body(request: reqwest::RequestBuilder, body: Option<&Value>) -> reqwest::RequestBuilder {
+    match body {
+        Some(body) => request.json(body),
+        None => request,
     }
 }
 

@@ -202,7 +202,8 @@ fn allowed_mentions(pings: &Pings, replying: bool) -> Value {
     json!({ "parse": [], "users": users, "replied_user": replying })
 }
 
-fn port_error(error: SendError) -> PortError {
+/// A send's failure as the core's ports say it.
+pub(super) fn port_error(error: SendError) -> PortError {
     match error {
         SendError::Unconfirmed(detail) => PortError::Unconfirmed {
             what: "discord",

@@ -67,6 +67,7 @@ mod gateway_control;
 mod intents;
 mod interactions;
 mod mentions;
+mod menus;
 mod message_edits;
 mod message_objects;
 mod modals;
@@ -94,6 +95,7 @@ pub use gateway::{
     resumed_json,
 };
 pub use intents::{DIRECT_MESSAGES, GUILD_MESSAGES, MESSAGE_CONTENT};
+pub use menus::MenuUse;
 pub use permissions::*;
 pub use rate_limits::{RateLimit, RateLimitCounts};
 pub use server::FakeDiscord;
