@@ -1,7 +1,7 @@
 //! The message cutter (SPEC C4) on replies full of what makes cutting hard: long lines inside
 //! code blocks, fences, URLs, Markdown spans and CJK. Throughput on a 100 KB reply, fed whole and
-//! streamed in 16-character chunks, and the same reply at 10 KB, 100 KB and 1 MB, so a worst
-//! case that is not linear shows.
+//! streamed in 16-character chunks (also taking the draft after each chunk, as an `/ask` does),
+//! and the same reply at 10 KB, 100 KB and 1 MB, so a worst case that is not linear shows.
 //!
 //! Run: `cargo bench --bench segment`.
 
@@ -43,6 +43,18 @@ fn cut_streamed(chunks: &[String]) -> usize {
     n + segmenter.finish().len()
 }
 
+/// [`cut_streamed`], with the message being written taken after every chunk, as a turn
+/// answering an interaction shows it (SPEC A5).
+fn cut_streamed_with_drafts(chunks: &[String]) -> usize {
+    let mut segmenter = Segmenter::default();
+    let mut n = 0;
+    for chunk in chunks {
+        n += segmenter.push(chunk).len();
+        n += segmenter.draft().len() & 1;
+    }
+    n + segmenter.finish().len()
+}
+
 fn chunks_of(text: &str, size: usize) -> Vec<String> {
     let chars: Vec<char> = text.chars().collect();
     chars.chunks(size).map(|c| c.iter().collect()).collect()
@@ -61,6 +73,11 @@ fn bench(c: &mut Criterion) {
             BenchmarkId::new("streamed_16", bytes),
             &chunks,
             |b, chunks| b.iter(|| cut_streamed(chunks)),
+        );
+        group.bench_with_input(
+            BenchmarkId::new("streamed_16_drafts", bytes),
+            &chunks,
+            |b, chunks| b.iter(|| cut_streamed_with_drafts(chunks)),
         );
     }
     group.finish();

@@ -378,12 +378,13 @@ impl<'a> ReplyDelivery<'a> {
     /// answer, SPEC A5): never a held draft, nor while an earlier run's messages are cut again.
     async fn show_draft(&self) {
         let replaying = u32::try_from(self.sent).unwrap_or(u32::MAX) < self.delivered_before;
-        if self.held.is_some() || replaying || self.turn.stop.is_killed() {
+        let sink = &self.ports.sink;
+        if !sink.shows_drafts() || self.held.is_some() || replaying || self.turn.stop.is_killed() {
             return;
         }
         let draft = self.segmenter.draft();
         if !draft.trim().is_empty() {
-            self.ports.sink.draft(self.turn.scope.channel, &draft).await;
+            sink.draft(self.turn.scope.channel, &draft).await;
         }
     }
 

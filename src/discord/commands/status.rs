@@ -119,14 +119,13 @@ pub async fn help(ctx: Context<'_>) -> Result<(), Error> {
 
 /// Whether the command came through the server's install of the app (not only a user's own).
 fn server_install(ctx: Context<'_>) -> bool {
-    use serenity::all::AuthorizingIntegrationOwner;
     match ctx {
-        poise::Context::Application(app) => app
-            .interaction
-            .authorizing_integration_owners
-            .0
-            .iter()
-            .any(|owner| matches!(owner, AuthorizingIntegrationOwner::GuildInstall(Some(_)))),
+        poise::Context::Application(app) => {
+            matches!(
+                super::ask::Place::of(app.interaction),
+                super::ask::Place::Server(_)
+            )
+        }
         poise::Context::Prefix(_) => true,
     }
 }

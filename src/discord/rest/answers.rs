@@ -286,6 +286,10 @@ impl ChatSink for InteractionSink {
         }
     }
 
+    fn shows_drafts(&self) -> bool {
+        true
+    }
+
     async fn reply_over(&self, _channel: ChannelId, stopped: bool) {
         let mut state = self.state.lock().await;
         if std::mem::replace(&mut state.over, true) || self.expired(&state) {

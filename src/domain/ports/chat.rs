@@ -306,6 +306,11 @@ pub trait ChatSink: Send + Sync {
     async fn draft(&self, channel: ChannelId, text: &str) {
         let _ = (channel, text);
     }
+    /// Whether [`Self::draft`] shows anything: a turn builds no draft for a destination that
+    /// shows none (the default).
+    fn shows_drafts(&self) -> bool {
+        false
+    }
     /// The turn's reply is over (`stopped`: by `/kill`, *Stop* or the end of its time): a
     /// destination that showed a draft settles it, and one that showed nothing says so.
     /// Nothing to do in a channel (the default).
