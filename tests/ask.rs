@@ -362,3 +362,49 @@ async fn the_tokens_life_bounds_the_answer() {
     );
     e.stop().await;
 }
+
+// SPEC A5: an `/ask` is not stored, so it does not resume after a restart: when the process
+// stops, the running one and a waiting one both tell their askers to ask again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stop_tells_each_ask_to_ask_again() {
+    let (_open, gate) = tokio::sync::watch::channel(false);
+    let mut e = E2e::start_with(
+        Behaviour::succeed(),
+        vec![Reply::Stream(vec![
+            Sse::text("Thinking about it"),
+            Sse::Until(gate),
+            Sse::finish("stop"),
+            Sse::Done,
+        ])],
+        |config| config.shutdown.grace_secs = 2,
+    )
+    .await;
+    let running = e
+        .discord
+        .slash(ask_in(Some(GUILD), GENERAL, "first", false))
+        .await;
+    e.until("the first is shown", |e| {
+        e.discord.interaction_messages(running).0.is_some_and(|m| {
+            m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("Thinking"))
+        })
+    })
+    .await;
+    let mut bobs = ask_in(Some(GUILD), GENERAL, "second", true);
+    bobs.user_id = BOB;
+    let waiting = e.discord.slash(bobs).await;
+    e.answer_to(waiting).await;
+    e.running.take().expect("running").shutdown().await;
+    for id in [running, waiting] {
+        let (original, followups) = e.discord.interaction_messages(id);
+        let mut shown: Vec<Value> = original.into_iter().collect();
+        shown.extend(followups);
+        assert!(
+            shown.iter().any(|m| m["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("ask again"))),
+            "{id}: {shown:?}"
+        );
+    }
+}

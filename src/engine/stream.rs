@@ -388,8 +388,12 @@ impl<'a> ReplyDelivery<'a> {
         }
     }
 
-    /// The reply is over: a destination that shows drafts settles what it showed (SPEC A5).
+    /// The reply is over: a destination that shows drafts settles what it showed (SPEC A5). A
+    /// turn stopped for the shutdown leaves that to the worker, which says why.
     pub async fn over(&self, status: TurnStatus) {
+        if self.turn.stop.is_shutdown() {
+            return;
+        }
         let stopped = status == TurnStatus::StoppedByUser;
         self.ports
             .sink

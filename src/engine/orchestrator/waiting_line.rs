@@ -84,6 +84,13 @@ impl WaitingLine {
     }
 
     /// Whether the stored message `id` waits here.
+    /// The routes of the waiting `/ask`s (SPEC A5).
+    pub(super) fn routes(&self) -> impl Iterator<Item = (&super::Route, crate::locale::Locale)> {
+        self.entries
+            .iter()
+            .filter_map(|q| q.route.as_ref().map(|r| (r, q.message.locale)))
+    }
+
     pub(super) fn holds(&self, id: Option<i64>) -> bool {
         self.entries.iter().any(|q| q.store_id == id)
     }

@@ -19,7 +19,9 @@ use super::{
     TurnFinished, lock,
 };
 use crate::config::KillPermission;
-use crate::domain::ports::{Delivery, Pings, QueueStore, close_unanswered, remember_delivery};
+use crate::domain::ports::{
+    ChatSink, Delivery, Pings, QueueStore, close_unanswered, remember_delivery,
+};
 use crate::domain::scope::{ChannelId, MessageId, UserId};
 use crate::domain::turn::{ChannelActivity, StoppedTool, ToolEnding, Turn, TurnId, TurnStatus};
 use crate::engine::passes::{TurnEnd, TurnReport};
@@ -582,6 +584,10 @@ impl Worker {
     /// The process stops: the running turn may finish by itself until the plan's `finish_by`,
     /// else it is stopped and may wind down until `stop_by` (its entry stays for the next start).
     async fn wind_down(&mut self) {
+        // A waiting `/ask` is not stored: its asker is told to ask again (SPEC A5).
+        for (route, locale) in self.queue.routes() {
+            tell_stopping(&route.sink, self.channel, locale).await;
+        }
         let Some(running) = &mut self.running else {
             return;
         };
@@ -609,6 +615,21 @@ impl Worker {
                 tracing::warn!(%channel, %turn, "turn did not wind down before the shutdown's deadline; dropped, it resumes at the next start")
             }
         }
+        // An `/ask` does not resume: its asker is told to ask again (SPEC A5).
+        if let Some(route) = &running.pending.route {
+            tell_stopping(&route.sink, channel, running.turn.locale).await;
+        }
+    }
+}
+
+/// Tells an `/ask` the process stops before answering it.
+async fn tell_stopping(sink: &Arc<dyn ChatSink>, channel: ChannelId, locale: locale::Locale) {
+    let text = locale::text(locale, "ask-stopping");
+    if let Err(error) = sink
+        .send_text(channel, text, None, &Pings::none(), None)
+        .await
+    {
+        tracing::debug!(%channel, %error, "an /ask could not be told of the stop");
     }
 }
 
