@@ -186,8 +186,8 @@ struct Pending {
 
 /// Where a turn answers when not in its channel's messages: an interaction's answer (`/ask`,
 /// SPEC A5). Such a turn is not stored in the queue (its answer's token is a credential that
-/// lives 15 minutes; a restart loses the question, and its asker asks again), never joins
-/// another message and is no follow-up of one.
+/// lives 15 minutes; a stopping process tells its asker to ask again), never joins another
+/// message and is no follow-up of one.
 #[derive(Clone)]
 pub struct Route {
     /// Where its reply, notices and approval cards go.

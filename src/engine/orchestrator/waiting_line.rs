@@ -83,7 +83,6 @@ impl WaitingLine {
         self.entries.push_front(pending);
     }
 
-    /// Whether the stored message `id` waits here.
     /// The routes of the waiting `/ask`s (SPEC A5).
     pub(super) fn routes(&self) -> impl Iterator<Item = (&super::Route, crate::locale::Locale)> {
         self.entries
@@ -91,6 +90,7 @@ impl WaitingLine {
             .filter_map(|q| q.route.as_ref().map(|r| (r, q.message.locale)))
     }
 
+    /// Whether the stored message `id` waits here.
     pub(super) fn holds(&self, id: Option<i64>) -> bool {
         self.entries.iter().any(|q| q.store_id == id)
     }
