@@ -262,11 +262,27 @@ async fn ask_in_a_dm_and_where_the_bot_is_not_a_member() {
         ],
     )
     .await;
-    e.store_fact(Some(GUILD), None, "the server's secret plan")
-        .await;
+    // What Alice told the persona in her DM stays there.
     let dm = e.discord.dm_channel(ALICE);
+    let fact = persona_bot::domain::ports::NewFact {
+        server: None,
+        persona: persona_bot::domain::scope::PersonaId("aria".into()),
+        about: Some(persona_bot::domain::scope::UserId(ALICE)),
+        text: "her private plan".into(),
+        at_ms: 1,
+        private_to: Some(persona_bot::domain::scope::ChannelId(dm)),
+        source: None,
+    };
+    let memory = &e.running().storage.memory;
+    persona_bot::domain::ports::MemoryStore::add_fact(memory.as_ref(), fact, 100)
+        .await
+        .expect("stored");
     let id = e.discord.slash(ask_in(None, dm, "hi", false)).await;
     assert_eq!(answered(&e, id).await["content"], "Hello in the DM.");
+    assert!(
+        e.system_prompt(0).contains("her private plan"),
+        "read in the DM"
+    );
 
     let id = e
         .discord
@@ -300,7 +316,7 @@ async fn ask_in_a_dm_and_where_the_bot_is_not_a_member() {
         "nothing read or posted in a channel the bot is not in"
     );
     let prompt = e.system_prompt(1);
-    assert!(!prompt.contains("secret plan"), "{prompt}");
+    assert!(!prompt.contains("private plan"), "{prompt}");
     e.stop().await;
 }
 

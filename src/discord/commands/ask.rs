@@ -143,10 +143,8 @@ pub async fn answer(
         };
         return say(data, on, locale, key).await;
     }
-    let mut entry = entry_of(data, interaction, place, &settings, locale, question.text);
-    entry.message = MessageId(on.id);
-    entry.attachments = question.attachments;
     let route = route_of(data, interaction, on, place, locale, question.private);
+    let entry = entry_of(data, interaction, on, place, &settings, locale, question);
     if !data.orchestrator.ask(entry, route) {
         return say(data, on, locale, "ask-stopping").await;
     }
@@ -189,15 +187,17 @@ fn admitted(
     admit(&facts, settings, &data.rate)
 }
 
-/// The question as its channel's line holds it: under the interaction's id, by the asker, as
-/// the persona of the server (or the deployment's default where the bot is not a member).
+/// The question as its channel's line holds it: under the id of the interaction it is answered
+/// in, by the asker, as the persona of the server (or the deployment's default where the bot is
+/// not a member).
 fn entry_of(
     data: &BotData,
     interaction: &CommandInteraction,
+    on: &AnswerOn,
     place: Place,
     settings: &ServerSettings,
     locale: Locale,
-    content: String,
+    question: Question,
 ) -> NewQueuedMessage {
     let channel = ChannelId(interaction.channel_id.get());
     let (server, visibility) = match place {
@@ -216,17 +216,17 @@ fn entry_of(
     NewQueuedMessage {
         server,
         channel,
-        message: MessageId(interaction.id.get()),
+        message: MessageId(on.id),
         author: UserId(user.id.get()),
         author_name,
-        content,
+        content: question.text,
         follow_up: false,
         enqueued_at_ms: crate::domain::ports::Clock::now_ms(&crate::domain::ports::SystemClock),
         persona: data.personas.of_server(settings).id.clone(),
         visibility,
         locale,
         quiet: false,
-        attachments: Vec::new(),
+        attachments: question.attachments,
         mentions: Vec::new(),
     }
 }
